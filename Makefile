@@ -1,0 +1,34 @@
+# coteam — the two set-up commands are `make demo` and `make test`; both create .venv on first use.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
+
+.PHONY: venv demo test lint bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml requirements/ros.txt
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11) on PATH"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements/ros.txt
+	$(PY) -m pip install -q -e ".[dev]"
+	@touch $(STAMP)
+
+demo: venv
+	$(VENV)/bin/coteam demo --out runs/demo
+
+test: venv
+	$(PY) -m pytest -q -n 2
+
+lint: venv
+	$(VENV)/bin/ruff check src sim tests bench
+	$(VENV)/bin/ruff format --check src sim tests bench
+
+bench: venv
+	$(PY) bench/run_benchmarks.py --out docs/benchmarks.md
+
+clean:
+	rm -rf $(VENV) runs build *.egg-info src/*.egg-info sim/*.egg-info

@@ -1,0 +1,201 @@
+"""Simulator subcommands of ``coteam``: ``run``, ``suites``, ``render``, ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from coteam.reasoning import make_team, methods
+from coteam.world import MAX_AGENTS, Benchmark
+from coteam_sim.runner import EpisodeResult, run_episode, summarize, write_results
+from coteam_sim.suites import SUITES, EpisodeSpec, get_suite
+
+console = Console()
+
+
+def parse_episode_range(text: str | None, available: int | None) -> list[int]:
+    """``"0-4"`` → [0..4], ``"1,3,7"`` → [1, 3, 7], ``None`` → all ``available``."""
+    if text is None:
+        if available is None:
+            raise ValueError("--episodes is required for a generated suite")
+        return list(range(available))
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            out.extend(range(int(lo), int(hi) + 1))
+        elif part:
+            out.append(int(part))
+    if not out or min(out) < 0:
+        raise ValueError(f"bad episode range {text!r}")
+    if available is not None and max(out) >= available:
+        raise ValueError(f"episode {max(out)} out of range: the suite has {available} episodes (0-{available - 1})")
+    return out
+
+
+def parse_params(items: list[str], yaml_path: str | None) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if yaml_path:
+        loaded = yaml.safe_load(Path(yaml_path).read_text()) or {}
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{yaml_path}: expected a mapping of parameters")
+        params.update(loaded)
+    for item in items:
+        if "=" not in item:
+            raise ValueError(f"--set expects key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        params[key.strip()] = yaml.safe_load(value)
+    return params
+
+
+def select_episodes(suite_name: str, episodes: str | None, seed: int) -> list[EpisodeSpec]:
+    suite = get_suite(suite_name)
+    if suite.fixed:
+        specs = suite.episodes()
+        return [specs[i] for i in parse_episode_range(episodes, len(specs))]
+    from coteam_sim.suites import fresh_episode
+
+    return [fresh_episode(suite.benchmark, seed, i) for i in parse_episode_range(episodes or "0-9", None)]
+
+
+def run_suite(
+    specs: list[EpisodeSpec], team: str, agents: int, params: dict[str, Any], out: Path, seed: int,
+    quiet: bool = False,
+) -> list[EpisodeResult]:
+    make_team(team, params)  # fail fast on an unknown method
+    out.mkdir(parents=True, exist_ok=True)
+    results: list[EpisodeResult] = []
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, disable=quiet, transient=False,
+    ) as progress:
+        overall = progress.add_task(f"{team} x{agents}", total=len(specs))
+        for spec in specs:
+            scene = spec.build()
+            ep = progress.add_task(f"  {spec.name} {scene.task.name}", total=scene.task.horizon)
+            trace = out / "traces" / f"{spec.suite}-{spec.index:03d}.json"
+            result = run_episode(
+                scene, team, n_agents=agents, seed=seed, params=params, trace_path=trace, episode_name=spec.name,
+                on_step=lambda clock, horizon, ep=ep: progress.update(ep, completed=clock),
+            )
+            progress.update(ep, completed=scene.task.horizon, visible=False)
+            progress.advance(overall)
+            results.append(result)
+    write_results(results, out / "results.json", {"team": team, "agents": agents, "params": params, "seed": seed})
+    return results
+
+
+def results_table(results: list[EpisodeResult], title: str) -> Table:
+    tdw = results and results[0].benchmark == Benchmark.TDWMAT.value
+    table = Table(title=title)
+    for col in ("episode", "task", "success", "frames" if tdw else "steps", "transport rate", "messages",
+                "chars", "tokens", "decisions", "ms/decision"):
+        table.add_column(col, justify="left" if col in ("episode", "task") else "right")
+    for r in results:
+        table.add_row(r.episode, r.task, "yes" if r.success else "no", str(r.steps), f"{r.transport_rate:.2f}",
+                      str(r.messages), str(r.message_chars), str(r.tokens), str(r.decisions),
+                      f"{r.decision_ms_mean:.2f}")
+    s = summarize(results)
+    table.add_section()
+    table.add_row("mean", "", f"{s['success_rate']:.0%}", f"{s['steps']:.1f}", f"{s['transport_rate']:.3f}",
+                  f"{s['messages']:.1f}", f"{s['message_chars']:.0f}", f"{s['tokens']:.0f}", "",
+                  f"{s['decision_ms_mean']:.2f}")
+    return table
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    if not 1 <= args.agents <= MAX_AGENTS:
+        raise ValueError(f"--agents must be between 1 and {MAX_AGENTS}")
+    params = parse_params(args.set, args.config)
+    specs = select_episodes(args.suite, args.episodes, args.seed)
+    out = Path(args.out or f"runs/{args.suite}-{args.team}-x{args.agents}")
+    results = run_suite(specs, args.team, args.agents, params, out, args.seed, quiet=args.quiet)
+    console.print(results_table(results, f"{args.suite} · {args.team} · {args.agents} agent(s)"))
+    console.print(f"results: {out / 'results.json'}\ntraces:  {out / 'traces'}")
+    return 0
+
+
+def _cmd_suites(args: argparse.Namespace) -> int:
+    table = Table(title="episode suites")
+    for col in ("suite", "benchmark", "episodes", "description"):
+        table.add_column(col)
+    for s in SUITES.values():
+        table.add_row(s.name, s.benchmark.value, str(len(s.episodes())) if s.fixed else "any (--seed)", s.description)
+    console.print(table)
+    if args.export:
+        from coteam.scene_io import save_scene
+
+        out = Path(args.export)
+        out.mkdir(parents=True, exist_ok=True)
+        for spec in select_episodes(args.export_suite, None if SUITES[args.export_suite].fixed else "0-9", args.seed):
+            save_scene(spec.build(), out / f"{spec.suite}-{spec.index:03d}.json")
+        console.print(f"scenes written to {out}")
+    return 0
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    from coteam_sim.render import render_trace
+    from coteam_sim.trace import load_trace
+
+    trace = load_trace(args.trace)
+    out = Path(args.out or Path(args.trace).with_suffix(".png"))
+    render_trace(trace, out)
+    console.print(f"map written to {out}")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from coteam_sim.render import render_trace
+    from coteam_sim.trace import load_trace
+
+    out = Path(args.out)
+    for suite in ("cwah-test", "tdwmat-test"):
+        specs = select_episodes(suite, str(args.episode), 0)
+        run_out = out / suite
+        results = run_suite(specs, args.team, 2, {}, run_out, 0)
+        console.print(results_table(results, f"demo: {suite} episode {args.episode} · {args.team} · 2 robots"))
+        trace_path = Path(results[0].trace or "")
+        png = trace_path.with_suffix(".png")
+        render_trace(load_trace(trace_path), png)
+        console.print(f"trace: {trace_path}\nmap:   {png}\nresults: {run_out / 'results.json'}\n")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    team_help = "method (see `coteam methods`)"
+    p = sub.add_parser("run", help="run a team on a suite of episodes")
+    p.add_argument("--suite", required=True, choices=sorted(SUITES))
+    p.add_argument("--team", default="rhp", help=team_help)
+    p.add_argument("--agents", type=int, default=2)
+    p.add_argument("--episodes", help="e.g. 0-4 or 1,3,5 (default: the whole test set, or 0-9 when generated)")
+    p.add_argument("--seed", type=int, default=0, help="seed of generated suites and of the simulator's tie-breaks")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="method hyper-parameter")
+    p.add_argument("--config", help="YAML file of method hyper-parameters")
+    p.add_argument("--out", help="output directory (default runs/<suite>-<team>-x<agents>)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("suites", help="list episode suites (and export their scenes as JSON)")
+    p.add_argument("--export", metavar="DIR", help="write the scenes of --export-suite to DIR")
+    p.add_argument("--export-suite", default="cwah-test", choices=sorted(SUITES))
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_cmd_suites)
+
+    p = sub.add_parser("render", help="draw an episode trace as a top-down PNG")
+    p.add_argument("trace")
+    p.add_argument("--out", help="PNG path (default: next to the trace)")
+    p.set_defaults(func=_cmd_render)
+
+    p = sub.add_parser("demo", help="one C-WAH and one TDW-MAT episode with a two-robot team")
+    p.add_argument("--team", default="rhp", choices=sorted(methods()))
+    p.add_argument("--episode", type=int, default=0)
+    p.add_argument("--out", default="runs/demo")
+    p.set_defaults(func=_cmd_demo)
+

@@ -1,0 +1,143 @@
+"""PettingZoo ``ParallelEnv`` over the simulator: ``reset(seed=, options=)`` / ``step({agent: primitive})``.
+
+Actions are primitives (:class:`~coteam_sim.primitives.Primitive` or their text form). A malformed or foreign
+primitive is not executed: the agent loses its turn, ``infos[agent]["failure"]`` says why and the reward is the
+failure penalty. Observations are :class:`~coteam.observation.Observation` objects.
+
+``options``: ``{"scene": Scene}`` runs that scene; ``{"episode": EpisodeSpec}`` one suite episode; with neither,
+a fresh episode of the env's benchmark is generated from ``seed``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import gymnasium
+from pettingzoo import ParallelEnv
+
+from coteam.observation import Observation
+from coteam.world import AGENT_NAMES, MAX_AGENTS, Benchmark, Scene
+from coteam_sim.engine import SimConfig, Simulator
+from coteam_sim.primitives import Primitive, PrimitiveError, parse_primitive
+
+FAILURE_PENALTY = -0.1
+
+
+class ObservationSpace(gymnasium.spaces.Space):
+    """The space of :class:`Observation` objects (structured, not sampleable)."""
+
+    def __init__(self) -> None:
+        super().__init__(shape=None, dtype=None)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, Observation)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> Observation:
+        raise NotImplementedError("observations are produced by the simulator, not sampled")
+
+
+class CoteamParallelEnv(ParallelEnv):
+    metadata = {"name": "coteam_household_v0", "render_modes": ["rgb_array"], "is_parallelizable": True}
+
+    def __init__(
+        self,
+        benchmark: Benchmark | str = Benchmark.CWAH,
+        n_agents: int = 2,
+        *,
+        config: SimConfig | None = None,
+        full_observability: bool = False,
+        render_mode: str | None = None,
+    ):
+        if not 1 <= n_agents <= MAX_AGENTS:
+            raise ValueError(f"n_agents must be between 1 and {MAX_AGENTS}, got {n_agents}")
+        self.benchmark = Benchmark(benchmark)
+        self.possible_agents = list(AGENT_NAMES[:n_agents])
+        self.agents: list[str] = []
+        self.config = config or SimConfig()
+        self.full_observability = full_observability
+        self.render_mode = render_mode
+        self.sim: Simulator | None = None
+        self._progress = 0
+
+    @functools.lru_cache(maxsize=None)  # noqa: B019  (spaces must be the same object per agent)
+    def observation_space(self, agent: str) -> gymnasium.spaces.Space:
+        return ObservationSpace()
+
+    @functools.lru_cache(maxsize=None)  # noqa: B019
+    def action_space(self, agent: str) -> gymnasium.spaces.Space:
+        return gymnasium.spaces.Text(max_length=600)
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
+        options = options or {}
+        scene: Scene | None = options.get("scene")
+        if scene is None and options.get("episode") is not None:
+            scene = options["episode"].build()
+        if scene is None:
+            from coteam_sim.suites import fresh_episode
+
+            scene = fresh_episode(self.benchmark, seed or 0, 0).build()
+        if scene.benchmark != self.benchmark:
+            raise ValueError(f"scene {scene.name!r} is {scene.benchmark.value}, this env is {self.benchmark.value}")
+        self.scene = scene
+        self.sim = Simulator(
+            scene, tuple(self.possible_agents), seed=seed or 0, config=self.config,
+            full_observability=self.full_observability,
+        )
+        self.agents = list(self.possible_agents)
+        self._progress = self.sim.world.progress()[0]
+        obs = {a: self.sim.observe(a) for a in self.agents}
+        infos = {a: self._info(a, "") for a in self.agents}
+        return obs, infos
+
+    def _info(self, agent: str, failure: str) -> dict[str, Any]:
+        assert self.sim is not None
+        done, total = self.sim.world.progress()
+        return {"failure": failure, "progress": (done, total), "clock": self.sim.clock, "ready": self.sim.is_ready(agent)}
+
+    def step(self, actions: dict[str, Primitive | str | None]):
+        if self.sim is None or not self.agents:
+            raise RuntimeError("step() called before reset() or after the episode ended")
+        prims: dict[str, Primitive | None] = {}
+        invalid: dict[str, str] = {}
+        for agent, action in actions.items():
+            if agent not in self.agents:
+                raise KeyError(f"unknown or finished agent {agent!r}")
+            if action is None or not self.sim.is_ready(agent):
+                continue
+            try:
+                prims[agent] = parse_primitive(action, self.benchmark)
+            except PrimitiveError as exc:
+                invalid[agent] = f"invalid primitive: {exc}"
+        failures = self.sim.step(prims)
+        failures.update(invalid)
+        for agent, reason in invalid.items():
+            self.sim.last_failure[agent] = reason
+        done, _ = self.sim.world.progress()
+        gained = done - self._progress
+        self._progress = done
+        goal = self.sim.world.goal_done()
+        timeout = self.sim.out_of_time()
+        obs = {a: self.sim.observe(a) for a in self.agents}
+        rewards = {a: float(gained) + (FAILURE_PENALTY if failures.get(a) else 0.0) for a in self.agents}
+        terminations = dict.fromkeys(self.agents, goal)
+        truncations = dict.fromkeys(self.agents, timeout and not goal)
+        infos = {a: self._info(a, failures.get(a, "")) for a in self.agents}
+        if goal or timeout:
+            self.agents = []
+        return obs, rewards, terminations, truncations, infos
+
+    def state(self) -> dict[str, Any]:
+        assert self.sim is not None
+        return self.sim.world.to_snapshot()
+
+    def render(self):
+        if self.render_mode != "rgb_array":
+            return None
+        from coteam_sim.render import render_rgb
+
+        assert self.sim is not None
+        return render_rgb(self.sim.scene, self.sim.world)
+
+    def close(self) -> None:
+        self.sim = None

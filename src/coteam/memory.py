@@ -1,0 +1,158 @@
+"""Per-agent memory of what the agent has seen, been told and done."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from coteam.observation import Message, ObjectView, Observation
+from coteam.world import Benchmark, FloorPlan, ObjectKind, Relation, Task, Vec2
+
+FULL_TURN_BINS = 24  # 15-degree sectors of a full turn
+HALF_FOV_DEG = 45.0  # TDW-MAT cameras see 90 degrees
+
+
+@dataclass(frozen=True)
+class TeammateSighting:
+    step: int
+    position: Vec2
+    room: int
+    holding: tuple[int | None, ...]
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    step: int
+    action: str
+    outcome: str  # "done", "failed: <reason>", "started"
+
+
+def heading_bin(heading: float) -> int:
+    return int(round((heading % 360) / 15.0)) % FULL_TURN_BINS
+
+
+def bearing(a: Vec2, b: Vec2) -> float:
+    return math.degrees(math.atan2(b[1] - a[1], b[0] - a[0])) % 360
+
+
+def angle_between(a: float, b: float) -> float:
+    d = abs(a - b) % 360
+    return min(d, 360 - d)
+
+
+@dataclass
+class AgentMemory:
+    agent: str
+    benchmark: Benchmark
+    floorplan: FloorPlan
+    task: Task
+    step: int = 0
+    frames: int = 0
+    position: Vec2 = (0.0, 0.0)
+    heading: int = 0
+    room: int = -1
+    holding: tuple[int | None, ...] = (None, None)
+    objects: dict[int, ObjectView] = field(default_factory=dict)
+    last_seen: dict[int, int] = field(default_factory=dict)
+    room_coverage: dict[int, set[int]] = field(default_factory=dict)
+    checked: set[int] = field(default_factory=set)
+    teammates: dict[str, TeammateSighting] = field(default_factory=dict)
+    room_visits: dict[int, int] = field(default_factory=dict)  # room -> last step the agent was in it
+    messages: list[Message] = field(default_factory=list)
+    actions: list[ActionRecord] = field(default_factory=list)
+    last_failure: str = ""
+
+    # --- updating ----------------------------------------------------------------------------------------
+    def update(self, obs: Observation) -> None:
+        self.step, self.frames = obs.step, obs.frames
+        self.position, self.heading, self.room = obs.position, obs.heading, obs.room
+        self.holding = obs.holding
+        self.room_visits[obs.room] = obs.step
+        self.last_failure = obs.last_failure
+        visible_ids = {v.id for v in obs.visible}
+        self._forget_missing(obs, visible_ids)
+        for view in obs.visible:
+            self.objects[view.id] = view
+            self.last_seen[view.id] = obs.step
+            if view.kind == ObjectKind.CONTAINER and view.is_open:
+                self.checked.add(view.id)
+        bins = self.room_coverage.setdefault(obs.room, set())
+        if self.benchmark == Benchmark.CWAH:
+            bins.update(range(FULL_TURN_BINS))  # entering a room reveals all of it
+        else:
+            for h in obs.view_headings:
+                for off in range(-3, 4):
+                    bins.add((heading_bin(h) + off) % FULL_TURN_BINS)
+        for mate in obs.teammates:
+            self.teammates[mate.name] = TeammateSighting(obs.step, mate.position, mate.room, mate.holding)
+            for held in mate.holding:
+                if held is not None and held in self.objects:
+                    self._mark_held(held, mate.name)
+        for own in obs.holding:
+            if own is not None and own in self.objects:
+                self._mark_held(own, self.agent)
+        self.messages.extend(obs.messages)
+
+    def _mark_held(self, item_id: int, agent: str) -> None:
+        old = self.objects[item_id]
+        self.objects[item_id] = ObjectView(
+            old.id, old.name, old.kind, self.room, self.position, old.category, old.is_open,
+            Relation.HELD, -1, agent, old.capacity,
+        )
+
+    def _forget_missing(self, obs: Observation, visible_ids: set[int]) -> None:
+        """Drop remembered items that should be visible now but are not (someone moved them)."""
+        for oid, view in list(self.objects.items()):
+            if view.kind != ObjectKind.ITEM or oid in visible_ids or view.room != obs.room:
+                continue
+            if view.held_by:
+                continue
+            if view.location == Relation.IN:
+                holder = self.objects.get(view.holder)
+                # Inside a fixture we can see open, or inside a carrier we can see: it should have shown up.
+                if holder is None or holder.id not in visible_ids:
+                    continue
+                if holder.kind == ObjectKind.CONTAINER and not holder.is_open:
+                    continue
+            if self.benchmark == Benchmark.TDWMAT:
+                seen_dir = bearing(obs.position, view.position)
+                near = math.dist(obs.position, view.position) < 0.3
+                if not near and not any(angle_between(seen_dir, h) <= HALF_FOV_DEG for h in obs.view_headings):
+                    continue
+            del self.objects[oid]
+
+    def record_action(self, action: str, outcome: str) -> None:
+        self.actions.append(ActionRecord(self.step, action, outcome))
+
+    # --- queries -----------------------------------------------------------------------------------------
+    def room_name(self, room_id: int) -> str:
+        return self.floorplan.room(room_id).name
+
+    def is_explored(self, room_id: int) -> bool:
+        return len(self.room_coverage.get(room_id, ())) >= FULL_TURN_BINS
+
+    def is_partly_explored(self, room_id: int) -> bool:
+        return bool(self.room_coverage.get(room_id))
+
+    def unexplored_rooms(self) -> list[int]:
+        return [r.id for r in self.floorplan.rooms if not self.is_explored(r.id)]
+
+    def known_names(self) -> dict[int, str]:
+        names = {r.id: r.name for r in self.floorplan.rooms}
+        names.update({oid: v.name for oid, v in self.objects.items()})
+        return names
+
+    def items(self) -> list[ObjectView]:
+        return [v for v in self.objects.values() if v.kind == ObjectKind.ITEM]
+
+    def unchecked_containers(self) -> list[ObjectView]:
+        return [
+            v for v in self.objects.values()
+            if v.kind == ObjectKind.CONTAINER and v.id not in self.checked and not v.is_open
+        ]
+
+    def free_hands(self) -> int:
+        return sum(1 for h in self.holding if h is None)
+
+    def held_items(self) -> list[ObjectView]:
+        return [self.objects[h] for h in self.holding if h is not None and h in self.objects]

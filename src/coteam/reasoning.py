@@ -1,0 +1,170 @@
+"""The contract between an agent's runtime and a reasoning method, and the one registry of methods.
+
+A *team* decides for every agent of the team. Decentralised methods are a team of independent per-agent
+reasoners (:class:`PerAgentTeam`); a centralised planner (the oracle) implements :class:`Team` directly and
+declares ``full_observability``. Runtimes (the in-process runner, the ROS planner node) only ever call
+:meth:`Team.reset` and :meth:`Team.decide` through an :class:`AgentBrain`.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from coteam.actions import (
+    ActionNotAvailableError,
+    HighLevelAction,
+    Verb,
+    format_action,
+    truncate_message,
+    validate_action,
+)
+from coteam.memory import AgentMemory
+from coteam.navigation import NavGrid
+from coteam.observation import ObjectView, Observation
+from coteam.options import ActionOption, available_actions
+from coteam.world import Benchmark, FloorPlan, Task
+
+
+@dataclass(frozen=True)
+class EpisodeInfo:
+    """What every agent knows at reset: the map, the task and the team."""
+
+    benchmark: Benchmark
+    task: Task
+    floorplan: FloorPlan
+    agents: tuple[str, ...]
+    seed: int
+    # Objects named by the task description (goal surfaces/containers, the bed), known from the start.
+    landmarks: tuple[ObjectView, ...] = ()
+
+
+@dataclass
+class DecisionContext:
+    agent: str
+    memory: AgentMemory
+    options: list[ActionOption]
+    nav: NavGrid
+
+    def option_for(self, action: HighLevelAction) -> ActionOption | None:
+        for o in self.options:
+            if o.action == action or (action.is_message and o.action.is_message):
+                return o
+        return None
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: HighLevelAction
+    rationale: dict[str, Any] = field(default_factory=dict)
+    tokens: int = 0
+    llm_calls: int = 0
+
+
+class Team(Protocol):
+    name: str
+    full_observability: bool
+
+    def reset(self, info: EpisodeInfo) -> None: ...
+
+    def decide(self, ctx: DecisionContext) -> Decision: ...
+
+
+class Reasoner(Protocol):
+    """A decentralised per-agent method."""
+
+    def decide(self, ctx: DecisionContext) -> Decision: ...
+
+
+ReasonerFactory = Callable[[str, EpisodeInfo, random.Random, Mapping[str, Any]], Reasoner]
+
+
+class PerAgentTeam:
+    """A team of independent reasoners, one per agent, each with its own seeded random stream."""
+
+    full_observability = False
+
+    def __init__(self, name: str, factory: ReasonerFactory, params: Mapping[str, Any] | None = None):
+        self.name = name
+        self._factory = factory
+        self._params = dict(params or {})
+        self._reasoners: dict[str, Reasoner] = {}
+
+    def reset(self, info: EpisodeInfo) -> None:
+        self._reasoners = {
+            agent: self._factory(agent, info, random.Random(f"{info.seed}:{self.name}:{agent}"), self._params)
+            for agent in info.agents
+        }
+
+    def decide(self, ctx: DecisionContext) -> Decision:
+        return self._reasoners[ctx.agent].decide(ctx)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    summary: str
+    make_team: Callable[[Mapping[str, Any]], Team]
+    switches: Mapping[str, str] = field(default_factory=dict)  # parameter -> description (with default)
+
+
+_METHODS: dict[str, MethodSpec] = {}
+
+
+def register_method(spec: MethodSpec) -> MethodSpec:
+    if spec.name in _METHODS:
+        raise ValueError(f"method {spec.name!r} is already registered")
+    _METHODS[spec.name] = spec
+    return spec
+
+
+def methods() -> dict[str, MethodSpec]:
+    import coteam.teams  # noqa: F401  (registers the built-in methods)
+
+    return dict(_METHODS)
+
+
+def make_team(name: str, params: Mapping[str, Any] | None = None) -> Team:
+    registry = methods()
+    if name not in registry:
+        raise KeyError(f"unknown method {name!r}; known methods: {', '.join(sorted(registry))}")
+    return registry[name].make_team(dict(params or {}))
+
+
+class AgentBrain:
+    """One agent's reasoning side: memory, the available-action list, and the team's decision.
+
+    It knows nothing about the simulator or ROS: it consumes :class:`Observation` and emits
+    :class:`Decision` objects whose actions are validated against the options it offered.
+    """
+
+    def __init__(self, agent: str, info: EpisodeInfo, team: Team, nav: NavGrid, *, allow_messages: bool = True):
+        self.agent = agent
+        self.info = info
+        self.team = team
+        self.nav = nav
+        self.allow_messages = allow_messages and len(info.agents) > 1
+        self.memory = AgentMemory(agent, info.benchmark, info.floorplan, info.task)
+        self.memory.objects.update({v.id: v for v in info.landmarks})
+        self.decision_seconds: list[float] = []
+
+    def observe(self, obs: Observation) -> None:
+        self.memory.update(obs)
+
+    def decide(self) -> tuple[Decision, list[ActionOption]]:
+        start = time.perf_counter()
+        options = available_actions(self.memory, self.nav, allow_messages=self.allow_messages)
+        decision = self.team.decide(DecisionContext(self.agent, self.memory, options, self.nav))
+        action = validate_action(decision.action, self.memory.known_names(), [o.action for o in options])
+        if action.verb == Verb.SEND_MESSAGE:
+            text = truncate_message(action.text.strip())
+            if not text or text == "<message>":
+                raise ActionNotAvailableError("a message action needs text")
+            action = HighLevelAction(Verb.SEND_MESSAGE, text=text)
+            decision = Decision(action, decision.rationale, decision.tokens, decision.llm_calls)
+        self.decision_seconds.append(time.perf_counter() - start)
+        self.memory.record_action(format_action(action, self.info.benchmark), "started")
+        return decision, options

@@ -1,0 +1,87 @@
+"""Lossless JSON (de)serialisation of :class:`~coteam.world.Scene`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from coteam.world import (
+    AgentStart,
+    Benchmark,
+    Container,
+    FloorPlan,
+    GoalPredicate,
+    Item,
+    Relation,
+    Room,
+    Scene,
+    Surface,
+    Task,
+    placement_from_json,
+    placement_to_json,
+)
+
+SCENE_FORMAT = "coteam-scene/1"
+
+
+def scene_to_dict(scene: Scene) -> dict[str, Any]:
+    fp = scene.floorplan
+    return {
+        "format": SCENE_FORMAT,
+        "name": scene.name,
+        "benchmark": scene.benchmark.value,
+        "seed": scene.seed,
+        "floorplan": {
+            "cell_size": fp.cell_size,
+            "rows": list(fp.rows),
+            "rooms": [[r.id, r.name, r.x0, r.y0, r.x1, r.y1] for r in fp.rooms],
+        },
+        "containers": [[c.id, c.name, c.room, list(c.position), c.capacity, c.openable] for c in scene.containers],
+        "surfaces": [[s.id, s.name, s.room, list(s.position)] for s in scene.surfaces],
+        "items": [[i.id, i.name, i.category, i.capacity] for i in scene.items],
+        "placements": {str(k): placement_to_json(v) for k, v in sorted(scene.placements.items())},
+        "agent_starts": [[a.name, list(a.position), a.heading] for a in scene.agent_starts],
+        "task": {
+            "name": scene.task.name,
+            "category": scene.task.category,
+            "horizon": scene.task.horizon,
+            "predicates": [[p.relation.value, p.item, p.target, p.count] for p in scene.task.predicates],
+        },
+        "initially_open": sorted(scene.initially_open),
+    }
+
+
+def scene_from_dict(d: dict[str, Any]) -> Scene:
+    if d.get("format") != SCENE_FORMAT:
+        raise ValueError(f"not a coteam scene (format {d.get('format')!r}, expected {SCENE_FORMAT!r})")
+    benchmark = Benchmark(d["benchmark"])
+    fp = d["floorplan"]
+    t = d["task"]
+    return Scene(
+        name=d["name"],
+        benchmark=benchmark,
+        seed=int(d["seed"]),
+        floorplan=FloorPlan(float(fp["cell_size"]), tuple(fp["rows"]), tuple(Room(*r) for r in fp["rooms"])),
+        containers=tuple(Container(c[0], c[1], c[2], (c[3][0], c[3][1]), c[4], c[5]) for c in d["containers"]),
+        surfaces=tuple(Surface(s[0], s[1], s[2], (s[3][0], s[3][1])) for s in d["surfaces"]),
+        items=tuple(Item(*i) for i in d["items"]),
+        placements={int(k): placement_from_json(v) for k, v in d["placements"].items()},
+        agent_starts=tuple(AgentStart(a[0], (a[1][0], a[1][1]), a[2]) for a in d["agent_starts"]),
+        task=Task(
+            t["name"],
+            benchmark,
+            tuple(GoalPredicate(Relation(p[0]), p[1], p[2], p[3]) for p in t["predicates"]),
+            t["category"],
+            int(t["horizon"]),
+        ),
+        initially_open=frozenset(d.get("initially_open", ())),
+    )
+
+
+def save_scene(scene: Scene, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(scene_to_dict(scene), indent=1))
+
+
+def load_scene(path: str | Path) -> Scene:
+    return scene_from_dict(json.loads(Path(path).read_text()))
