@@ -1,5 +1,5 @@
 # coteam — the two set-up commands are `make demo` and `make test`; both create .venv on first use.
-PYTHON ?= python3.11
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -10,7 +10,7 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml requirements/ros.txt
-	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11) on PATH"; exit 1; }
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need Python 3.11 (python3.11 or python3) on PATH"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements/ros.txt

@@ -42,8 +42,14 @@ CWAH_TASKS = (
 # Fixtures per room: (name, is_container).
 CWAH_FIXTURES: dict[str, tuple[tuple[str, bool], ...]] = {
     "kitchen": (
-        ("fridge", True), ("dishwasher", True), ("kitchencabinet", True), ("kitchencabinet", True),
-        ("microwave", True), ("stove", True), ("dinnertable", False), ("kitchencounter", False),
+        ("fridge", True),
+        ("dishwasher", True),
+        ("kitchencabinet", True),
+        ("kitchencabinet", True),
+        ("microwave", True),
+        ("stove", True),
+        ("dinnertable", False),
+        ("kitchencounter", False),
     ),
     "livingroom": (("coffeetable", False), ("cabinet", True), ("sofa", False), ("bookshelf", False)),
     "bedroom": (("bed", False), ("nightstand", True), ("closet", True), ("desk", False)),
@@ -51,17 +57,47 @@ CWAH_FIXTURES: dict[str, tuple[tuple[str, bool], ...]] = {
 }
 
 _FOOD_PRIOR = {
-    "fridge": 0.30, "kitchencabinet": 0.14, "kitchencounter": 0.14, "dinnertable": 0.08, "microwave": 0.06,
-    "coffeetable": 0.08, "cabinet": 0.06, "nightstand": 0.05, "desk": 0.05, "bookshelf": 0.04,
+    "fridge": 0.30,
+    "kitchencabinet": 0.14,
+    "kitchencounter": 0.14,
+    "dinnertable": 0.08,
+    "microwave": 0.06,
+    "coffeetable": 0.08,
+    "cabinet": 0.06,
+    "nightstand": 0.05,
+    "desk": 0.05,
+    "bookshelf": 0.04,
 }
 _DISH_PRIOR = {
-    "kitchencabinet": 0.34, "kitchencounter": 0.20, "dinnertable": 0.12, "dishwasher": 0.06, "coffeetable": 0.08,
-    "cabinet": 0.08, "bathroomcounter": 0.04, "desk": 0.04, "bookshelf": 0.04,
+    "kitchencabinet": 0.34,
+    "kitchencounter": 0.20,
+    "dinnertable": 0.12,
+    "dishwasher": 0.06,
+    "coffeetable": 0.08,
+    "cabinet": 0.08,
+    "bathroomcounter": 0.04,
+    "desk": 0.04,
+    "bookshelf": 0.04,
 }
-_COFFEEPOT_PRIOR = {"kitchencounter": 0.35, "kitchencabinet": 0.25, "stove": 0.10, "dinnertable": 0.10,
-                    "coffeetable": 0.10, "cabinet": 0.10}
-_MISC_PRIOR = {"bookshelf": 0.15, "desk": 0.15, "sofa": 0.1, "nightstand": 0.1, "closet": 0.1, "bathroomcabinet": 0.1,
-               "bathroomcounter": 0.1, "coffeetable": 0.1, "kitchencounter": 0.1}
+_COFFEEPOT_PRIOR = {
+    "kitchencounter": 0.35,
+    "kitchencabinet": 0.25,
+    "stove": 0.10,
+    "dinnertable": 0.10,
+    "coffeetable": 0.10,
+    "cabinet": 0.10,
+}
+_MISC_PRIOR = {
+    "bookshelf": 0.15,
+    "desk": 0.15,
+    "sofa": 0.1,
+    "nightstand": 0.1,
+    "closet": 0.1,
+    "bathroomcabinet": 0.1,
+    "bathroomcounter": 0.1,
+    "coffeetable": 0.1,
+    "kitchencounter": 0.1,
+}
 
 CWAH_ITEM_PRIORS: dict[str, dict[str, float]] = {
     **{n: _FOOD_PRIOR for n in ("cupcake", "pudding", "apple", "juice", "wine", "pancake", "poundcake")},
@@ -72,7 +108,11 @@ CWAH_ITEM_PRIORS: dict[str, dict[str, float]] = {
 CWAH_DISTRACTORS = ("book", "remotecontrol", "towel", "toothbrush", "cellphone", "mug", "wineglass", "candle")
 CWAH_ITEM_CATEGORY = {
     **{n: "food" for n in ("cupcake", "pudding", "apple", "juice", "wine", "pancake", "poundcake")},
-    "plate": "tableware", "fork": "tableware", "coffeepot": "tableware", "mug": "tableware", "wineglass": "tableware",
+    "plate": "tableware",
+    "fork": "tableware",
+    "coffeepot": "tableware",
+    "mug": "tableware",
+    "wineglass": "tableware",
 }
 
 # --- TDW-MAT ---------------------------------------------------------------------------------------------
@@ -98,7 +138,14 @@ TDW_FIXTURES: dict[str, tuple[str, ...]] = {
 # Room preference for each category ("mostly in the kitchen, but not always").
 TDW_ROOM_PRIORS = {
     "food": {"kitchen": 0.45, "diningroom": 0.2, "livingroom": 0.15, "storage": 0.1, "office": 0.05, "bedroom": 0.05},
-    "stuff": {"office": 0.3, "livingroom": 0.25, "bedroom": 0.1, "storage": 0.15, "laundryroom": 0.1,
-              "bathroom": 0.05, "kitchen": 0.05},
+    "stuff": {
+        "office": 0.3,
+        "livingroom": 0.25,
+        "bedroom": 0.1,
+        "storage": 0.15,
+        "laundryroom": 0.1,
+        "bathroom": 0.05,
+        "kitchen": 0.05,
+    },
 }
 TDW_ON_SURFACE_PROBABILITY = 0.5  # otherwise on the floor

@@ -66,15 +66,25 @@ def select_episodes(suite_name: str, episodes: str | None, seed: int) -> list[Ep
 
 
 def run_suite(
-    specs: list[EpisodeSpec], team: str, agents: int, params: dict[str, Any], out: Path, seed: int,
+    specs: list[EpisodeSpec],
+    team: str,
+    agents: int,
+    params: dict[str, Any],
+    out: Path,
+    seed: int,
     quiet: bool = False,
 ) -> list[EpisodeResult]:
     make_team(team, params)  # fail fast on an unknown method
     out.mkdir(parents=True, exist_ok=True)
     results: list[EpisodeResult] = []
     with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, disable=quiet, transient=False,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=quiet,
+        transient=False,
     ) as progress:
         overall = progress.add_task(f"{team} x{agents}", total=len(specs))
         for spec in specs:
@@ -82,7 +92,13 @@ def run_suite(
             ep = progress.add_task(f"  {spec.name} {scene.task.name}", total=scene.task.horizon)
             trace = out / "traces" / f"{spec.suite}-{spec.index:03d}.json"
             result = run_episode(
-                scene, team, n_agents=agents, seed=seed, params=params, trace_path=trace, episode_name=spec.name,
+                scene,
+                team,
+                n_agents=agents,
+                seed=seed,
+                params=params,
+                trace_path=trace,
+                episode_name=spec.name,
                 on_step=lambda clock, horizon, ep=ep: progress.update(ep, completed=clock),
             )
             progress.update(ep, completed=scene.task.horizon, visible=False)
@@ -95,18 +111,46 @@ def run_suite(
 def results_table(results: list[EpisodeResult], title: str) -> Table:
     tdw = results and results[0].benchmark == Benchmark.TDWMAT.value
     table = Table(title=title)
-    for col in ("episode", "task", "success", "frames" if tdw else "steps", "transport rate", "messages",
-                "chars", "tokens", "decisions", "ms/decision"):
+    for col in (
+        "episode",
+        "task",
+        "success",
+        "frames" if tdw else "steps",
+        "transport rate",
+        "messages",
+        "chars",
+        "tokens",
+        "decisions",
+        "ms/decision",
+    ):
         table.add_column(col, justify="left" if col in ("episode", "task") else "right")
     for r in results:
-        table.add_row(r.episode, r.task, "yes" if r.success else "no", str(r.steps), f"{r.transport_rate:.2f}",
-                      str(r.messages), str(r.message_chars), str(r.tokens), str(r.decisions),
-                      f"{r.decision_ms_mean:.2f}")
+        table.add_row(
+            r.episode,
+            r.task,
+            "yes" if r.success else "no",
+            str(r.steps),
+            f"{r.transport_rate:.2f}",
+            str(r.messages),
+            str(r.message_chars),
+            str(r.tokens),
+            str(r.decisions),
+            f"{r.decision_ms_mean:.2f}",
+        )
     s = summarize(results)
     table.add_section()
-    table.add_row("mean", "", f"{s['success_rate']:.0%}", f"{s['steps']:.1f}", f"{s['transport_rate']:.3f}",
-                  f"{s['messages']:.1f}", f"{s['message_chars']:.0f}", f"{s['tokens']:.0f}", "",
-                  f"{s['decision_ms_mean']:.2f}")
+    table.add_row(
+        "mean",
+        "",
+        f"{s['success_rate']:.0%}",
+        f"{s['steps']:.1f}",
+        f"{s['transport_rate']:.3f}",
+        f"{s['messages']:.1f}",
+        f"{s['message_chars']:.0f}",
+        f"{s['tokens']:.0f}",
+        "",
+        f"{s['decision_ms_mean']:.2f}",
+    )
     return table
 
 
@@ -142,6 +186,7 @@ def _cmd_suites(args: argparse.Namespace) -> int:
 
 def _cmd_render(args: argparse.Namespace) -> int:
     from coteam_sim.render import render_trace
+
     from coteam_sim.trace import load_trace
 
     trace = load_trace(args.trace)
@@ -153,6 +198,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from coteam_sim.render import render_trace
+
     from coteam_sim.trace import load_trace
 
     out = Path(args.out)
@@ -198,4 +244,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--episode", type=int, default=0)
     p.add_argument("--out", default="runs/demo")
     p.set_defaults(func=_cmd_demo)
-

@@ -40,8 +40,15 @@ class SimConfig:
     tdw_near_visible_m: float = 0.6  # objects this close are seen whatever the heading
     tdw_frames: dict[str, int] = field(
         default_factory=lambda: {
-            "move_forward": 9, "turn_left": 5, "turn_right": 5, "grasp": 30, "put_in": 25, "drop": 10,
-            "send_message": 1, "wait": 1, "failed": 2,
+            "move_forward": 9,
+            "turn_left": 5,
+            "turn_right": 5,
+            "grasp": 30,
+            "put_in": 25,
+            "drop": 10,
+            "send_message": 1,
+            "wait": 1,
+            "failed": 2,
         }
     )
     message_chars_per_frame: int = 500
@@ -232,7 +239,10 @@ class Simulator:
             return ""
         if k == PrimitiveKind.MOVE_FORWARD:
             rad = math.radians(st.heading)
-            new = (st.position[0] + cfg.tdw_forward_m * math.cos(rad), st.position[1] + cfg.tdw_forward_m * math.sin(rad))
+            new = (
+                st.position[0] + cfg.tdw_forward_m * math.cos(rad),
+                st.position[1] + cfg.tdw_forward_m * math.sin(rad),
+            )
             if not self.nav.line_of_sight(st.position, new):
                 return "blocked"
             st.position = new
@@ -301,9 +311,16 @@ class Simulator:
         item = w.item(object_id)
         p = w.placements[object_id]
         return ObjectView(
-            item.id, item.name, ObjectKind.ITEM, room_id, pos, item.category,
-            location=p.relation, holder=p.target if p.relation in (Relation.IN, Relation.ON) else -1,
-            held_by=w.held_by(object_id) or "", capacity=item.capacity,
+            item.id,
+            item.name,
+            ObjectKind.ITEM,
+            room_id,
+            pos,
+            item.category,
+            location=p.relation,
+            holder=p.target if p.relation in (Relation.IN, Relation.ON) else -1,
+            held_by=w.held_by(object_id) or "",
+            capacity=item.capacity,
         )
 
     def _visible_ids(self, agent: str) -> list[int]:
@@ -318,8 +335,9 @@ class Simulator:
             return []
         out = []
         for f in (*self.scene.containers, *self.scene.surfaces):
-            if f.room == here.id and (self.benchmark == Benchmark.CWAH or self._in_view(st.position, st.heading,
-                                                                                         f.position)):
+            if f.room == here.id and (
+                self.benchmark == Benchmark.CWAH or self._in_view(st.position, st.heading, f.position)
+            ):
                 out.append(f.id)
         for item in self.scene.items:
             holder = w.held_by(item.id)
@@ -329,8 +347,9 @@ class Simulator:
                 continue
             if w.hidden_in_closed(item.id) or w.room_of(item.id) != here.id:
                 continue
-            if self.benchmark == Benchmark.TDWMAT and not self._in_view(st.position, st.heading,
-                                                                        w.position_of(item.id)):
+            if self.benchmark == Benchmark.TDWMAT and not self._in_view(
+                st.position, st.heading, w.position_of(item.id)
+            ):
                 continue
             out.append(item.id)
         return sorted(out)
@@ -352,9 +371,7 @@ class Simulator:
             for o in self.agents
             if o != agent and self._sees_agent(agent, o)
         )
-        inbox = tuple(
-            e.message for e in self._mail if agent in e.recipients and e.deliver_at <= self.clock
-        )
+        inbox = tuple(e.message for e in self._mail if agent in e.recipients and e.deliver_at <= self.clock)
         for e in self._mail:
             if agent in e.recipients and e.deliver_at <= self.clock:
                 e.recipients = tuple(r for r in e.recipients if r != agent)

@@ -11,7 +11,7 @@ a fresh episode of the env's benchmark is generated from ``seed``.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium
 from pettingzoo import ParallelEnv
@@ -38,7 +38,11 @@ class ObservationSpace(gymnasium.spaces.Space):
 
 
 class CoteamParallelEnv(ParallelEnv):
-    metadata = {"name": "coteam_household_v0", "render_modes": ["rgb_array"], "is_parallelizable": True}
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "coteam_household_v0",
+        "render_modes": ["rgb_array"],
+        "is_parallelizable": True,
+    }
 
     def __init__(
         self,
@@ -60,11 +64,11 @@ class CoteamParallelEnv(ParallelEnv):
         self.sim: Simulator | None = None
         self._progress = 0
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019  (spaces must be the same object per agent)
+    @functools.cache  # noqa: B019  (spaces must be the same object per agent)
     def observation_space(self, agent: str) -> gymnasium.spaces.Space:
         return ObservationSpace()
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019
+    @functools.cache  # noqa: B019
     def action_space(self, agent: str) -> gymnasium.spaces.Space:
         return gymnasium.spaces.Text(max_length=600)
 
@@ -81,7 +85,10 @@ class CoteamParallelEnv(ParallelEnv):
             raise ValueError(f"scene {scene.name!r} is {scene.benchmark.value}, this env is {self.benchmark.value}")
         self.scene = scene
         self.sim = Simulator(
-            scene, tuple(self.possible_agents), seed=seed or 0, config=self.config,
+            scene,
+            tuple(self.possible_agents),
+            seed=seed or 0,
+            config=self.config,
             full_observability=self.full_observability,
         )
         self.agents = list(self.possible_agents)
@@ -93,7 +100,12 @@ class CoteamParallelEnv(ParallelEnv):
     def _info(self, agent: str, failure: str) -> dict[str, Any]:
         assert self.sim is not None
         done, total = self.sim.world.progress()
-        return {"failure": failure, "progress": (done, total), "clock": self.sim.clock, "ready": self.sim.is_ready(agent)}
+        return {
+            "failure": failure,
+            "progress": (done, total),
+            "clock": self.sim.clock,
+            "ready": self.sim.is_ready(agent),
+        }
 
     def step(self, actions: dict[str, Primitive | str | None]):
         if self.sim is None or not self.agents:

@@ -191,8 +191,7 @@ class SkillExecutor:
         if target is None:
             raise SkillFailed("object not found")
         to_put = [
-            v.id for v in m.held_items()
-            if (p := delivery_target(m, v.name)) is not None and p.target == target_id
+            v.id for v in m.held_items() if (p := delivery_target(m, v.name)) is not None and p.target == target_id
         ]
         if not to_put:
             raise SkillFailed("not holding anything for this target")
@@ -230,7 +229,7 @@ class SkillExecutor:
                     raise SkillFailed("not reachable") from None
                 if here not in lane:  # off the free space (should not happen): head to the lane start
                     lane.insert(0, here)
-            lane = lane[lane.index(here):]
+            lane = lane[lane.index(here) :]
             if len(lane) == 1:
                 if room is not None and m.room != room:
                     raise SkillFailed("not reachable")
@@ -254,8 +253,10 @@ class SkillExecutor:
         known = set(m.objects)
         for prim in self._navigate(m.floorplan.room_center(room_id), 1.0, room_id):
             yield prim
-            if any(oid not in known and v.kind == ObjectKind.ITEM and m.task.needed_names() & {v.name}
-                   for oid, v in m.objects.items()):
+            if any(
+                oid not in known and v.kind == ObjectKind.ITEM and m.task.needed_names() & {v.name}
+                for oid, v in m.objects.items()
+            ):
                 return  # like the original harness: stop walking when a new target comes into view
 
     def _tdw_explore(self, room_id: int) -> Skill:

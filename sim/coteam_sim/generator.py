@@ -191,9 +191,7 @@ def generate_cwah(seed: int | str, task_name: str, name: str = "") -> Scene:
     for k in range(n_subgoals):
         item = pool[k % len(pool)] if len(pool) >= n_subgoals else rng.choice(pool)
         counts[item] = counts.get(item, 0) + 1
-    predicates = tuple(
-        GoalPredicate(task_def.relation, item, target.id, c) for item, c in sorted(counts.items())
-    )
+    predicates = tuple(GoalPredicate(task_def.relation, item, target.id, c) for item, c in sorted(counts.items()))
     items, placements = [], {}
     container_ids = {c.id for c in containers}
 
@@ -213,8 +211,16 @@ def generate_cwah(seed: int | str, task_name: str, name: str = "") -> Scene:
     starts = _agent_starts(rng, fp, list(fp.rooms), taken, 30)
     task = Task(task_def.name, Benchmark.CWAH, predicates, "", catalog.CWAH_HORIZON)
     return Scene(
-        name or f"cwah-{task_name}-{seed}", Benchmark.CWAH, _seed_int(seed), fp, tuple(containers), tuple(surfaces),
-        tuple(items), placements, starts, task,
+        name or f"cwah-{task_name}-{seed}",
+        Benchmark.CWAH,
+        _seed_int(seed),
+        fp,
+        tuple(containers),
+        tuple(surfaces),
+        tuple(items),
+        placements,
+        starts,
+        task,
     )
 
 
@@ -222,9 +228,8 @@ def generate_cwah(seed: int | str, task_name: str, name: str = "") -> Scene:
 def generate_tdw_floorplan(floorplan_seed: int | str) -> FloorPlan:
     rng = random.Random(f"tdw-floorplan:{floorplan_seed}")
     n = rng.randint(6, 8)
-    names = ["bedroom", "kitchen", "livingroom"] + rng.sample(
-        [r for r in catalog.TDW_ROOMS if r not in ("bedroom", "kitchen", "livingroom")], n - 3
-    )
+    required = ["bedroom", "kitchen", "livingroom"]
+    names = [*required, *rng.sample([r for r in catalog.TDW_ROOMS if r not in required], n - 3)]
     rng.shuffle(names)
     return generate_floorplan(rng, names, rng.uniform(20.0, 24.0), rng.uniform(14.0, 17.0))
 
@@ -290,8 +295,16 @@ def generate_tdwmat(
     starts = _agent_starts(rng, fp, [start_room], taken, 15)
     task = Task(f"transport_{category}", Benchmark.TDWMAT, predicates, category, catalog.TDW_HORIZON)
     return Scene(
-        name or f"tdwmat-{floorplan_seed}-{layout}-{category}-{containers}", Benchmark.TDWMAT,
-        _seed_int(f"{floorplan_seed}:{layout}"), fp, (), tuple(surfaces), tuple(items), placements, starts, task,
+        name or f"tdwmat-{floorplan_seed}-{layout}-{category}-{containers}",
+        Benchmark.TDWMAT,
+        _seed_int(f"{floorplan_seed}:{layout}"),
+        fp,
+        (),
+        tuple(surfaces),
+        tuple(items),
+        placements,
+        starts,
+        task,
     )
 
 

@@ -31,14 +31,39 @@ class PrimitiveKind(StrEnum):
     WAIT = "wait"
 
 
-CWAH_KINDS = frozenset({PrimitiveKind.WALK, PrimitiveKind.OPEN, PrimitiveKind.CLOSE, PrimitiveKind.GRAB,
-                        PrimitiveKind.PUT_IN, PrimitiveKind.PUT_ON, PrimitiveKind.SEND_MESSAGE, PrimitiveKind.WAIT})
-TDW_KINDS = frozenset({PrimitiveKind.MOVE_FORWARD, PrimitiveKind.TURN_LEFT, PrimitiveKind.TURN_RIGHT,
-                       PrimitiveKind.GRASP, PrimitiveKind.PUT_INTO_CARRIER, PrimitiveKind.DROP,
-                       PrimitiveKind.SEND_MESSAGE, PrimitiveKind.WAIT})
+CWAH_KINDS = frozenset(
+    {
+        PrimitiveKind.WALK,
+        PrimitiveKind.OPEN,
+        PrimitiveKind.CLOSE,
+        PrimitiveKind.GRAB,
+        PrimitiveKind.PUT_IN,
+        PrimitiveKind.PUT_ON,
+        PrimitiveKind.SEND_MESSAGE,
+        PrimitiveKind.WAIT,
+    }
+)
+TDW_KINDS = frozenset(
+    {
+        PrimitiveKind.MOVE_FORWARD,
+        PrimitiveKind.TURN_LEFT,
+        PrimitiveKind.TURN_RIGHT,
+        PrimitiveKind.GRASP,
+        PrimitiveKind.PUT_INTO_CARRIER,
+        PrimitiveKind.DROP,
+        PrimitiveKind.SEND_MESSAGE,
+        PrimitiveKind.WAIT,
+    }
+)
 _ARITY = {
-    PrimitiveKind.WALK: 1, PrimitiveKind.OPEN: 1, PrimitiveKind.CLOSE: 1, PrimitiveKind.GRAB: 1,
-    PrimitiveKind.PUT_IN: 2, PrimitiveKind.PUT_ON: 2, PrimitiveKind.GRASP: 2, PrimitiveKind.PUT_INTO_CARRIER: 1,
+    PrimitiveKind.WALK: 1,
+    PrimitiveKind.OPEN: 1,
+    PrimitiveKind.CLOSE: 1,
+    PrimitiveKind.GRAB: 1,
+    PrimitiveKind.PUT_IN: 2,
+    PrimitiveKind.PUT_ON: 2,
+    PrimitiveKind.GRASP: 2,
+    PrimitiveKind.PUT_INTO_CARRIER: 1,
     PrimitiveKind.DROP: 1,
 }
 

@@ -97,8 +97,9 @@ def run_episode(
     team_obj.reset(info)
     recorder = TraceRecorder(scene, info.agents, team_obj.name, dict(params or {}), seed) if trace_path else None
     runtimes = {
-        a: AgentRuntime(AgentBrain(a, info, team_obj, sim.nav), SkillExecutor(scene.benchmark, sim.nav, sim.config),
-                        recorder)
+        a: AgentRuntime(
+            AgentBrain(a, info, team_obj, sim.nav), SkillExecutor(scene.benchmark, sim.nav, sim.config), recorder
+        )
         for a in env.agents
     }
     for a, o in obs.items():
@@ -169,12 +170,15 @@ def _p95(values: list[float]) -> float:
     if not values:
         return 0.0
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
 def write_results(results: list[EpisodeResult], path: str | Path, meta: Mapping[str, Any]) -> None:
-    Path(path).write_text(json.dumps({"meta": dict(meta), "summary": summarize(results),
-                                      "episodes": [asdict(r) for r in results]}, indent=1))
+    Path(path).write_text(
+        json.dumps(
+            {"meta": dict(meta), "summary": summarize(results), "episodes": [asdict(r) for r in results]}, indent=1
+        )
+    )
 
 
 def summarize(results: list[EpisodeResult]) -> dict[str, Any]:

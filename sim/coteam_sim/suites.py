@@ -62,7 +62,9 @@ def _tdwmat_test() -> list[EpisodeSpec]:
     for i, (fp, layout, category, containers) in enumerate(combos):
         out.append(
             EpisodeSpec(
-                "tdwmat-test", i, Benchmark.TDWMAT,
+                "tdwmat-test",
+                i,
+                Benchmark.TDWMAT,
                 {"floorplan": f"test-{fp}", "layout": layout, "category": category, "containers": containers},
             )
         )
@@ -80,9 +82,15 @@ def fresh_episode(benchmark: Benchmark, seed: int, index: int) -> EpisodeSpec:
     containers = ("low", "high")[index % 2]
     category = ("food", "stuff")[(index // 2) % 2]
     return EpisodeSpec(
-        suite, index, benchmark,
-        {"floorplan": f"{seed}-{index // 12}", "layout": f"{seed}-{index}", "category": category,
-         "containers": containers},
+        suite,
+        index,
+        benchmark,
+        {
+            "floorplan": f"{seed}-{index // 12}",
+            "layout": f"{seed}-{index}",
+            "category": category,
+            "containers": containers,
+        },
     )
 
 
@@ -90,9 +98,13 @@ SUITES: dict[str, Suite] = {
     s.name: s
     for s in (
         Suite("cwah-test", Benchmark.CWAH, "C-WAH test set: 10 episodes, 2 per task, horizon 250 steps", True),
-        Suite("tdwmat-test", Benchmark.TDWMAT,
-              "TDW-MAT test set: 24 episodes (2 floor plans × 3 layouts × food/stuff × low/high containers), "
-              "horizon 3000 frames", True),
+        Suite(
+            "tdwmat-test",
+            Benchmark.TDWMAT,
+            "TDW-MAT test set: 24 episodes (2 floor plans × 3 layouts × food/stuff × low/high containers), "
+            "horizon 3000 frames",
+            True,
+        ),
         Suite("cwah", Benchmark.CWAH, "fresh C-WAH episodes from --seed (same task distribution)", False),
         Suite("tdwmat", Benchmark.TDWMAT, "fresh TDW-MAT episodes from --seed (same task distribution)", False),
     )

@@ -41,33 +41,45 @@ class TraceRecorder:
         }
 
     def decision(self, agent: str, memory: AgentMemory, decision: Decision, options: list[ActionOption]) -> None:
-        self.data["decisions"].append({
-            "agent": agent,
-            "step": memory.step,
-            "clock": memory.frames,
-            "position": list(memory.position),
-            "action": format_action(decision.action, memory.benchmark),
-            "options": [o.annotated() for o in options],
-            "rationale": decision.rationale,
-            "tokens": decision.tokens,
-        })
+        self.data["decisions"].append(
+            {
+                "agent": agent,
+                "step": memory.step,
+                "clock": memory.frames,
+                "position": list(memory.position),
+                "action": format_action(decision.action, memory.benchmark),
+                "options": [o.annotated() for o in options],
+                "rationale": decision.rationale,
+                "tokens": decision.tokens,
+            }
+        )
 
     def outcome(self, agent: str, step: int, outcome: SkillOutcome) -> None:
-        self.data["outcomes"].append({
-            "agent": agent, "step": step, "action": format_action(outcome.action, self.benchmark),
-            "success": outcome.success, "reason": outcome.reason, "primitives": outcome.primitives,
-        })
+        self.data["outcomes"].append(
+            {
+                "agent": agent,
+                "step": step,
+                "action": format_action(outcome.action, self.benchmark),
+                "success": outcome.success,
+                "reason": outcome.reason,
+                "primitives": outcome.primitives,
+            }
+        )
 
     def step(self, clock_before: int, sim: Simulator, actions: dict[str, Primitive], failures: dict[str, str]) -> None:
-        self.data["steps"].append({
-            "step": sim.steps - 1,
-            "clock": clock_before,
-            "actions": {a: str(p) for a, p in actions.items()},
-            "failures": {a: f for a, f in failures.items() if f},
-            "positions": {a: [round(s.position[0], 3), round(s.position[1], 3), s.heading]
-                          for a, s in sim.world.agents.items()},
-            "digest": state_digest(sim),
-        })
+        self.data["steps"].append(
+            {
+                "step": sim.steps - 1,
+                "clock": clock_before,
+                "actions": {a: str(p) for a, p in actions.items()},
+                "failures": {a: f for a, f in failures.items() if f},
+                "positions": {
+                    a: [round(s.position[0], 3), round(s.position[1], 3), s.heading]
+                    for a, s in sim.world.agents.items()
+                },
+                "digest": state_digest(sim),
+            }
+        )
 
     def finish(self, sim: Simulator, result: dict[str, Any]) -> None:
         self.data["final_state"] = sim.world.to_snapshot()

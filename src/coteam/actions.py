@@ -132,7 +132,9 @@ def _parse_cwah(s: str) -> HighLevelAction:
         return HighLevelAction(Verb.SEND_MESSAGE, text=_strip_message(rest))
     verb = _CWAH_VERBS.get(word)
     if verb is None:
-        raise ActionSyntaxError(f"unknown C-WAH verb [{word}]; expected one of {sorted([*_CWAH_VERBS, 'send_message'])}")
+        raise ActionSyntaxError(
+            f"unknown C-WAH verb [{word}]; expected one of {sorted([*_CWAH_VERBS, 'send_message'])}"
+        )
     ref = _CWAH_REF_RE.match(rest)
     if not ref:
         raise ActionSyntaxError(f"[{word}] needs one argument '<name> (id)', got {rest[:80]!r}")
@@ -202,9 +204,7 @@ def validate_action(
         if ref.id not in known_objects:
             raise UnknownObjectError(f"object id {ref.id} ({ref.name!r}) is unknown to this agent")
         if known_objects[ref.id] != ref.name:
-            raise UnknownObjectError(
-                f"object {ref.id} is a {known_objects[ref.id]!r}, not a {ref.name!r}"
-            )
+            raise UnknownObjectError(f"object {ref.id} is a {known_objects[ref.id]!r}, not a {ref.name!r}")
     if available is not None:
         options = list(available)
         if action.is_message:

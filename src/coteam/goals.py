@@ -59,8 +59,12 @@ def goal_status(memory: AgentMemory) -> list[PredicateStatus]:
                 cands.append(view.id)
         out.append(
             PredicateStatus(
-                pred, names.get(pred.target, f"object {pred.target}"), tuple(sorted(done)), tuple(sorted(mine)),
-                tuple(sorted(others)), tuple(sorted(cands)),
+                pred,
+                names.get(pred.target, f"object {pred.target}"),
+                tuple(sorted(done)),
+                tuple(sorted(mine)),
+                tuple(sorted(others)),
+                tuple(sorted(cands)),
             )
         )
     return out

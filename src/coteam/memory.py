@@ -28,7 +28,7 @@ class ActionRecord:
 
 
 def heading_bin(heading: float) -> int:
-    return int(round((heading % 360) / 15.0)) % FULL_TURN_BINS
+    return round((heading % 360) / 15.0) % FULL_TURN_BINS
 
 
 def bearing(a: Vec2, b: Vec2) -> float:
@@ -96,8 +96,17 @@ class AgentMemory:
     def _mark_held(self, item_id: int, agent: str) -> None:
         old = self.objects[item_id]
         self.objects[item_id] = ObjectView(
-            old.id, old.name, old.kind, self.room, self.position, old.category, old.is_open,
-            Relation.HELD, -1, agent, old.capacity,
+            old.id,
+            old.name,
+            old.kind,
+            self.room,
+            self.position,
+            old.category,
+            old.is_open,
+            Relation.HELD,
+            -1,
+            agent,
+            old.capacity,
         )
 
     def _forget_missing(self, obs: Observation, visible_ids: set[int]) -> None:
@@ -147,7 +156,8 @@ class AgentMemory:
 
     def unchecked_containers(self) -> list[ObjectView]:
         return [
-            v for v in self.objects.values()
+            v
+            for v in self.objects.values()
             if v.kind == ObjectKind.CONTAINER and v.id not in self.checked and not v.is_open
         ]
 

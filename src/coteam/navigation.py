@@ -12,8 +12,16 @@ from coteam.world import FloorPlan, Vec2
 
 Cell = tuple[int, int]
 _SQRT2 = math.sqrt(2.0)
-_STEPS = ((1, 0, 1.0), (-1, 0, 1.0), (0, 1, 1.0), (0, -1, 1.0), (1, 1, _SQRT2), (1, -1, _SQRT2),
-          (-1, 1, _SQRT2), (-1, -1, _SQRT2))
+_STEPS = (
+    (1, 0, 1.0),
+    (-1, 0, 1.0),
+    (0, 1, 1.0),
+    (0, -1, 1.0),
+    (1, 1, _SQRT2),
+    (1, -1, _SQRT2),
+    (-1, 1, _SQRT2),
+    (-1, -1, _SQRT2),
+)
 
 
 class NoPathError(RuntimeError):

@@ -80,8 +80,10 @@ def _cwah_actions(memory: AgentMemory, allow_messages: bool) -> list[HighLevelAc
     rooms = unexplored or [r.id for r in memory.floorplan.rooms if r.id != memory.room]
     out += [HighLevelAction(Verb.EXPLORE, _ref(memory, r)) for r in rooms]
     if memory.free_hands() > 0:
-        out += [HighLevelAction(Verb.CHECK, _ref(memory, c.id)) for c in sorted(memory.unchecked_containers(),
-                                                                                  key=lambda v: v.id)]
+        out += [
+            HighLevelAction(Verb.CHECK, _ref(memory, c.id))
+            for c in sorted(memory.unchecked_containers(), key=lambda v: v.id)
+        ]
         out += [HighLevelAction(Verb.GRAB, _ref(memory, i)) for i in sorted(goal_item_ids(memory))]
     held_names = {v.name for v in memory.held_items()}
     targets = sorted({st.predicate.target for st in goal_status(memory) if st.predicate.item in held_names})
@@ -104,7 +106,8 @@ def _tdw_actions(memory: AgentMemory, allow_messages: bool) -> list[HighLevelAct
         out += [HighLevelAction(Verb.GRAB, _ref(memory, i)) for i in loose]
         if not holding_carrier:
             carriers = sorted(
-                v.id for v in memory.items()
+                v.id
+                for v in memory.items()
                 if v.capacity > 0 and not v.held_by and v.location is not None and v.id not in _delivered(memory)
             )
             out += [HighLevelAction(Verb.GRAB, _ref(memory, c)) for c in carriers]

@@ -14,7 +14,7 @@ from typing import Any
 
 from coteam.actions import Verb
 from coteam.goals import goal_status
-from coteam.options import ActionOption, target_position
+from coteam.options import ActionOption
 from coteam.reasoning import Decision, DecisionContext, EpisodeInfo, MethodSpec, register_method
 from coteam.world import Benchmark
 
@@ -55,9 +55,12 @@ class OracleTeam:
             if name in missing:
                 missing[name] -= 1
         grabs = [
-            o for o in ctx.options
-            if o.action.verb == Verb.GRAB and o.action.target is not None
-            and o.action.target.id not in self.claims and missing.get(m.objects[o.action.target.id].name, 0) > 0
+            o
+            for o in ctx.options
+            if o.action.verb == Verb.GRAB
+            and o.action.target is not None
+            and o.action.target.id not in self.claims
+            and missing.get(m.objects[o.action.target.id].name, 0) > 0
         ]
         if self.info.benchmark == Benchmark.CWAH:
             choice, why = self._cwah(ctx, grabs)
@@ -84,8 +87,10 @@ class OracleTeam:
             return put_in[0], "fill the container"
         targets = [o for o in grabs if m.objects[o.action.target.id].capacity == 0]  # type: ignore[union-attr]
         carriers = [
-            o for o in opts
-            if o.action.verb == Verb.GRAB and m.objects[o.action.target.id].capacity > 0  # type: ignore[union-attr]
+            o
+            for o in opts
+            if o.action.verb == Verb.GRAB
+            and m.objects[o.action.target.id].capacity > 0  # type: ignore[union-attr]
             and o.action.target.id not in self.claims  # type: ignore[union-attr]
         ]
         if transport and (m.free_hands() == 0 or not targets):

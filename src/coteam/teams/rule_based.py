@@ -52,8 +52,9 @@ class RuleBasedReasoner:
             return nearest(puts), "deliver"  # type: ignore[return-value]
         if grabs:
             return nearest(grabs), "grab nearest needed item"  # type: ignore[return-value]
-        search = by_verb(ctx, Verb.CHECK) + [o for o in by_verb(ctx, Verb.EXPLORE) if not m.is_explored(
-            o.action.target.id)]  # type: ignore[union-attr]
+        search = by_verb(ctx, Verb.CHECK) + [
+            o for o in by_verb(ctx, Verb.EXPLORE) if not m.is_explored(o.action.target.id)
+        ]  # type: ignore[union-attr]
         if search:
             return nearest(search), "search nearest unexplored place"  # type: ignore[return-value]
         return stalest(ctx, by_verb(ctx, Verb.EXPLORE)), "revisit the room seen longest ago"

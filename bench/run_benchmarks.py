@@ -1,0 +1,168 @@
+"""Simulator and runner benchmarks; writes docs/benchmarks.md.
+
+    make bench                      # == python bench/run_benchmarks.py --out docs/benchmarks.md
+
+Measures: raw simulator primitive throughput per benchmark; wall time and peak memory of whole test-suite runs
+(each in its own process, one core); the calibration of the rule-based, MCTS, random and oracle teams against the
+published baseline numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from coteam.reasoning import methods
+from coteam_sim.engine import Simulator
+from coteam_sim.primitives import Primitive, PrimitiveKind
+from coteam_sim.suites import get_suite
+
+PAPER_RANGES = {
+    ("cwah-test", 2): "papers: MHP 68–75 steps; target 60–90",
+    ("cwah-test", 1): "papers: MHP 111–114 steps; target 100–130",
+    ("tdwmat-test", 2): "papers: RHP 0.75–0.79; target 0.65–0.85",
+    ("tdwmat-test", 1): "papers: RHP 0.48–0.52; target 0.40–0.60",
+}
+
+
+def primitive_throughput(suite: str, seconds: float = 3.0) -> float:
+    """Primitives per second through Simulator.step with a random mix of valid-looking primitives."""
+    scene = get_suite(suite).episodes()[0].build()
+    sim = Simulator(scene, ("alice", "bob"), seed=0)
+    rng = random.Random(0)
+    ids = [i.id for i in scene.items] + [f.id for f in (*scene.containers, *scene.surfaces)]
+    if suite.startswith("cwah"):
+        kinds = [PrimitiveKind.WALK] * 6 + [PrimitiveKind.OPEN, PrimitiveKind.GRAB, PrimitiveKind.PUT_ON]
+    else:
+        kinds = [PrimitiveKind.MOVE_FORWARD] * 4 + [
+            PrimitiveKind.TURN_LEFT,
+            PrimitiveKind.TURN_RIGHT,
+            PrimitiveKind.GRASP,
+            PrimitiveKind.DROP,
+        ]
+
+    def random_primitive() -> Primitive:
+        k = rng.choice(kinds)
+        if k in (PrimitiveKind.WALK, PrimitiveKind.OPEN, PrimitiveKind.GRAB):
+            return Primitive(k, (rng.choice(ids),))
+        if k == PrimitiveKind.PUT_ON:
+            return Primitive(k, (rng.choice(ids), rng.choice(ids)))
+        if k == PrimitiveKind.GRASP:
+            return Primitive(k, (rng.choice(ids), rng.randrange(2)))
+        if k == PrimitiveKind.DROP:
+            return Primitive(k, (rng.randrange(2),))
+        return Primitive(k)
+
+    count = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        actions = {a: random_primitive() for a in sim.agents if sim.is_ready(a)}
+        sim.step(actions)
+        for a in sim.agents:
+            sim.observe(a)
+        count += len(actions)
+        if sim.out_of_time():
+            sim = Simulator(scene, ("alice", "bob"), seed=count)
+    return count / (time.perf_counter() - start)
+
+
+_CHILD = (
+    "import resource, sys\n"
+    "from coteam.cli import main\n"
+    "rc = main(sys.argv[1:])\n"
+    "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(rc)\n"
+)
+
+
+def timed_run(suite: str, team: str, agents: int) -> dict:
+    """Run `coteam run` in a child process; wall time, the child's peak RSS and the suite summary."""
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [
+            sys.executable,
+            "-c",
+            _CHILD,
+            "run",
+            "--suite",
+            suite,
+            "--team",
+            team,
+            "--agents",
+            str(agents),
+            "--out",
+            out,
+            "--quiet",
+        ]
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        wall = time.perf_counter() - start
+        peak_kb = int(proc.stderr.rsplit("PEAK_KB", 1)[1].split()[0])
+        summary = json.loads((Path(out) / "results.json").read_text())["summary"]
+    return {"wall_s": wall, "peak_mb": peak_kb / 1024, **summary}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="docs/benchmarks.md")
+    parser.add_argument("--teams", default=",".join(sorted(methods())))
+    args = parser.parse_args()
+    teams = [t for t in args.teams.split(",") if t]
+    lines = [
+        "# Benchmarks",
+        "",
+        "Produced by `make bench` (= `python bench/run_benchmarks.py --out docs/benchmarks.md`) on "
+        f"{platform.machine()} with {platform.python_implementation()} {platform.python_version()}; "
+        "each suite run is one single-threaded process. Numbers are from one run on a noisy shared machine: "
+        "compare ratios within this page, not absolute times across machines.",
+        "",
+        "## Simulator primitive throughput",
+        "",
+        "| benchmark | primitives / s (2 agents, random primitive mix, observations included) |",
+        "|---|---|",
+    ]
+    for suite in ("cwah-test", "tdwmat-test"):
+        rate = primitive_throughput(suite)
+        print(f"{suite}: {rate:.0f} primitives/s", flush=True)
+        lines.append(f"| {suite.split('-')[0]} | {rate:,.0f} |")
+    lines += [
+        "",
+        "## Whole test suites: wall time, peak memory, calibration",
+        "",
+        "C-WAH: mean steps to finish (failure counts as 250). TDW-MAT: mean transport rate after 3000 frames "
+        "(food / stuff split). Targets: a full `cwah-test` run with the rule-based team under 30 s and "
+        "`tdwmat-test` under 120 s.",
+        "",
+        "| suite | team | agents | steps | transport rate | food | stuff | success | wall s | peak MB | reference |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for suite in ("cwah-test", "tdwmat-test"):
+        for team in teams:
+            for agents in (2, 1) if team in ("rhp", "mhp") else (2,):
+                r = timed_run(suite, team, agents)
+                ref = PAPER_RANGES.get((suite, agents), "") if team in ("rhp", "mhp") else ""
+                print(
+                    suite,
+                    team,
+                    agents,
+                    json.dumps({k: r[k] for k in ("steps", "transport_rate", "wall_s")}),
+                    flush=True,
+                )
+                lines.append(
+                    f"| {suite} | {team} | {agents} | {r['steps']:.1f} | {r['transport_rate']:.3f} | "
+                    f"{r.get('food_rate', float('nan')):.3f} | {r.get('stuff_rate', float('nan')):.3f} | "
+                    f"{r['success_rate']:.0%} | {r['wall_s']:.1f} | {r['peak_mb']:.0f} | {ref} |"
+                )
+    Path(args.out).write_text("\n".join(lines).replace("| nan |", "| – |") + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
