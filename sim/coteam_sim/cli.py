@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from coteam.world import MAX_AGENTS, Benchmark
 from coteam_sim.runner import EpisodeResult, run_episode, summarize, write_results
 from coteam_sim.suites import SUITES, EpisodeSpec, get_suite
 
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 132)  # full tables in logs and pipes
 
 
 def parse_episode_range(text: str | None, available: int | None) -> list[int]:

@@ -42,6 +42,7 @@ class CoteamParallelEnv(ParallelEnv):
         "name": "coteam_household_v0",
         "render_modes": ["rgb_array"],
         "is_parallelizable": True,
+        "render_fps": 4,
     }
 
     def __init__(

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coteam.actions import format_action
+from coteam.actions import format_action, truncate_message
 from coteam.reasoning import AgentBrain, EpisodeInfo, Team, make_team
 from coteam.world import Benchmark, Scene
 from coteam_sim.engine import SimConfig
@@ -118,8 +118,11 @@ def run_episode(
             if reason:
                 failures[reason] = failures.get(reason, 0) + 1
             elif prim.kind == PrimitiveKind.SEND_MESSAGE:
+                text = truncate_message(prim.text)
                 messages += 1
-                message_chars += len(prim.text[:500])
+                message_chars += len(text)
+                if recorder:
+                    recorder.message(a, clock_before, text)
         if recorder:
             recorder.step(clock_before, sim, actions, {a: infos[a]["failure"] for a in actions})
         for a, o in obs.items():

@@ -38,6 +38,7 @@ class TraceRecorder:
             "steps": [],
             "decisions": [],
             "outcomes": [],
+            "messages": [],
         }
 
     def decision(self, agent: str, memory: AgentMemory, decision: Decision, options: list[ActionOption]) -> None:
@@ -65,6 +66,9 @@ class TraceRecorder:
                 "primitives": outcome.primitives,
             }
         )
+
+    def message(self, sender: str, clock: int, text: str) -> None:
+        self.data["messages"].append({"sender": sender, "clock": clock, "text": text})
 
     def step(self, clock_before: int, sim: Simulator, actions: dict[str, Primitive], failures: dict[str, str]) -> None:
         self.data["steps"].append(

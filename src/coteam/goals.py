@@ -6,9 +6,7 @@ from dataclasses import dataclass
 
 from coteam.memory import AgentMemory
 from coteam.observation import ObjectView
-from coteam.world import GoalPredicate, Relation, distance
-
-GOAL_RADIUS_M = 3.0  # TDW-MAT: an object within 3 m of the bed (and in its room) counts as transported
+from coteam.world import GOAL_RADIUS_M, GoalPredicate, Relation, distance
 
 
 @dataclass(frozen=True)

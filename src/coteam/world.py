@@ -14,6 +14,7 @@ from typing import Any
 
 Vec2 = tuple[float, float]
 
+GOAL_RADIUS_M = 3.0  # TDW-MAT: an object within 3 m of the bed (and in its room) counts as transported
 AGENT_NAMES = ("alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi")
 MAX_AGENTS = len(AGENT_NAMES)
 HANDS = 2
@@ -319,10 +320,10 @@ class WorldState:
         assert room is not None, f"object {object_id} is outside every room"
         return room.id
 
-    def satisfied(self, predicate: GoalPredicate, goal_radius: float = 3.0) -> int:
-        """How many items named ``predicate.item`` currently satisfy the predicate (capped at its count)."""
-        n = 0
-        for item_id, placement in self.placements.items():
+    def satisfying_items(self, predicate: GoalPredicate, goal_radius: float = GOAL_RADIUS_M) -> list[int]:
+        """Ids of the items named ``predicate.item`` that currently satisfy the predicate."""
+        out = []
+        for item_id, placement in sorted(self.placements.items()):
             if self._items[item_id].name != predicate.item:
                 continue
             if predicate.relation == Relation.NEAR:
@@ -331,10 +332,14 @@ class WorldState:
                     target = self._fixtures[predicate.target]
                     room = self.scene.floorplan.room_at(pos)
                     if room is not None and room.id == target.room and distance(pos, target.position) <= goal_radius:
-                        n += 1
+                        out.append(item_id)
             elif placement.relation == predicate.relation and placement.target == predicate.target:
-                n += 1
-        return min(n, predicate.count)
+                out.append(item_id)
+        return out
+
+    def satisfied(self, predicate: GoalPredicate) -> int:
+        """How many items satisfy the predicate (capped at its count)."""
+        return min(len(self.satisfying_items(predicate)), predicate.count)
 
     def progress(self) -> tuple[int, int]:
         task = self.scene.task

@@ -1,0 +1,131 @@
+"""The agent-facing model: memory from observations, goal bookkeeping, available actions, progress text."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from coteam.actions import Verb
+from coteam.goals import goal_status
+from coteam.memory import AgentMemory
+from coteam.navigation import NavGrid
+from coteam.options import available_actions
+from coteam.progress import progress_text, status_message
+from coteam.world import Benchmark, ObjectKind
+from coteam_sim.engine import Simulator
+from coteam_sim.primitives import Primitive, PrimitiveKind
+from coteam_sim.suites import get_suite
+
+
+@pytest.fixture(scope="module")
+def cwah_scene():
+    return get_suite("cwah-test").episodes()[2].build()  # wash dishes
+
+
+def _memory(sim: Simulator, agent: str) -> AgentMemory:
+    mem = AgentMemory(agent, sim.benchmark, sim.scene.floorplan, sim.scene.task)
+    mem.objects.update({v.id: v for v in sim.landmarks()})
+    mem.update(sim.observe(agent))
+    return mem
+
+
+def test_memory_sees_current_room_and_not_inside_closed_containers(cwah_scene):
+    sim = Simulator(cwah_scene, ("alice", "bob"))
+    mem = _memory(sim, "alice")
+    room = mem.room
+    assert mem.is_explored(room)
+    for view in mem.objects.values():
+        if view.kind == ObjectKind.ITEM and not view.held_by:
+            assert view.room == room
+            assert not sim.world.hidden_in_closed(view.id)
+    hidden = [i.id for i in cwah_scene.items if sim.world.hidden_in_closed(i.id) and sim.world.room_of(i.id) == room]
+    assert all(h not in mem.objects for h in hidden)
+
+
+def test_memory_forgets_an_item_that_was_moved_away(cwah_scene):
+    sim = Simulator(cwah_scene, ("alice", "bob"))
+    mem = _memory(sim, "alice")
+    item = next(
+        (v for v in mem.items() if v.location is not None and v.location.value == "on"), None
+    ) or next(iter(mem.items()))
+    # Teleport the item to another room behind the agent's back, then observe again.
+    other_room = next(r for r in cwah_scene.floorplan.rooms if r.id != mem.room)
+    from coteam.world import Placement, Relation
+
+    sim.world.placements[item.id] = Placement(Relation.FLOOR, other_room.id, position=(
+        cwah_scene.floorplan.room_center(other_room.id)))
+    sim.world.is_open.update(dict.fromkeys(sim.world.is_open, True))
+    mem.update(sim.observe("alice"))
+    assert item.id not in mem.objects
+
+
+def test_goal_status_counts_missing_items(cwah_scene):
+    sim = Simulator(cwah_scene, ("alice",))
+    mem = _memory(sim, "alice")
+    statuses = goal_status(mem)
+    assert {s.predicate.item for s in statuses} == cwah_scene.task.needed_names()
+    assert sum(s.missing for s in statuses) == cwah_scene.task.total_count
+
+
+def test_available_actions_are_annotated_with_distances(cwah_scene):
+    sim = Simulator(cwah_scene, ("alice", "bob"))
+    mem = _memory(sim, "alice")
+    nav = NavGrid(cwah_scene.floorplan)
+    options = available_actions(mem, nav)
+    assert options[0].action.is_message
+    explores = [o for o in options if o.action.verb == Verb.EXPLORE]
+    assert explores and all(o.action.target.id != mem.room for o in explores)
+    for o in options:
+        if not o.action.is_message:
+            assert math.isfinite(o.my_distance)
+            assert "my cost:" in o.annotated()
+    # Without teammates no message option is offered.
+    assert not any(o.action.is_message for o in available_actions(mem, nav, allow_messages=False))
+
+
+def test_put_offered_only_while_holding_a_goal_item(cwah_scene):
+    sim = Simulator(cwah_scene, ("alice",))
+    mem = _memory(sim, "alice")
+    nav = NavGrid(cwah_scene.floorplan)
+    assert not [o for o in available_actions(mem, nav) if o.action.verb == Verb.PUT]
+    goal_item = next(i for i in cwah_scene.items if i.name in cwah_scene.task.needed_names())
+    # Walk to it and grab it (opening its container first when needed).
+    holder = cwah_scene.placements[goal_item.id].target
+    for _ in range(200):
+        if math.dist(sim.world.agents["alice"].position, sim.world.position_of(goal_item.id)) <= 1.0:
+            break
+        sim.step({"alice": Primitive(PrimitiveKind.WALK, (goal_item.id,))})
+    if holder in sim.world.is_open:
+        sim.step({"alice": Primitive(PrimitiveKind.OPEN, (holder,))})
+    assert sim.step({"alice": Primitive(PrimitiveKind.GRAB, (goal_item.id,))})["alice"] == ""
+    mem.update(sim.observe("alice"))
+    puts = [o for o in available_actions(mem, nav) if o.action.verb == Verb.PUT]
+    assert [p.action.target.id for p in puts] == [cwah_scene.task.predicates[0].target]
+
+
+def test_progress_text_mentions_goal_rooms_and_holdings(cwah_scene):
+    sim = Simulator(cwah_scene, ("alice", "bob"))
+    mem = _memory(sim, "alice")
+    text = progress_text(mem)
+    assert "of 250 steps" in text
+    for pred in cwah_scene.task.predicates:
+        assert f"Goal {pred.item}: 0/{pred.count}" in text
+    assert "I hold nothing." in text
+    unexplored = [r for r in cwah_scene.floorplan.rooms if not mem.is_explored(r.id)]
+    for r in unexplored:
+        assert f"The {r.name} ({r.id}) is unexplored." in text
+    msg = status_message(mem)
+    assert msg.startswith("alice: in the ") and len(msg) <= 500
+
+
+def test_tdw_room_is_explored_only_after_a_full_turn():
+    scene = get_suite("tdwmat-test").episodes()[0].build()
+    sim = Simulator(scene, ("alice",))
+    mem = _memory(sim, "alice")
+    assert scene.benchmark == Benchmark.TDWMAT
+    assert not mem.is_explored(mem.room)
+    for _ in range(360 // 15):
+        sim.step({"alice": Primitive(PrimitiveKind.TURN_LEFT)})
+        mem.update(sim.observe("alice"))
+    assert mem.is_explored(mem.room)
