@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -26,7 +27,7 @@ def test_astar_goes_through_the_door_and_never_through_walls():
     assert path[0] == (1, 1) and path[-1] == (7, 3)
     assert (4, 2) in path
     assert all(PLAN.is_free(*c) for c in path)
-    for a, b in zip(path, path[1:], strict=False):
+    for a, b in itertools.pairwise(path):
         assert max(abs(a[0] - b[0]), abs(a[1] - b[1])) == 1
 
 
@@ -34,7 +35,7 @@ def test_distance_field_matches_astar_length():
     nav = NavGrid(PLAN)
     field = nav.distance_field((1, 1))
     path = nav.astar((1, 1), (7, 3))
-    length = sum(math.dist(a, b) for a, b in zip(path, path[1:], strict=False))
+    length = sum(math.dist(a, b) for a, b in itertools.pairwise(path))
     assert field[(7, 3)] == pytest.approx(length)
     assert nav.path_length((1.5, 1.5), (7.5, 3.5)) == pytest.approx(length)
 
@@ -52,7 +53,7 @@ def test_lane_path_is_four_connected_and_prefers_straight_lines():
     lane = nav.lane_path((1.5, 2.5), (7.5, 2.5))
     assert lane == [(x, 2) for x in range(1, 8)]  # straight through the door, no detour
     lane = nav.lane_path((1.5, 1.5), (7.5, 3.5))
-    for a, b in zip(lane, lane[1:], strict=False):
+    for a, b in itertools.pairwise(lane):
         assert abs(a[0] - b[0]) + abs(a[1] - b[1]) == 1
     turns = sum(
         1

@@ -26,16 +26,20 @@ def parse_episode_range(text: str | None, available: int | None) -> list[int]:
         if available is None:
             raise ValueError("--episodes is required for a generated suite")
         return list(range(available))
+    bad = ValueError(f"bad episode range {text!r}: expected e.g. 0-4 or 1,3,7")
     out: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            out.extend(range(int(lo), int(hi) + 1))
-        elif part:
-            out.append(int(part))
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                out.extend(range(int(lo), int(hi) + 1))
+            elif part:
+                out.append(int(part))
+    except ValueError:
+        raise bad from None
     if not out or min(out) < 0:
-        raise ValueError(f"bad episode range {text!r}")
+        raise bad
     if available is not None and max(out) >= available:
         raise ValueError(f"episode {max(out)} out of range: the suite has {available} episodes (0-{available - 1})")
     return out
@@ -187,7 +191,6 @@ def _cmd_suites(args: argparse.Namespace) -> int:
 
 def _cmd_render(args: argparse.Namespace) -> int:
     from coteam_sim.render import render_trace
-
     from coteam_sim.trace import load_trace
 
     trace = load_trace(args.trace)
@@ -199,7 +202,6 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from coteam_sim.render import render_trace
-
     from coteam_sim.trace import load_trace
 
     out = Path(args.out)

@@ -11,6 +11,7 @@ a fresh episode of the env's benchmark is generated from ``seed``.
 from __future__ import annotations
 
 import functools
+import string
 from typing import Any, ClassVar
 
 import gymnasium
@@ -71,7 +72,7 @@ class CoteamParallelEnv(ParallelEnv):
 
     @functools.cache  # noqa: B019
     def action_space(self, agent: str) -> gymnasium.spaces.Space:
-        return gymnasium.spaces.Text(max_length=600)
+        return gymnasium.spaces.Text(max_length=600, charset=string.printable)
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
         options = options or {}

@@ -260,10 +260,10 @@ def generate_tdwmat(
 
     items, placements = [], {}
 
-    def place(item: Item, prior: dict[str, float]) -> None:
+    def place(item: Item, prior: dict[str, float], *, away_from_goal: bool) -> None:
         allowed = {k: v for k, v in prior.items() if k in rooms_by_name}
         room = rooms_by_name[_weighted(rng, allowed)]
-        if room.id == bed.room and rng.random() < 0.7:  # keep most objects away from the goal room
+        if room.id == bed.room and away_from_goal:  # targets and containers never start in the goal room
             room = rng.choice([r for r in fp.rooms if r.id != bed.room])
         items.append(item)
         if surfaces_by_room.get(room.id) and rng.random() < catalog.TDW_ON_SURFACE_PROBABILITY:
@@ -281,15 +281,20 @@ def generate_tdwmat(
         counts[o] = counts.get(o, 0) + 1
     for o, c in sorted(counts.items()):
         for _ in range(c):
-            place(Item(ids.take(), o, category), catalog.TDW_ROOM_PRIORS[category])
+            place(Item(ids.take(), o, category), catalog.TDW_ROOM_PRIORS[category], away_from_goal=True)
     for _ in range(catalog.TDW_CONTAINER_COUNTS[containers]):
         place(
             Item(ids.take(), rng.choice(carriers), "container", catalog.TDW_CARRIER_CAPACITY),
             catalog.TDW_ROOM_PRIORS[category],
+            away_from_goal=True,
         )
     other_category = "stuff" if category == "food" else "food"
     for _ in range(rng.randint(3, 5)):
-        place(Item(ids.take(), rng.choice(other), other_category), catalog.TDW_ROOM_PRIORS[other_category])
+        place(
+            Item(ids.take(), rng.choice(other), other_category),
+            catalog.TDW_ROOM_PRIORS[other_category],
+            away_from_goal=False,
+        )
     predicates = tuple(GoalPredicate(Relation.NEAR, o, bed.id, c) for o, c in sorted(counts.items()))
     start_room = rng.choice([r for r in fp.rooms if r.id != bed.room])
     starts = _agent_starts(rng, fp, [start_room], taken, 15)

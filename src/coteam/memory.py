@@ -69,8 +69,7 @@ class AgentMemory:
         self.holding = obs.holding
         self.room_visits[obs.room] = obs.step
         self.last_failure = obs.last_failure
-        visible_ids = {v.id for v in obs.visible}
-        self._forget_missing(obs, visible_ids)
+        self._forget_missing(obs)
         for view in obs.visible:
             self.objects[view.id] = view
             self.last_seen[view.id] = obs.step
@@ -109,17 +108,18 @@ class AgentMemory:
             old.capacity,
         )
 
-    def _forget_missing(self, obs: Observation, visible_ids: set[int]) -> None:
+    def _forget_missing(self, obs: Observation) -> None:
         """Drop remembered items that should be visible now but are not (someone moved them)."""
+        visible = {v.id: v for v in obs.visible}
         for oid, view in list(self.objects.items()):
-            if view.kind != ObjectKind.ITEM or oid in visible_ids or view.room != obs.room:
+            if view.kind != ObjectKind.ITEM or oid in visible or view.room != obs.room:
                 continue
             if view.held_by:
                 continue
             if view.location == Relation.IN:
-                holder = self.objects.get(view.holder)
+                holder = visible.get(view.holder)  # its state now, not as remembered
                 # Inside a fixture we can see open, or inside a carrier we can see: it should have shown up.
-                if holder is None or holder.id not in visible_ids:
+                if holder is None:
                     continue
                 if holder.kind == ObjectKind.CONTAINER and not holder.is_open:
                     continue

@@ -1,0 +1,303 @@
+"""The SkillExecutor: high-level actions become primitives that achieve them, or fail with a reason."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from coteam.actions import HighLevelAction, ObjectRef, Verb
+from coteam.memory import AgentMemory
+from coteam.world import AgentStart, Placement, Relation, Scene
+from coteam_sim.engine import Simulator
+from coteam_sim.executor import SkillExecutor, SkillOutcome
+from coteam_sim.primitives import Primitive, PrimitiveKind
+from coteam_sim.suites import get_suite
+
+K = PrimitiveKind
+
+
+class Harness:
+    """A simulator plus, per agent, a memory fed by observations and a skill executor."""
+
+    def __init__(self, scene: Scene, agents: tuple[str, ...] = ("alice", "bob"), *, full: bool = False):
+        self.scene = scene
+        self.sim = Simulator(scene, agents, seed=0, full_observability=full)
+        self.memory: dict[str, AgentMemory] = {}
+        self.executor: dict[str, SkillExecutor] = {}
+        for a in agents:
+            m = AgentMemory(a, scene.benchmark, scene.floorplan, scene.task)
+            m.objects.update({v.id: v for v in self.sim.landmarks()})
+            m.update(self.sim.observe(a))
+            self.memory[a] = m
+            self.executor[a] = SkillExecutor(scene.benchmark, self.sim.nav, self.sim.config)
+
+    def step(self, actions: dict[str, Primitive]) -> dict[str, str]:
+        results = self.sim.step(actions)
+        for a, m in self.memory.items():
+            m.update(self.sim.observe(a))
+        return results
+
+    def run(
+        self, agent: str, action: HighLevelAction, limit: int = 3000
+    ) -> tuple[SkillOutcome, list[Primitive], list[str]]:
+        """Run one skill to its end; returns the outcome, the primitives issued and their failure strings."""
+        exe = self.executor[agent]
+        exe.start(action, self.memory[agent])
+        prims: list[Primitive] = []
+        failures: list[str] = []
+        for _ in range(limit):
+            if not self.sim.is_ready(agent):
+                self.step({})
+                continue
+            prim, outcome = exe.next_primitive()
+            if prim is None:
+                assert outcome is not None
+                assert outcome.primitives == len(prims)
+                return outcome, prims, failures
+            prims.append(prim)
+            failures.append(self.step({agent: prim})[agent])
+        raise AssertionError(f"skill {action} did not end within {limit} steps")
+
+
+def ref(scene: Scene, object_id: int) -> ObjectRef:
+    return ObjectRef(scene.object_name(object_id), object_id)
+
+
+def _index(prims: list[Primitive], kind: PrimitiveKind, args: tuple[int, ...]) -> int:
+    return next(k for k, p in enumerate(prims) if p.kind == kind and p.args == args)
+
+
+# --- C-WAH -----------------------------------------------------------------------------------------------------
+def _item_in_closed_container(scene: Scene) -> tuple[int, int]:
+    for item in scene.items:
+        p = scene.placements[item.id]
+        if p.relation == Relation.IN and item.name in scene.task.needed_names():
+            return item.id, p.target
+    raise AssertionError("no goal item inside a container")
+
+
+def test_cwah_grab_inside_closed_container_opens_then_grabs_full_observability() -> None:
+    scene = get_suite("cwah-test").episodes()[0].build()
+    item, container = _item_in_closed_container(scene)
+    h = Harness(scene, full=True)
+    assert not h.sim.world.is_open[container]
+    outcome, prims, failures = h.run("alice", HighLevelAction(Verb.GRAB, ref(scene, item)))
+    assert outcome.success, outcome
+    assert set(failures) == {""}
+    assert _index(prims, K.OPEN, (container,)) < _index(prims, K.GRAB, (item,))
+    assert prims[-1] == Primitive(K.GRAB, (item,))
+    assert h.sim.world.held_by(item) == "alice"
+    assert h.sim.world.is_open[container]
+    assert item in h.memory["alice"].holding
+
+
+def test_cwah_grab_of_remembered_item_after_container_was_closed() -> None:
+    """alice saw the item in an open cabinet; bob closed it; alice's gograb re-opens it and grabs."""
+    base = get_suite("cwah-test").episodes()[0].build()
+    item, container = _item_in_closed_container(base)
+    fixture = base.fixture(container)
+    centre = base.floorplan.room_center(fixture.room)
+    starts = tuple(
+        AgentStart(
+            s.name, centre if s.name == "alice" else fixture.position if s.name == "bob" else s.position, s.heading
+        )
+        for s in base.agent_starts
+    )
+    scene = dataclasses.replace(base, agent_starts=starts, initially_open=frozenset({container}))
+    h = Harness(scene)
+    assert item in h.memory["alice"].objects
+    assert h.step({"bob": Primitive(K.CLOSE, (container,))})["bob"] == ""
+    alice = h.memory["alice"]
+    assert alice.objects[container].is_open is False
+    assert item in alice.objects, "an item inside a container seen closed is still remembered"
+    outcome, prims, failures = h.run("alice", HighLevelAction(Verb.GRAB, ref(scene, item)))
+    assert outcome.success, outcome
+    assert set(failures) == {""}
+    assert _index(prims, K.OPEN, (container,)) < _index(prims, K.GRAB, (item,))
+    assert h.sim.world.held_by(item) == "alice"
+
+
+def test_cwah_put_into_dishwasher_opens_and_puts() -> None:
+    scene = get_suite("cwah-test").episodes()[2].build()  # wash_dishes: forks and plates IN the dishwasher
+    dishwasher = scene.task.predicates[0].target
+    assert scene.object_name(dishwasher) == "dishwasher"
+    h = Harness(scene, full=True)
+    fork = next(i.id for i in scene.items if i.name == "fork")
+    plate = next(i.id for i in scene.items if i.name == "plate")
+    for item in (fork, plate):
+        outcome, _, _ = h.run("alice", HighLevelAction(Verb.GRAB, ref(scene, item)))
+        assert outcome.success, outcome
+    assert sorted(h.sim.world.agents["alice"].holding()) == sorted([fork, plate])
+    assert not h.sim.world.is_open[dishwasher]
+    outcome, prims, failures = h.run("alice", HighLevelAction(Verb.PUT, ref(scene, dishwasher)))
+    assert outcome.success, outcome
+    assert set(failures) == {""}
+    opened = _index(prims, K.OPEN, (dishwasher,))
+    assert opened < _index(prims, K.PUT_IN, (fork, dishwasher))
+    assert opened < _index(prims, K.PUT_IN, (plate, dishwasher))
+    for item in (fork, plate):
+        assert h.sim.world.placements[item] == Placement(Relation.IN, dishwasher)
+    assert h.sim.world.agents["alice"].holding() == []
+    assert h.sim.world.progress()[0] == 2
+
+
+def test_cwah_put_without_matching_item_fails() -> None:
+    scene = get_suite("cwah-test").episodes()[2].build()
+    h = Harness(scene, full=True)
+    target = scene.task.predicates[0].target
+    outcome, prims, _ = h.run("alice", HighLevelAction(Verb.PUT, ref(scene, target)))
+    assert not outcome.success and prims == []
+
+
+def test_cwah_grab_of_unknown_object_fails_object_not_found() -> None:
+    scene = get_suite("cwah-test").episodes()[0].build()
+    h = Harness(scene)
+    item, _ = _item_in_closed_container(scene)
+    assert item not in h.memory["alice"].objects
+    outcome, prims, _ = h.run("alice", HighLevelAction(Verb.GRAB, ref(scene, item)))
+    assert (outcome.success, outcome.reason, prims) == (False, "object not found", [])
+
+
+def test_cwah_grab_of_object_that_vanished_on_the_way() -> None:
+    """alice remembers an item; meanwhile it is hidden in a closed container; arriving, she fails cleanly."""
+    scene = get_suite("cwah-test").episodes()[1].build()
+    h = Harness(scene)
+    alice_room = h.memory["alice"].room
+    w = h.sim.world
+    item = next(
+        i.id for i in scene.items if scene.placements[i.id].relation == Relation.ON and w.room_of(i.id) != alice_room
+    )
+    room = w.room_of(item)
+    h.memory["alice"].objects[item] = h.sim._view(item)  # seen earlier
+    closed = next(c for c in scene.containers if not w.is_open[c.id])
+    w.placements[item] = Placement(Relation.IN, closed.id)  # someone put it away
+    outcome, prims, failures = h.run("alice", HighLevelAction(Verb.GRAB, ref(scene, item)))
+    assert (outcome.success, outcome.reason) == (False, "object not found")
+    assert prims and all(p.kind == K.WALK for p in prims), "she walked there and never tried to grab"
+    assert h.memory["alice"].room == room
+    assert item not in h.memory["alice"].objects
+    assert set(failures) == {""}
+
+
+def test_cwah_grab_with_full_hands_fails() -> None:
+    scene = get_suite("cwah-test").episodes()[2].build()
+    h = Harness(scene, full=True)
+    items = [i.id for i in scene.items if i.name in scene.task.needed_names()][:3]
+    for item in items[:2]:
+        assert h.run("alice", HighLevelAction(Verb.GRAB, ref(scene, item)))[0].success
+    outcome, prims, _ = h.run("alice", HighLevelAction(Verb.GRAB, ref(scene, items[2])))
+    assert (outcome.success, outcome.reason, prims) == (False, "no free hand", [])
+
+
+def test_cwah_explore_reaches_and_reveals_each_room() -> None:
+    scene = get_suite("cwah-test").episodes()[5].build()
+    h = Harness(scene)
+    for room in scene.floorplan.rooms:
+        outcome, _, failures = h.run("alice", HighLevelAction(Verb.EXPLORE, ref(scene, room.id)))
+        assert outcome.success, (room.name, outcome)
+        assert set(failures) <= {""}
+        assert h.memory["alice"].room == room.id
+        assert h.memory["alice"].is_explored(room.id)
+
+
+# --- TDW-MAT ---------------------------------------------------------------------------------------------------
+def _empty_tdw(index: int, start: tuple[float, float], heading: int) -> Scene:
+    """A test floor plan without items (``go to`` stops early when a target comes into view)."""
+    scene = get_suite("tdwmat-test").episodes()[index].build()
+    starts = tuple(AgentStart(s.name, start, heading) for s in scene.agent_starts)
+    return dataclasses.replace(scene, items=(), placements={}, agent_starts=starts)
+
+
+def _goto(index: int, start: tuple[float, float], heading: int, room: int) -> None:
+    scene = _empty_tdw(index, start, heading)
+    h = Harness(scene, ("alice",))
+    outcome, prims, failures = h.run("alice", HighLevelAction(Verb.GOTO, ref(scene, room)))
+    assert "blocked" not in failures, f"{scene.name}: blocked going from {start} to room {room}"
+    assert outcome.success, (scene.name, start, room, outcome)
+    assert set(failures) <= {""}
+    assert h.memory["alice"].room == room
+    moves = sum(p.kind == K.MOVE_FORWARD for p in prims)
+    assert moves * 0.5 >= 0.9 * (h.sim.nav.path_length(start, scene.floorplan.room_center(room)) - 1.0) - 0.5
+
+
+@pytest.mark.parametrize("index", [0, 12], ids=["floorplan-A", "floorplan-B"])
+def test_tdw_goto_between_every_pair_of_room_centres(index: int) -> None:
+    fp = get_suite("tdwmat-test").episodes()[index].build().floorplan
+    rng = random.Random(index)
+    for a, b in itertools.permutations(fp.rooms, 2):
+        _goto(index, fp.room_center(a.id), 15 * rng.randrange(24), b.id)
+
+
+@settings(max_examples=25, deadline=None)
+@given(index=st.sampled_from([0, 12]), data=st.data())
+def test_tdw_goto_from_anywhere(index: int, data: st.DataObject) -> None:
+    fp = get_suite("tdwmat-test").episodes()[index].build().floorplan
+    free = [(x, y) for y in range(fp.height) for x in range(fp.width) if fp.is_free(x, y)]
+    cx, cy = data.draw(st.sampled_from(free), label="cell")
+    ox, oy = data.draw(st.tuples(st.floats(0.0, 0.49), st.floats(0.0, 0.49)), label="offset")
+    start = (cx * fp.cell_size + ox, cy * fp.cell_size + oy)
+    heading = 15 * data.draw(st.integers(0, 23), label="heading")
+    room = data.draw(st.sampled_from(fp.rooms), label="room")
+    _goto(index, start, heading, room.id)
+
+
+@pytest.mark.parametrize("index", [0, 12])
+def test_tdw_explore_turns_until_the_room_is_fully_explored(index: int) -> None:
+    base = get_suite("tdwmat-test").episodes()[index].build()
+    for room in base.floorplan.rooms[:4]:
+        start = base.floorplan.center_of(((room.x0 + room.x1) // 2 - 1, (room.y0 + room.y1) // 2 + 1))
+        scene = dataclasses.replace(base, agent_starts=tuple(AgentStart(s.name, start, 90) for s in base.agent_starts))
+        h = Harness(scene, ("alice",))
+        memory = h.memory["alice"]
+        assert memory.room == room.id and not memory.is_explored(room.id)
+        outcome, prims, failures = h.run("alice", HighLevelAction(Verb.EXPLORE, ref(scene, room.id)))
+        assert outcome.success, outcome
+        assert set(failures) <= {""}
+        assert memory.is_explored(room.id)
+        assert memory.room == room.id
+        turns = [p for p in reversed(prims) if p.kind in (K.TURN_LEFT, K.TURN_RIGHT)]
+        assert 0 < len(turns) <= 24
+        # Exploring an explored room again needs no turning at the centre.
+        outcome, prims, _ = h.run("alice", HighLevelAction(Verb.EXPLORE, ref(scene, room.id)))
+        assert outcome.success and not prims
+
+
+def test_tdw_explore_elsewhere_fails() -> None:
+    scene = get_suite("tdwmat-test").episodes()[0].build()
+    h = Harness(scene, ("alice",))
+    other = next(r for r in scene.floorplan.rooms if r.id != h.memory["alice"].room)
+    outcome, prims, _ = h.run("alice", HighLevelAction(Verb.EXPLORE, ref(scene, other.id)))
+    assert (outcome.success, outcome.reason, prims) == (False, "not in that room", [])
+
+
+def test_tdw_grab_put_in_and_transport() -> None:
+    """Grasp a carrier and a target in view, put the target in, carry both to the bed: progress rises."""
+    base = get_suite("tdwmat-test").episodes()[1].build()
+    w_items = {i.id: i for i in base.items}
+    carrier = next(i for i in base.items if i.is_carrier)
+    target = next(i for i in base.items if i.name in base.task.needed_names())
+    start = (
+        base.fixture(base.placements[carrier.id].target).position
+        if base.placements[carrier.id].relation == Relation.ON
+        else base.placements[carrier.id].position
+    )
+    scene = dataclasses.replace(base, agent_starts=tuple(AgentStart(s.name, start, 0) for s in base.agent_starts))
+    h = Harness(scene, ("alice",), full=True)
+    for obj in (carrier, target):
+        outcome, _, _ = h.run("alice", HighLevelAction(Verb.GRAB, ref(scene, obj.id)))
+        assert outcome.success, (obj, outcome)
+    outcome, prims, _ = h.run("alice", HighLevelAction(Verb.PUT_IN, ref(scene, target.id), ref(scene, carrier.id)))
+    assert outcome.success and [p.kind for p in prims] == [K.PUT_INTO_CARRIER]
+    assert h.sim.world.placements[target.id] == Placement(Relation.IN, carrier.id)
+    outcome, prims, failures = h.run("alice", HighLevelAction(Verb.TRANSPORT))
+    assert outcome.success, outcome
+    assert "blocked" not in failures
+    assert prims[-1].kind == K.DROP
+    assert h.sim.world.agents["alice"].holding() == []
+    assert h.sim.world.progress()[0] >= 1
+    assert w_items[carrier.id].is_carrier
