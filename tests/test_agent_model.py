@@ -46,15 +46,16 @@ def test_memory_sees_current_room_and_not_inside_closed_containers(cwah_scene):
 def test_memory_forgets_an_item_that_was_moved_away(cwah_scene):
     sim = Simulator(cwah_scene, ("alice", "bob"))
     mem = _memory(sim, "alice")
-    item = next(
-        (v for v in mem.items() if v.location is not None and v.location.value == "on"), None
-    ) or next(iter(mem.items()))
+    item = next((v for v in mem.items() if v.location is not None and v.location.value == "on"), None) or next(
+        iter(mem.items())
+    )
     # Teleport the item to another room behind the agent's back, then observe again.
     other_room = next(r for r in cwah_scene.floorplan.rooms if r.id != mem.room)
     from coteam.world import Placement, Relation
 
-    sim.world.placements[item.id] = Placement(Relation.FLOOR, other_room.id, position=(
-        cwah_scene.floorplan.room_center(other_room.id)))
+    sim.world.placements[item.id] = Placement(
+        Relation.FLOOR, other_room.id, position=(cwah_scene.floorplan.room_center(other_room.id))
+    )
     sim.world.is_open.update(dict.fromkeys(sim.world.is_open, True))
     mem.update(sim.observe("alice"))
     assert item.id not in mem.objects

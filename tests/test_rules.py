@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coteam.observation import Message, Observation
+from coteam.physics import Physics
 from coteam.world import AgentStart, Benchmark, ObjectKind, Relation, Scene, distance
-from coteam_sim.engine import SimConfig, Simulator
+from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
 from coteam_sim.suites import fresh_episode, get_suite
 
@@ -255,7 +256,7 @@ def test_tdwmat_random_primitives_keep_invariants(
 ) -> None:
     rng = random.Random(seed * 31 + sim_seed)
     scene = _crowded_scene(fresh_episode(Benchmark.TDWMAT, seed, index).build(), rng)
-    cfg = SimConfig(message_chars_per_frame=100) if slow_messages else SimConfig()
+    cfg = Physics(message_chars_per_frame=100) if slow_messages else Physics()
     sim = Simulator(scene, NAMES[:n_agents], seed=sim_seed, config=cfg)
     drive(sim, rng, 200)
 
@@ -337,7 +338,7 @@ def test_cwah_message_is_delivered_next_observation_truncated(length: int) -> No
 )
 def test_tdwmat_message_delay(length: int, chars_per_frame: int) -> None:
     scene = get_suite("tdwmat-test").episodes()[0].build()
-    cfg = SimConfig(message_chars_per_frame=chars_per_frame)
+    cfg = Physics(message_chars_per_frame=chars_per_frame)
     sim = Simulator(scene, NAMES[:2], seed=0, config=cfg)
     sent_at = sim.frames
     sim.step({"alice": Primitive(K.SEND_MESSAGE, text="q" * length), "bob": Primitive(K.GRASP, (-5, 0))})

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from coteam.actions import truncate_message
 from coteam.memory import HALF_FOV_DEG, angle_between, bearing
 from coteam.navigation import NavGrid, walk_along
 from coteam.observation import Message, ObjectView, Observation, TeammateView
+from coteam.physics import Physics
 from coteam.world import (
     Benchmark,
     Container,
@@ -26,32 +27,6 @@ from coteam.world import (
     distance,
 )
 from coteam_sim.primitives import Primitive, PrimitiveKind
-
-
-@dataclass(frozen=True)
-class SimConfig:
-    """Rule constants. Defaults are calibrated against the published rule-based baselines (docs/benchmarks.md)."""
-
-    cwah_walk_step_m: float = 0.45  # distance covered by one [walktowards] step
-    cwah_reach_m: float = 1.0  # "close to" threshold for open / grab / put
-    tdw_forward_m: float = 0.5
-    tdw_turn_deg: int = 15
-    tdw_reach_m: float = 1.5
-    tdw_near_visible_m: float = 0.6  # objects this close are seen whatever the heading
-    tdw_frames: dict[str, int] = field(
-        default_factory=lambda: {
-            "move_forward": 9,
-            "turn_left": 5,
-            "turn_right": 5,
-            "grasp": 30,
-            "put_in": 25,
-            "drop": 10,
-            "send_message": 1,
-            "wait": 1,
-            "failed": 2,
-        }
-    )
-    message_chars_per_frame: int = 500
 
 
 @dataclass
@@ -68,7 +43,7 @@ class Simulator:
         agents: tuple[str, ...],
         *,
         seed: int = 0,
-        config: SimConfig | None = None,
+        config: Physics | None = None,
         full_observability: bool = False,
     ):
         unknown = [a for a in agents if a not in {s.name for s in scene.agent_starts}]
@@ -77,7 +52,7 @@ class Simulator:
         self.scene = scene
         self.benchmark = scene.benchmark
         self.agents = tuple(agents)
-        self.config = config or SimConfig()
+        self.config = config or Physics()
         self.full_observability = full_observability
         self.rng = random.Random(f"sim:{seed}")
         self.world = WorldState(scene, self.agents)

@@ -18,8 +18,9 @@ import gymnasium
 from pettingzoo import ParallelEnv
 
 from coteam.observation import Observation
+from coteam.physics import Physics
 from coteam.world import AGENT_NAMES, MAX_AGENTS, Benchmark, Scene
-from coteam_sim.engine import SimConfig, Simulator
+from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveError, parse_primitive
 
 FAILURE_PENALTY = -0.1
@@ -51,7 +52,7 @@ class CoteamParallelEnv(ParallelEnv):
         benchmark: Benchmark | str = Benchmark.CWAH,
         n_agents: int = 2,
         *,
-        config: SimConfig | None = None,
+        config: Physics | None = None,
         full_observability: bool = False,
         render_mode: str | None = None,
     ):
@@ -60,7 +61,7 @@ class CoteamParallelEnv(ParallelEnv):
         self.benchmark = Benchmark(benchmark)
         self.possible_agents = list(AGENT_NAMES[:n_agents])
         self.agents: list[str] = []
-        self.config = config or SimConfig()
+        self.config = config or Physics()
         self.full_observability = full_observability
         self.render_mode = render_mode
         self.sim: Simulator | None = None

@@ -16,8 +16,8 @@ from coteam.actions import HighLevelAction, Verb
 from coteam.goals import delivery_target
 from coteam.memory import AgentMemory, angle_between, bearing
 from coteam.navigation import NavGrid, NoPathError
+from coteam.physics import Physics
 from coteam.world import Benchmark, ObjectKind, Relation, Vec2
-from coteam_sim.engine import SimConfig
 from coteam_sim.primitives import Primitive, PrimitiveKind
 
 Skill = Generator[Primitive, None, None]
@@ -40,10 +40,10 @@ class SkillOutcome:
 class SkillExecutor:
     """Runs one high-level action at a time for one agent."""
 
-    def __init__(self, benchmark: Benchmark, nav: NavGrid, config: SimConfig | None = None):
+    def __init__(self, benchmark: Benchmark, nav: NavGrid, config: Physics | None = None):
         self.benchmark = benchmark
         self.nav = nav
-        self.config = config or SimConfig()
+        self.config = config or Physics()
         self.max_primitives = 80 if benchmark == Benchmark.CWAH else 600
         self._skill: Skill | None = None
         self._action: HighLevelAction | None = None

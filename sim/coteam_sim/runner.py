@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from coteam.actions import format_action, truncate_message
+from coteam.physics import Physics
 from coteam.reasoning import AgentBrain, EpisodeInfo, Team, make_team
 from coteam.world import Benchmark, Scene
-from coteam_sim.engine import SimConfig
 from coteam_sim.env import CoteamParallelEnv
 from coteam_sim.executor import SkillExecutor
 from coteam_sim.primitives import Primitive, PrimitiveKind
@@ -82,7 +82,7 @@ def run_episode(
     n_agents: int = 2,
     seed: int = 0,
     params: Mapping[str, Any] | None = None,
-    config: SimConfig | None = None,
+    config: Physics | None = None,
     trace_path: str | Path | None = None,
     episode_name: str = "",
     on_step: Callable[[int, int], None] | None = None,
@@ -93,7 +93,9 @@ def run_episode(
     obs, _ = env.reset(seed=seed, options={"scene": scene})
     sim = env.sim
     assert sim is not None
-    info = EpisodeInfo(scene.benchmark, scene.task, scene.floorplan, tuple(env.agents), seed, sim.landmarks())
+    info = EpisodeInfo(
+        scene.benchmark, scene.task, scene.floorplan, tuple(env.agents), seed, sim.landmarks(), sim.config
+    )
     team_obj.reset(info)
     recorder = TraceRecorder(scene, info.agents, team_obj.name, dict(params or {}), seed) if trace_path else None
     runtimes = {

@@ -11,10 +11,11 @@ from typing import Any
 from coteam.actions import format_action
 from coteam.memory import AgentMemory
 from coteam.options import ActionOption
+from coteam.physics import Physics
 from coteam.reasoning import Decision
 from coteam.scene_io import scene_from_dict, scene_to_dict
 from coteam.world import Scene
-from coteam_sim.engine import SimConfig, Simulator
+from coteam_sim.engine import Simulator
 from coteam_sim.executor import SkillOutcome
 from coteam_sim.primitives import Primitive, parse_primitive
 
@@ -105,7 +106,7 @@ class ReplayMismatch(AssertionError):
     pass
 
 
-def replay(trace: dict[str, Any], config: SimConfig | None = None) -> Simulator:
+def replay(trace: dict[str, Any], config: Physics | None = None) -> Simulator:
     """Re-execute the recorded primitives; raise :class:`ReplayMismatch` at the first divergent step."""
     scene = scene_from_dict(trace["scene"])
     full = trace["team"] == "oracle"

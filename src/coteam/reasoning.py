@@ -26,6 +26,7 @@ from coteam.memory import AgentMemory
 from coteam.navigation import NavGrid
 from coteam.observation import ObjectView, Observation
 from coteam.options import ActionOption, available_actions
+from coteam.physics import Physics
 from coteam.world import Benchmark, FloorPlan, Task
 
 
@@ -40,6 +41,8 @@ class EpisodeInfo:
     seed: int
     # Objects named by the task description (goal surfaces/containers, the bed), known from the start.
     landmarks: tuple[ObjectView, ...] = ()
+    # What the robots' primitives do and cost (the simulator's rules, or a hardware profile).
+    physics: Physics = field(default_factory=Physics)
 
 
 @dataclass

@@ -3,4 +3,4 @@
 Importing this package registers them in :mod:`coteam.reasoning`'s method registry.
 """
 
-from coteam.teams import oracle, random_team, rule_based  # noqa: F401  (registration side effects)
+from coteam.teams import mcts, oracle, random_team, rule_based  # noqa: F401  (registration side effects)

@@ -1,9 +1,12 @@
 """``oracle``: a centralised planner with full observability — the near-optimal reference.
 
-Every agent sees the whole world (the runner enables full observability for this team), and one planner
-assigns needed items to agents: each idle agent claims the unclaimed needed item that is cheapest for it to
-fetch and deliver, carries two at a time (TDW-MAT: fills a container first when enough targets remain), and
-never explores. No messages are needed since the planner is shared.
+Every agent sees the whole world (the runner enables full observability for this team) and one planner decides
+for all of them, so no messages are needed and nobody explores. C-WAH: whenever an agent is free, the exact
+joint planner (:mod:`coteam.teams.joint_plan`) chooses instances, assignment, order and two-handed trips that
+minimise the makespan from the current state, and the agent takes its first step of that plan. TDW-MAT (and
+C-WAH teams too large for exhaustive search): each free agent claims the needed item that is cheapest for it
+to fetch and deliver unless a free teammate is clearly closer, fills a carried container first when enough
+targets remain, and delivers when its hands are full.
 """
 
 from __future__ import annotations
@@ -14,9 +17,16 @@ from typing import Any
 
 from coteam.actions import Verb
 from coteam.goals import goal_status
+from coteam.observation import ObjectView
 from coteam.options import ActionOption
 from coteam.reasoning import Decision, DecisionContext, EpisodeInfo, MethodSpec, register_method
-from coteam.world import Benchmark
+from coteam.teams import joint_plan
+from coteam.world import Benchmark, ObjectKind, Relation, Vec2
+
+MAX_JOINT_SEARCH = 200_000  # instance choices × assignments × orders the exact planner may enumerate
+
+
+TEAMMATE_SLACK_M = 2.0  # take an item unless a free teammate is this much closer to it
 
 
 class OracleTeam:
@@ -62,6 +72,7 @@ class OracleTeam:
             and o.action.target.id not in self.claims
             and missing.get(m.objects[o.action.target.id].name, 0) > 0
         ]
+        grabs = self._mine_to_take(ctx, grabs)
         if self.info.benchmark == Benchmark.CWAH:
             choice, why = self._cwah(ctx, grabs)
         else:
@@ -70,7 +81,82 @@ class OracleTeam:
             self.claims[choice.action.target.id] = agent
         return Decision(choice.action, {"method": "oracle", "rule": why})
 
+    def _mine_to_take(self, ctx: DecisionContext, grabs: list[ActionOption]) -> list[ActionOption]:
+        """Leave an item to a teammate who can reach it clearly sooner (from where its current job ends)."""
+        m = ctx.memory
+        others = []
+        for name, seen in m.teammates.items():
+            claimed = [i for i, a in self.claims.items() if a == name]
+            if sum(h is not None for h in seen.holding) + len(claimed) >= 2:
+                continue  # no free hand left for another item
+            others.append(m.objects[claimed[-1]].position if claimed else seen.position)
+        if not others:
+            return grabs
+        keep: list[ActionOption] = []
+        for o in grabs:
+            pos = m.objects[o.action.target.id].position  # type: ignore[union-attr]
+            theirs = min(ctx.nav.path_length(p, pos) for p in others)
+            if o.my_distance <= theirs + TEAMMATE_SLACK_M:
+                keep.append(o)
+        return keep
+
+    def _joint_plan(self, ctx: DecisionContext) -> joint_plan.JointPlan | None:
+        """The exact joint plan from the current state, or None when the search would be too large."""
+        m, nav, physics = ctx.memory, ctx.nav, self.info.physics
+        pred = m.task.predicates[0]
+        goal = m.objects[pred.target]
+
+        def walk_steps(a: Vec2, b: Vec2) -> float:
+            return math.ceil(max(0.0, nav.path_length(a, b) - physics.cwah_reach_m) / physics.cwah_walk_step_m)
+
+        def hidden_steps(item: ObjectView) -> float:
+            holder = m.objects.get(item.holder)
+            return 1.0 if item.location == Relation.IN and holder is not None and holder.is_open is False else 0.0
+
+        needed = {st.predicate.item: st.missing for st in goal_status(m)}
+        wanted = set(needed)
+        starts = [joint_plan.AgentStart(ctx.agent, m.position, sum(v.name in wanted for v in m.held_items()))]
+        for name, seen in sorted(m.teammates.items()):
+            held = sum(
+                1 for h in seen.holding if h is not None and m.objects.get(h, None) and m.objects[h].name in wanted
+            )
+            fetching = [i for i, a in self.claims.items() if a == name]
+            if fetching:
+                item = m.objects[fetching[0]]
+                needed[item.name] -= 1
+                busy = walk_steps(seen.position, item.position) + hidden_steps(item) + 1
+                starts.append(joint_plan.AgentStart(name, item.position, held + 1, busy))
+            else:
+                starts.append(joint_plan.AgentStart(name, seen.position, held))
+        candidates = [
+            joint_plan.Candidate(v.id, v.name, v.position, hidden_steps(v))
+            for v in m.items()
+            if v.name in wanted
+            and not v.held_by
+            and v.id not in self.claims
+            and not (v.location == pred.relation and v.holder == pred.target)
+        ]
+        k = sum(max(0, c) for c in needed.values())
+        choices = math.prod(math.comb(sum(c.name == n for c in candidates), c) for n, c in needed.items() if c > 0)
+        if joint_plan.search_size(len(starts), k, choices) > MAX_JOINT_SEARCH:
+            return None
+        goal_open = 1.0 if goal.kind == ObjectKind.CONTAINER and not goal.is_open else 0.0
+        return joint_plan.plan(starts, needed, candidates, goal.position, walk_steps, goal_open)
+
     def _cwah(self, ctx: DecisionContext, grabs: list[ActionOption]) -> tuple[ActionOption, str]:
+        plan = self._joint_plan(ctx)
+        if plan is not None:
+            mine = plan.agents[ctx.agent]
+            puts = [o for o in ctx.options if o.action.verb == Verb.PUT]
+            if mine.trips and mine.trips[0] == 0 and puts:
+                return puts[0], f"joint plan: deliver first (makespan {plan.makespan:.0f} steps)"
+            if mine.items:
+                for o in ctx.options:
+                    if o.action.verb == Verb.GRAB and o.action.target and o.action.target.id == mine.items[0]:
+                        return o, f"joint plan: fetch {mine.items} in trips {mine.trips} (makespan {plan.makespan:.0f})"
+            if puts:
+                return puts[0], "joint plan: deliver"
+            return self._idle(ctx), "joint plan: nothing for me"
         puts = [o for o in ctx.options if o.action.verb == Verb.PUT]
         if puts and (ctx.memory.free_hands() == 0 or not grabs):
             return min(puts, key=lambda o: o.my_distance), "deliver"
