@@ -9,7 +9,7 @@ The ROS executor node reuses this class as its navigation/manipulation fallback.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
 from coteam.actions import HighLevelAction, Verb
@@ -134,28 +134,29 @@ class SkillExecutor:
         return view.position
 
     # C-WAH ---------------------------------------------------------------------------------------------------
-    def _cwah_walk(self, object_id: int) -> Skill:
-        """Walk until within reach of a known object."""
+    def _cwah_walk_until(self, target_id: int, arrived: Callable[[], bool]) -> Skill:
+        """Walk towards a room or object until ``arrived()``; fail when three steps in a row make no progress."""
         m = self._mem()
         stalled = 0
-        while math.dist(m.position, self._position_of(object_id)) > self.config.cwah_reach_m:
+        while not arrived():
             before = m.position
-            yield Primitive(PrimitiveKind.WALK, (object_id,))
+            yield Primitive(PrimitiveKind.WALK, (target_id,))
             self._check_last()
             stalled = stalled + 1 if math.dist(before, m.position) < 1e-3 else 0
             if stalled >= 3:
                 raise SkillFailed("not reachable")
 
+    def _cwah_walk(self, object_id: int) -> Skill:
+        """Walk until within reach of a known object."""
+        m = self._mem()
+        reach = self.config.cwah_reach_m
+        yield from self._cwah_walk_until(
+            object_id, lambda: math.dist(m.position, self._position_of(object_id)) <= reach
+        )
+
     def _cwah_explore(self, room_id: int) -> Skill:
         m = self._mem()
-        stalled = 0
-        while m.room != room_id:
-            before = m.position
-            yield Primitive(PrimitiveKind.WALK, (room_id,))
-            self._check_last()
-            stalled = stalled + 1 if math.dist(before, m.position) < 1e-3 else 0
-            if stalled >= 3:
-                raise SkillFailed("not reachable")
+        yield from self._cwah_walk_until(room_id, lambda: m.room == room_id)
 
     def _cwah_open_if_closed(self, container_id: int) -> Skill:
         view = self._mem().objects.get(container_id)
