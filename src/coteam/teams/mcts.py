@@ -12,8 +12,9 @@ trajectory: minus the steps to finish). TDW-MAT: the items transported within th
 a little less the later it arrives. Root actions are compared on common particles. The most visited root action
 is executed; the ``rhp`` choice is tried first and wins ties.
 
-The abstract model is the simulator's rule book in miniature; its constants are parameters (:class:`CostModel`)
-whose defaults match the embedded simulator's defaults. This module does not import the simulator.
+The abstract model is the simulator's rule book in miniature; its constants are parameters (:class:`CostModel`):
+the robot's own (walk step, reach, frame costs) come from the episode's :class:`~coteam.physics.Physics`, the
+planner's modelling choices have defaults. This module does not import the simulator.
 """
 
 from __future__ import annotations
