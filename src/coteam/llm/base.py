@@ -1,0 +1,89 @@
+"""The value types and errors shared by every part of :mod:`coteam.llm`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens spent by one or more chat calls.
+
+    ``estimated`` is true when any part of the count was estimated locally (the server did not report usage).
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = False
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.estimated or other.estimated,
+        )
+
+    def __radd__(self, other: Any) -> Usage:
+        # Lets ``sum(usages)`` work with its default start value 0.
+        if other == 0:
+            return self
+        return NotImplemented
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total,
+            "estimated": self.estimated,
+        }
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One chat answer: the assistant's text, what it cost and which model produced it."""
+
+    text: str
+    usage: Usage
+    model: str
+    cached: bool = False  # served from a ResponseCache (no request was sent)
+
+
+class LLMError(RuntimeError):
+    """A chat request that could not be answered (transport failure after the retries, replay miss, ...).
+
+    ``completions`` holds the answers already received in the same exchange (e.g. the first reply when the
+    repair request of :func:`coteam.llm.structured.ask_structured` failed), so their usage can still be counted.
+    """
+
+    def __init__(self, message: str, *, completions: Sequence[Completion] = ()):
+        super().__init__(message)
+        self.completions: list[Completion] = list(completions)
+
+
+class StructuredOutputError(LLMError):
+    """The model's output was still invalid after the repair round.
+
+    ``reason`` says what was wrong with the last answer; ``raw`` holds the texts of every answer received.
+    """
+
+    def __init__(self, reason: str, raw: Sequence[str], *, completions: Sequence[Completion] = ()):
+        super().__init__(f"invalid structured output after {len(raw)} answer(s): {reason}", completions=completions)
+        self.reason = reason
+        self.raw: list[str] = list(raw)
+
+
+@runtime_checkable
+class ChatBackend(Protocol):
+    """A chat model: messages in (``[{"role": ..., "content": ...}, ...]``), one completion out."""
+
+    model: str
+
+    def complete(self, messages: list[dict[str, str]], **params: Any) -> Completion: ...

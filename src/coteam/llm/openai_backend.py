@@ -1,0 +1,138 @@
+"""A chat backend on the official ``openai`` client: OpenAI itself or any OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import openai
+
+from coteam.llm.accounting import estimate_messages_tokens, estimate_tokens
+from coteam.llm.base import Completion, LLMError, Usage
+from coteam.llm.cache import ResponseCache, cache_key
+from coteam.llm.config import LLMConfig
+from coteam.llm.transcript import TranscriptRecorder
+
+log = logging.getLogger("coteam.llm")
+
+# Placeholder key for local servers that ignore authentication (vLLM, Ollama, llama.cpp).
+LOCAL_SERVER_API_KEY = "not-needed"
+MAX_RETRY_AFTER_S = 60.0
+
+
+def _retryable(exc: Exception) -> bool:
+    """Rate limits (429), timeouts (incl. HTTP 408), connection errors and server errors (5xx) are retried."""
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in (408, 429) or exc.status_code >= 500
+    return False
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, openai.APIStatusError):
+        message = str(exc.message).removeprefix(f"Error code: {exc.status_code} - ")
+        return f"HTTP {exc.status_code}: {message}"
+    if isinstance(exc, openai.APITimeoutError):
+        return "request timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        return f"connection error ({cause})" if cause else "connection error"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        value = headers.get("retry-after")
+        return min(float(value), MAX_RETRY_AFTER_S) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+class OpenAIChatBackend:
+    """Chat completions through ``openai.OpenAI`` with our own retry loop (the client's retries are off).
+
+    Every request carries the config's sampling parameters (temperature, top_p, max_tokens), overridden by the
+    call's own ``params``. Usage comes from the response; when the server omits it, it is estimated with
+    :func:`estimate_tokens` and marked ``estimated``. With a ``cache`` an identical request (model, messages,
+    effective parameters) is answered from it (``cached=True``, no HTTP request); with a ``recorder`` every served
+    call — cache hits included — is appended to the transcript.
+    """
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        cache: ResponseCache | None = None,
+        recorder: TranscriptRecorder | None = None,
+    ):
+        self.config = config
+        self.model = config.model
+        self.cache = cache
+        self.recorder = recorder
+        api_key = config.api_key
+        if api_key is None:
+            if config.base_url is None:
+                raise LLMError(
+                    "no API key for the default OpenAI endpoint: set OPENAI_API_KEY, or OPENAI_BASE_URL to the "
+                    "URL of an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1)"
+                )
+            api_key = LOCAL_SERVER_API_KEY
+        self._client = openai.OpenAI(api_key=api_key, base_url=config.base_url, timeout=config.timeout_s, max_retries=0)
+
+    def complete(self, messages: list[dict[str, str]], **params: Any) -> Completion:
+        request = {**self.config.sampling(), **params}
+        key = cache_key(self.model, messages, request) if self.cache is not None else ""
+        completion = self.cache.get(key) if self.cache is not None else None
+        if completion is None:
+            completion = self._request(messages, request)
+            if self.cache is not None:
+                self.cache.put(key, completion)
+        if self.recorder is not None:
+            self.recorder.record(self.model, messages, params, completion, sampling=self.config.sampling())
+        return completion
+
+    def _request(self, messages: list[dict[str, str]], request: dict[str, Any]) -> Completion:
+        attempts = self.config.max_retries + 1
+        for attempt in range(attempts):
+            try:
+                response = self._client.chat.completions.create(model=self.model, messages=messages, **request)
+            except openai.OpenAIError as exc:
+                if not _retryable(exc):
+                    raise LLMError(f"LLM request to {self.config.describe()} was rejected: {_describe(exc)}") from exc
+                if attempt + 1 == attempts:
+                    raise LLMError(
+                        f"LLM request to {self.config.describe()} failed after {attempts} attempt(s); "
+                        f"last error: {_describe(exc)}"
+                    ) from exc
+                delay = self.config.backoff_s * 2**attempt
+                delay = max(delay, _retry_after(exc) or 0.0)
+                log.warning(
+                    "LLM request failed (%s); retry %d/%d in %.2fs", _describe(exc), attempt + 1, attempts - 1, delay
+                )
+                time.sleep(delay)
+                continue
+            return self._to_completion(response, messages)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _to_completion(self, response: Any, messages: list[dict[str, str]]) -> Completion:
+        if not getattr(response, "choices", None):
+            raise LLMError(f"LLM response from {self.config.describe()} has no choices: {response!r:.300}")
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        if choice.finish_reason == "length":
+            log.info("LLM answer was cut at max_tokens=%s", self.config.max_tokens)
+        u = response.usage
+        if u is not None and u.prompt_tokens is not None and u.completion_tokens is not None:
+            usage = Usage(int(u.prompt_tokens), int(u.completion_tokens), estimated=False)
+        else:
+            usage = Usage(estimate_messages_tokens(messages), estimate_tokens(text), estimated=True)
+        return Completion(text=text, usage=usage, model=response.model or self.model)
+
+    def close(self) -> None:
+        self._client.close()
