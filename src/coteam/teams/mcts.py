@@ -31,6 +31,7 @@ from coteam.memory import FULL_TURN_BINS
 from coteam.navigation import NavGrid
 from coteam.options import ActionOption
 from coteam.physics import Physics
+from coteam.priors import GOAL_ROOM_FACTOR, container_weight, in_container_chance, item_category, room_weight
 from coteam.reasoning import Decision, DecisionContext, EpisodeInfo, MethodSpec, PerAgentTeam, register_method
 from coteam.teams.rule_based import TDW_DELIVER_BEFORE_END, TDW_NO_CONTAINERS_BEFORE_END, RuleBasedReasoner
 from coteam.world import Benchmark, ObjectKind, Relation, Vec2
@@ -110,68 +111,6 @@ class CostModel:
             return 0.0
         forward = metres * self.tdw_lane_detour / self.tdw_forward_m * self.tdw_forward_frames
         return forward + self.tdw_turns_per_trip_deg / self.tdw_turn_deg * self.tdw_turn_frames
-
-
-# --- simple category priors ------------------------------------------------------------------------------
-# Where things of a category tend to be, by room name (for rooms not searched yet) and container name (for
-# containers not opened yet). Plain household common sense, deliberately coarse.
-_FOOD_NAMES = (
-    "apple",
-    "banana",
-    "bread",
-    "burger",
-    "cupcake",
-    "juice",
-    "loaf_bread",
-    "orange",
-    "pancake",
-    "poundcake",
-    "pudding",
-    "wine",
-)
-_TABLEWARE_NAMES = ("bowl", "coffeepot", "cutleryfork", "fork", "mug", "plate", "wineglass")
-
-
-def item_category(name: str, fallback: str = "") -> str:
-    if name in _FOOD_NAMES:
-        return "food"
-    if name in _TABLEWARE_NAMES:
-        return "tableware"
-    return fallback or "misc"
-
-
-ROOM_PRIOR: dict[str, dict[str, float]] = {
-    "food": {"kitchen": 0.6, "diningroom": 0.25, "livingroom": 0.2, "storage": 0.1, "bedroom": 0.06},
-    "tableware": {"kitchen": 0.7, "diningroom": 0.25, "livingroom": 0.15, "bathroom": 0.05},
-    "stuff": {"office": 0.3, "livingroom": 0.25, "storage": 0.15, "bedroom": 0.1, "laundryroom": 0.1},
-    "misc": {},
-}
-ROOM_PRIOR_DEFAULT = 0.05
-# Chance that an item in a room is inside a closed container there (C-WAH), rather than in plain view.
-IN_CONTAINER_PRIOR: dict[str, dict[str, float]] = {
-    "food": {"kitchen": 0.6},
-    "tableware": {"kitchen": 0.6},
-}
-IN_CONTAINER_DEFAULT = 0.35
-CONTAINER_PRIOR: dict[str, dict[str, float]] = {
-    "food": {"fridge": 0.3, "kitchencabinet": 0.12, "microwave": 0.06, "cabinet": 0.06, "nightstand": 0.04},
-    "tableware": {"kitchencabinet": 0.3, "dishwasher": 0.08, "cabinet": 0.08},
-    "misc": {},
-}
-CONTAINER_PRIOR_DEFAULT = 0.02
-GOAL_ROOM_FACTOR = 0.3  # TDW-MAT: things to transport are rarely lying next to the goal already
-
-
-def room_weight(category: str, room_name: str) -> float:
-    return ROOM_PRIOR.get(category, {}).get(room_name, ROOM_PRIOR_DEFAULT)
-
-
-def container_weight(category: str, container_name: str) -> float:
-    return CONTAINER_PRIOR.get(category, {}).get(container_name, CONTAINER_PRIOR_DEFAULT)
-
-
-def in_container_chance(category: str, room_name: str) -> float:
-    return IN_CONTAINER_PRIOR.get(category, {}).get(room_name, IN_CONTAINER_DEFAULT)
 
 
 # --- geometry --------------------------------------------------------------------------------------------
