@@ -65,6 +65,7 @@ class Decision:
     rationale: dict[str, Any] = field(default_factory=dict)
     tokens: int = 0
     llm_calls: int = 0
+    llm_fallbacks: int = 0  # roles whose LLM answer was unusable and were answered symbolically
 
 
 class Team(Protocol):
@@ -125,7 +126,8 @@ def register_method(spec: MethodSpec) -> MethodSpec:
 
 
 def methods() -> dict[str, MethodSpec]:
-    import coteam.teams  # noqa: F401  (registers the built-in methods)
+    import coteam.methods
+    import coteam.teams  # noqa: F401  (registers the baselines)
 
     return dict(_METHODS)
 
@@ -167,7 +169,7 @@ class AgentBrain:
             if not text or text == "<message>":
                 raise ActionNotAvailableError("a message action needs text")
             action = HighLevelAction(Verb.SEND_MESSAGE, text=text)
-            decision = Decision(action, decision.rationale, decision.tokens, decision.llm_calls)
+            decision = Decision(action, decision.rationale, decision.tokens, decision.llm_calls, decision.llm_fallbacks)
         self.decision_seconds.append(time.perf_counter() - start)
         self.memory.record_action(format_action(action, self.info.benchmark), "started")
         return decision, options

@@ -1,0 +1,234 @@
+"""PCE's four roles: answer schemas, semantic checks and symbolic solvers.
+
+Each role is one question: to an LLM (prompt templates ``pce_*.md``) or to the symbolic solver. Semantic checks
+run on LLM answers before they are accepted, so a repair round can tell the model exactly what was wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from coteam.actions import ActionError, HighLevelAction, Verb, parse_action, validate_action
+from coteam.llm import Role, RoleContext
+from coteam.methods.pce.scoring import distance_penalty
+from coteam.methods.pce.symbolic import SymbolicContext
+from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, TreeError, parse_tree, tree_to_json
+from coteam.options import ActionOption
+from coteam.world import Benchmark
+
+
+# --- answer schemas --------------------------------------------------------------------------------------
+class PlannerAnswer(BaseModel):
+    reasoning: str = Field(description="step-by-step reasoning about the situation")
+    candidate: str = Field(description="one action copied verbatim from the available actions")
+    assumptions: list[str] = Field(default_factory=list, description="uncertain facts the choice relies on")
+
+
+class ComposerAnswer(BaseModel):
+    tree: dict[str, Any]
+
+
+class ScenarioScore(BaseModel):
+    leaf: int = Field(ge=0)
+    likelihood: float = Field(ge=1, le=5)
+    gain: float = Field(ge=1, le=5)
+    cost_penalty: float = Field(ge=1, le=5)
+    action: str = ""
+
+
+class EvaluatorAnswer(BaseModel):
+    scenarios: list[ScenarioScore]
+
+
+class MessageAnswer(BaseModel):
+    message: str = Field(min_length=1)
+
+
+# --- shared per-decision data ----------------------------------------------------------------------------
+@dataclass
+class PceQuestion:
+    """What the roles of one decision share (``RoleContext.data``)."""
+
+    benchmark: Benchmark
+    symbolic: SymbolicContext
+    known_objects: dict[int, str]
+    planner: PlannerAnswer | None = None
+    tree: Node | None = None
+    leaves: list[Scenario] = field(default_factory=list)  # what the Evaluator scores, in leaf order
+    incoming: tuple[str, ...] = ()  # recent teammate messages, for the communication module
+
+    @property
+    def available(self) -> list[HighLevelAction]:
+        return [o.action for o in self.symbolic.options]
+
+    def option(self, action: HighLevelAction) -> ActionOption:
+        for o in self.symbolic.options:
+            if o.action == action or (action.is_message and o.action.is_message):
+                return o
+        raise KeyError(f"{action} is not an available action")
+
+
+def _data(ctx: RoleContext) -> PceQuestion:
+    assert isinstance(ctx.data, PceQuestion)
+    return ctx.data
+
+
+def _check_action(text: str, q: PceQuestion) -> HighLevelAction:
+    try:
+        action = parse_action(text, q.benchmark)
+        validate_action(action, q.known_objects, q.available)
+    except ActionError as exc:
+        raise ValueError(f"{text[:80]!r} is not one of the available actions: {exc}") from None
+    if action.is_message and not q.symbolic.allow_messages:
+        raise ValueError("messages are not allowed in this configuration")
+    return action
+
+
+# --- Planner ---------------------------------------------------------------------------------------------
+def plan_symbolically(ctx: RoleContext) -> PlannerAnswer:
+    q = _data(ctx)
+    s = q.symbolic
+    ranked = s.ranked()
+    best = ranked[0]
+    reasons = [f"{o.text}: gain {s.gain(o):.2f}, cost {s.cost_penalty(o):.1f}/5" for o in ranked[:3]]
+    related = [v.text for v in s.variables() if _concerns(v, best)][:3]
+    text = best.text if not best.action.is_message else f"[send_message] <{s.message_text(q.incoming)}>"
+    if q.benchmark == Benchmark.TDWMAT and best.action.is_message:
+        text = f"send a message: {s.message_text(q.incoming)}"
+    return PlannerAnswer(
+        reasoning="Best options by gain and cost: " + "; ".join(reasons), candidate=text, assumptions=related
+    )
+
+
+def _concerns(variable: Any, option: ActionOption) -> bool:
+    target = option.action.target
+    return target is not None and variable.object_id == target.id
+
+
+def check_plan(answer: PlannerAnswer, ctx: RoleContext) -> None:
+    _check_action(answer.candidate, _data(ctx))
+
+
+PLANNER: Role[PlannerAnswer] = Role("pce.planner", "pce_planner", PlannerAnswer, plan_symbolically, check_plan)
+
+
+# --- Composer --------------------------------------------------------------------------------------------
+def compose_symbolically(ctx: RoleContext) -> ComposerAnswer:
+    """Branch on the uncertain variables that change the best action, most uncertain first, up to depth D."""
+    q = _data(ctx)
+    s = q.symbolic
+    variables = s.variables()
+
+    def leaf(assumptions: dict[str, bool]) -> Leaf:
+        best = s.ranked(assumptions)[0]
+        if best.action.is_message:
+            text = s.message_text(q.incoming)
+            action = HighLevelAction(Verb.SEND_MESSAGE, text=text)
+            return Leaf(
+                action, "[send_message] <" + text + ">" if q.benchmark == Benchmark.CWAH else "send a message: " + text
+            )
+        return Leaf(best.action, best.text)
+
+    def build(assumptions: dict[str, bool], depth_left: int) -> Node:
+        here = leaf(assumptions)
+        if depth_left == 0:
+            return here
+        for v in variables:
+            if v.text in assumptions:
+                continue
+            yes, no = leaf({**assumptions, v.text: True}), leaf({**assumptions, v.text: False})
+            if yes.action != no.action:
+                return Hypothesis(
+                    v.text,
+                    f"p={v.probability:.2f}, {v.entropy:.2f} bits",
+                    build({**assumptions, v.text: True}, depth_left - 1),
+                    build({**assumptions, v.text: False}, depth_left - 1),
+                )
+        return here
+
+    return ComposerAnswer(tree=tree_to_json(build({}, q.symbolic.max_depth)))
+
+
+def check_tree(answer: ComposerAnswer, ctx: RoleContext) -> None:
+    q = _data(ctx)
+    try:
+        q.tree = parse_tree(
+            answer.tree,
+            benchmark=q.benchmark,
+            known_objects=q.known_objects,
+            available=q.available,
+            max_depth=q.symbolic.max_depth,
+            allow_messages=q.symbolic.allow_messages,
+        )
+    except TreeError as exc:
+        raise ValueError(str(exc)) from None
+
+
+COMPOSER: Role[ComposerAnswer] = Role("pce.composer", "pce_composer", ComposerAnswer, compose_symbolically, check_tree)
+
+
+# --- Evaluator -------------------------------------------------------------------------------------------
+def evaluate_symbolically(ctx: RoleContext) -> EvaluatorAnswer:
+    """L from the belief along the path, G from the goal progress bought in that scenario, C from distance."""
+    q = _data(ctx)
+    s = q.symbolic
+    out = []
+    for sc in q.leaves:
+        assumptions = dict(sc.path)
+        likelihood = 1.0
+        for text, value in sc.path:
+            p = _probability(s, text)
+            likelihood *= p if value else 1.0 - p
+        option = q.option(sc.leaf.action)
+        cost = s.cost_penalty(option, sc.leaf.action.text)
+        if not option.action.is_message:
+            cost = distance_penalty(option.my_distance)
+        out.append(
+            ScenarioScore(
+                leaf=sc.index,
+                likelihood=1 + 4 * likelihood,
+                gain=1 + 4 * s.gain(option, assumptions),
+                cost_penalty=cost,
+                action=sc.leaf.text,
+            )
+        )
+    return EvaluatorAnswer(scenarios=out)
+
+
+def _probability(s: SymbolicContext, text: str) -> float:
+    try:
+        return s.probability(text)
+    except KeyError:
+        return 0.5  # an assumption the belief does not model (LLM-written): maximally uncertain
+
+
+def check_scores(answer: EvaluatorAnswer, ctx: RoleContext) -> None:
+    q = _data(ctx)
+    n = len(q.leaves)
+    got = sorted(s.leaf for s in answer.scenarios)
+    if got != list(range(n)):
+        raise ValueError(f"score every leaf exactly once: expected leaves 0..{n - 1}, got {got}")
+
+
+EVALUATOR: Role[EvaluatorAnswer] = Role(
+    "pce.evaluator", "pce_evaluator", EvaluatorAnswer, evaluate_symbolically, check_scores
+)
+
+
+# --- Communication ---------------------------------------------------------------------------------------
+def write_message_symbolically(ctx: RoleContext) -> MessageAnswer:
+    q = _data(ctx)
+    return MessageAnswer(message=q.symbolic.message_text(q.incoming))
+
+
+def check_message(answer: MessageAnswer, ctx: RoleContext) -> None:
+    if len(answer.message) > 500:
+        raise ValueError(f"the message has {len(answer.message)} characters; at most 500 are allowed")
+
+
+COMMUNICATOR: Role[MessageAnswer] = Role(
+    "pce.message", "pce_message", MessageAnswer, write_message_symbolically, check_message
+)

@@ -1,0 +1,193 @@
+"""PCE's symbolic backend: the Planner, Composer, Evaluator and Communication roles answered by deterministic
+algorithms over the agent's belief state — no model, no network.
+
+* Planner: ranks the available actions by ``gain − λ·cost`` under the current belief and names the
+  uncertain facts its choice rests on.
+* Composer: branches on the belief's uncertain variables (most uncertain, then most impactful first) that
+  change the best action, up to depth D, and puts the best action under each scenario at the leaf.
+* Evaluator: likelihood from the belief's probabilities along the path, gain from the goal progress the leaf's
+  action buys in that scenario, cost from path length or message length — each on the 1–5 scale.
+
+Scenarios condition the belief on a set of (variable, truth value) pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from coteam.actions import HighLevelAction, Verb, format_action
+from coteam.belief import BeliefState, PlaceKind, UncertainVariable
+from coteam.memory import AgentMemory
+from coteam.methods.pce.scoring import Weights, distance_penalty, message_penalty, normalize
+from coteam.options import ActionOption
+from coteam.progress import describe, status_message
+from coteam.world import Benchmark
+
+Assumptions = Mapping[str, bool]  # variable text -> assumed truth value
+
+CARRIER_GAIN = 0.6  # TDW-MAT: picking up a container early pays off over several trips
+CARRIER_MIN_TARGETS = 3  # ... when at least this many targets are still missing
+CARRIER_MIN_FRAMES_LEFT = 1400
+PUT_IN_GAIN = 0.7  # TDW-MAT: stowing an item frees a hand
+URGENT_FRAMES_LEFT = 700  # TDW-MAT: deliver what is held when this little time is left
+REVISIT_GAIN = 0.5  # gain of looking again at a room not visited for REVISIT_AFTER_STEPS
+REVISIT_AFTER_STEPS = 60
+NEWS_PER_MESSAGE = 4  # facts that make a message fully worth its cost
+
+
+@dataclass
+class SymbolicContext:
+    """Everything the symbolic roles read for one decision."""
+
+    memory: AgentMemory
+    belief: BeliefState
+    options: Sequence[ActionOption]
+    weights: Weights
+    max_depth: int
+    allow_messages: bool
+    communicated: set[str] = field(default_factory=set)  # facts already sent to the team
+
+    # --- the value model ---------------------------------------------------------------------------------
+    def news(self) -> list[str]:
+        """Facts worth telling the team that were not told yet (goal items seen, rooms explored)."""
+        if not self.allow_messages:
+            return []
+        m = self.memory
+        wanted = m.task.needed_names()
+        facts = [f"seen {v.id}@{v.room}" for v in m.items() if v.name in wanted and not v.held_by]
+        facts += [f"explored {r}" for r in self.belief.explored_rooms()]
+        facts += [f"holding {h}" for h in m.holding if h is not None]
+        return [f for f in facts if f not in self.communicated]
+
+    def gain(self, option: ActionOption, assumptions: Assumptions = {}) -> float:  # noqa: B006  (read-only)
+        """Goal progress the action buys, in [0, 1], under ``assumptions``."""
+        a = option.action
+        m, b = self.memory, self.belief
+        if a.is_message:
+            return min(1.0, len(self.news()) / NEWS_PER_MESSAGE)
+        target = a.target.id if a.target is not None else -1
+        if a.verb == Verb.GRAB:
+            view = m.objects[target]
+            if view.capacity > 0:  # a TDW-MAT container
+                left = m.task.horizon - m.frames
+                useful = (
+                    sum(st.missing for st in b.subgoals()) >= CARRIER_MIN_TARGETS and left > CARRIER_MIN_FRAMES_LEFT
+                )
+                return CARRIER_GAIN if useful else 0.05
+            taken = self._taken(target, assumptions)
+            return 1.0 - taken
+        if a.verb == Verb.PUT:  # delivering completes sub-goals
+            return 1.0 if self._held_goal_units() else 0.0
+        if a.verb == Verb.TRANSPORT:
+            held = self._held_goal_units()
+            left = m.task.horizon - m.frames
+            if held and (m.free_hands() == 0 or left < URGENT_FRAMES_LEFT or not self._anything_to_fetch()):
+                return 1.0
+            return min(1.0, held / 4)
+        if a.verb == Verb.PUT_IN:
+            return PUT_IN_GAIN
+        if a.verb in (Verb.EXPLORE, Verb.GOTO):
+            found = sum(self._p_discover(n, target, assumptions) * b.missing(n) for n in b.needed_items())
+            return min(1.0, found + self._revisit_gain(target))
+        if a.verb == Verb.CHECK:
+            key = next(
+                (v.text for v in self.variables() if v.kind == "container_has_needed" and v.object_id == target), None
+            )
+            if key is not None and key in assumptions:
+                return 1.0 if assumptions[key] else 0.0
+            return min(1.0, sum(b.p_in_container(name, target) * b.missing(name) for name in b.needed_items()))
+        return 0.0
+
+    def _revisit_gain(self, room_id: int) -> float:
+        """When a needed item is nowhere left to search, someone moved it: rooms seen longest ago are worth a look."""
+        m, b = self.memory, self.belief
+        if not any(b.missing(n) and b.nowhere_left(n) for n in b.needed_items()):
+            return 0.0
+        since = m.step - m.room_visits.get(room_id, -m.task.horizon)
+        return REVISIT_GAIN * min(1.0, since / REVISIT_AFTER_STEPS)
+
+    def _held_goal_units(self) -> int:
+        m = self.memory
+        wanted = m.task.needed_names()
+        held = [v for v in m.held_items() if v.name in wanted]
+        carried = [v for v in m.items() if any(v.holder == c.id for c in m.held_items() if c.capacity > 0)]
+        return len(held) + sum(1 for v in carried if v.name in wanted)
+
+    def _anything_to_fetch(self) -> bool:
+        return any(o.action.verb == Verb.GRAB for o in self.options)
+
+    def _taken(self, item_id: int, assumptions: Assumptions) -> float:
+        for v in self.variables():
+            if v.kind == "teammate_took" and v.object_id == item_id and v.text in assumptions:
+                return 1.0 if assumptions[v.text] else 0.0
+        took = [t.took.get(item_id, 0.0) for t in self.belief.teammates().values()]
+        return max(took, default=0.0)
+
+    def _p_discover(self, item: str, room_id: int, assumptions: Assumptions) -> float:
+        """P(looking around the room reveals the item), conditioned on the assumptions about its rooms.
+
+        Only the room's unsearched open space counts (plus, in a room never entered, its unknown containers):
+        known instances are fetched with a grab, known closed containers with a check.
+        """
+        location = self.belief.location(item)
+        discover = sum(p for place, p in location.items() if place.kind == PlaceKind.ROOM and place.id == room_id)
+        fixed_false = 0.0
+        for v in self.variables():
+            if v.kind != "item_in_room" or v.item != item or v.text not in assumptions:
+                continue
+            in_room = self.belief.p_in_room(item, v.object_id)
+            if assumptions[v.text]:  # it is in v's room: only that room can reveal it
+                return discover / in_room if v.object_id == room_id and in_room > 0 else 0.0
+            if v.object_id == room_id:
+                return 0.0
+            fixed_false += in_room
+        return discover / (1.0 - fixed_false) if fixed_false < 1.0 else 0.0
+
+    def cost_penalty(self, option: ActionOption, message: str = "") -> float:
+        if option.action.is_message:
+            return message_penalty(len(message or status_message(self.memory)))
+        return distance_penalty(option.my_distance)
+
+    def utility(self, option: ActionOption, assumptions: Assumptions = {}, likelihood: float = 1.0) -> float:  # noqa: B006
+        cost = normalize(self.cost_penalty(option))
+        w = self.weights
+        return (
+            likelihood * self.gain(option, assumptions)
+            - w.lam * (w.beta if option.action.is_message else w.alpha) * cost
+        )
+
+    def ranked(self, assumptions: Assumptions = {}) -> list[ActionOption]:  # noqa: B006
+        usable = [o for o in self.options if self.allow_messages or not o.action.is_message]
+        return sorted(usable, key=lambda o: (-self.utility(o, assumptions), o.text))
+
+    def variables(self) -> list[UncertainVariable]:
+        if not hasattr(self, "_variables"):
+            self._variables = self.belief.uncertain_variables()
+        return self._variables
+
+    def probability(self, text: str) -> float:
+        for v in self.variables():
+            if v.text == text:
+                return v.probability
+        raise KeyError(f"unknown assumption {text!r}")
+
+    def message_text(self, incoming: Sequence[str] = ()) -> str:
+        """Answer a teammate's question first, then share what the team does not know yet (≤ 500 chars)."""
+        m = self.memory
+        answer = ""
+        question = next((t for t in reversed(incoming) if "?" in t), None)
+        if question is not None:
+            asked = [v for v in m.items() if f"<{v.name}>" in question or v.name in question]
+            if asked:
+                answer = "Answer: " + "; ".join(f"{describe(v)} in the {m.room_name(v.room)}" for v in asked[:4]) + ". "
+            else:
+                answer = "Answer: I have not seen that. "
+        return (answer + status_message(m))[:500]
+
+    def mark_sent(self) -> None:
+        self.communicated.update(self.news())
+
+
+def action_text(action: HighLevelAction, benchmark: Benchmark) -> str:
+    return format_action(action, benchmark)
