@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from coteam.llm import backends
 from coteam.reasoning import make_team, methods
 from coteam.world import MAX_AGENTS, Benchmark
 from coteam_sim.runner import EpisodeResult, run_episode, summarize, write_results
@@ -163,6 +164,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not 1 <= args.agents <= MAX_AGENTS:
         raise ValueError(f"--agents must be between 1 and {MAX_AGENTS}")
     params = parse_params(args.set, args.config)
+    if args.backend is not None:
+        params["backend"] = args.backend
     specs = select_episodes(args.suite, args.episodes, args.seed)
     out = Path(args.out or f"runs/{args.suite}-{args.team}-x{args.agents}")
     results = run_suite(specs, args.team, args.agents, params, out, args.seed, quiet=args.quiet)
@@ -225,6 +228,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--agents", type=int, default=2)
     p.add_argument("--episodes", help="e.g. 0-4 or 1,3,5 (default: the whole test set, or 0-9 when generated)")
     p.add_argument("--seed", type=int, default=0, help="seed of generated suites and of the simulator's tie-breaks")
+    p.add_argument("--backend", choices=backends(), help="who answers the method's roles (methods with roles)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="method hyper-parameter")
     p.add_argument("--config", help="YAML file of method hyper-parameters")
     p.add_argument("--out", help="output directory (default runs/<suite>-<team>-x<agents>)")

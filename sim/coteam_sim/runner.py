@@ -40,6 +40,7 @@ class EpisodeResult:
     message_chars: int
     tokens: int
     llm_calls: int
+    llm_fallbacks: int  # role answers that fell back to the symbolic solver
     decisions: int
     decision_ms_mean: float
     decision_ms_p95: float
@@ -55,12 +56,16 @@ class AgentRuntime:
         self.brain = brain
         self.executor = executor
         self.recorder = recorder
+        self.tokens = self.llm_calls = self.llm_fallbacks = 0
 
     def next_primitive(self) -> Primitive:
         memory = self.brain.memory
         for _ in range(MAX_INSTANT_DECISIONS):
             if not self.executor.busy:
                 decision, options = self.brain.decide()
+                self.tokens += decision.tokens
+                self.llm_calls += decision.llm_calls
+                self.llm_fallbacks += decision.llm_fallbacks
                 if self.recorder:
                     self.recorder.decision(self.brain.agent, memory, decision, options)
                 self.executor.start(decision.action, memory)
@@ -150,8 +155,9 @@ def run_episode(
         stuff_rate=rates.get("stuff"),
         messages=messages,
         message_chars=message_chars,
-        tokens=0,
-        llm_calls=0,
+        tokens=sum(r.tokens for r in runtimes.values()),
+        llm_calls=sum(r.llm_calls for r in runtimes.values()),
+        llm_fallbacks=sum(r.llm_fallbacks for r in runtimes.values()),
         decisions=len(decision_s),
         decision_ms_mean=1000 * statistics.fmean(decision_s) if decision_s else 0.0,
         decision_ms_p95=1000 * _p95(decision_s),
@@ -203,6 +209,7 @@ def summarize(results: list[EpisodeResult]) -> dict[str, Any]:
         "message_chars": mean("message_chars"),
         "tokens": mean("tokens"),
         "llm_calls": mean("llm_calls"),
+        "llm_fallbacks": mean("llm_fallbacks"),
         "decision_ms_mean": mean("decision_ms_mean"),
         "wall_s": sum(r.wall_s for r in results),
     }

@@ -122,7 +122,6 @@ class PceReasoner:
             "dialogue": "\n".join(t for _, t in dialogue) or "(no messages yet)",
             "actions": "\n".join(f"step {a.step}: {a.action} -> {a.outcome}" for a in actions) or "(none yet)",
             "available": "\n".join(o.annotated() for o in ctx.options),
-            "max_depth": str(cfg.D),
         }
 
     # --- the decision ------------------------------------------------------------------------------------
@@ -180,6 +179,7 @@ class PceReasoner:
             return [Scenario(i, (), Leaf(o.action, o.text)) for i, o in enumerate(s.ranked()[: 2**cfg.D])]
         plan = q.planner
         extra = {
+            "max_depth": str(cfg.D),
             "planner_reasoning": plan.reasoning if plan else "(no planner in this configuration)",
             "planner_candidate": plan.candidate if plan else "(none)",
         }

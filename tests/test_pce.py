@@ -1,0 +1,212 @@
+"""PCE: tree validation, system-side scoring, the symbolic decision loop, ablations, and the LLM path through a
+real OpenAI client talking to the loopback server."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from coteam.actions import HighLevelAction, ObjectRef, Verb
+from coteam.llm.testserver import LoopbackOpenAIServer
+from coteam.methods.pce import PceConfig
+from coteam.methods.pce.reasoner import ABLATIONS
+from coteam.methods.pce.scoring import LeafScore, Weights, best_leaf, distance_penalty, normalize, score_leaf
+from coteam.methods.pce.tree import Hypothesis, TreeError, depth, parse_tree, render_tree, scenarios
+from coteam.world import Benchmark
+from coteam_sim.runner import run_episode
+from coteam_sim.suites import get_suite
+from coteam_sim.trace import load_trace
+
+KNOWN = {2: "kitchen", 3: "bedroom", 24: "apple", 15: "dinnertable"}
+AVAILABLE = [
+    HighLevelAction(Verb.SEND_MESSAGE, text="<message>"),
+    HighLevelAction(Verb.EXPLORE, ObjectRef("kitchen", 2)),
+    HighLevelAction(Verb.EXPLORE, ObjectRef("bedroom", 3)),
+    HighLevelAction(Verb.GRAB, ObjectRef("apple", 24)),
+]
+
+
+def _parse(tree, max_depth=3, allow_messages=True):
+    return parse_tree(
+        tree,
+        benchmark=Benchmark.CWAH,
+        known_objects=KNOWN,
+        available=AVAILABLE,
+        max_depth=max_depth,
+        allow_messages=allow_messages,
+    )
+
+
+def _leaf(text):
+    return {"type": "action", "action": text}
+
+
+def _hyp(text, yes, no):
+    return {"type": "hypothesis", "text": text, "reason": "r", "True": yes, "False": no}
+
+
+GOOD = _hyp(
+    "<apple> (24) is still on the table",
+    _leaf("[gograb] <apple> (24)"),
+    _hyp("bob searched the kitchen", _leaf("[goexplore] <bedroom> (3)"), _leaf("[send_message] <where are you?>")),
+)
+
+
+def test_a_valid_tree_parses_with_leaves_in_depth_first_order():
+    node = _parse(GOOD)
+    assert isinstance(node, Hypothesis) and depth(node) == 2
+    sc = scenarios(node)
+    assert [s.index for s in sc] == [0, 1, 2]
+    assert sc[0].leaf.action.verb == Verb.GRAB and sc[0].path == (("<apple> (24) is still on the table", True),)
+    assert sc[2].leaf.action.is_message and sc[2].leaf.action.text == "where are you?"
+    assert [p[1] for p in sc[2].path] == [False, False]
+
+
+@pytest.mark.parametrize(
+    ("tree", "problem"),
+    [
+        (_leaf("[gograb] <pear> (99)"), "not an available action"),
+        (_leaf("[gograb] <banana> (24)"), "not an available action"),
+        (_leaf("[goput] <dinnertable> (15)"), "not an available action"),
+        (_hyp("x", _leaf("[gograb] <apple> (24)"), None), "expected an object"),
+        ({"type": "hypothesis", "text": "x", "True": _leaf("[gograb] <apple> (24)")}, "needs both"),
+        ({"type": "maybe"}, "'type' must be"),
+    ],
+)
+def test_invalid_trees_are_rejected_with_the_exact_problem(tree, problem):
+    with pytest.raises(TreeError, match=problem):
+        _parse(tree)
+
+
+def test_depth_and_message_limits():
+    with pytest.raises(TreeError, match="at most 1"):
+        _parse(GOOD, max_depth=1)
+    with pytest.raises(TreeError, match="messages are not allowed"):
+        _parse(GOOD, allow_messages=False)
+
+
+def test_scoring_follows_the_formula():
+    assert normalize(1) == 0.0 and normalize(5) == 1.0 and normalize(9) == 1.0
+    w = Weights(alpha=1.0, beta=0.5, lam=2.0)
+    move = score_leaf(LeafScore(0, likelihood=5, gain=3, cost_penalty=2), is_message=False, weights=w)
+    assert move.expected_gain == pytest.approx(1.0 * 0.5)
+    assert move.utility == pytest.approx(0.5 - 2.0 * 1.0 * 0.25)
+    msg = score_leaf(LeafScore(1, likelihood=3, gain=5, cost_penalty=3), is_message=True, weights=w)
+    assert msg.utility == pytest.approx(0.5 * 1.0 - 2.0 * 0.5 * 0.5)
+    tie = score_leaf(LeafScore(2, likelihood=5, gain=3, cost_penalty=2), is_message=False, weights=w)
+    assert best_leaf([tie, move]).leaf == 0  # equal utility: the leftmost leaf wins
+    assert distance_penalty(1) == 1 and distance_penalty(10) == 3 and distance_penalty(40) == 5
+
+
+def test_render_tree_marks_the_choice():
+    scores = [
+        {"leaf": i, "likelihood": 0.5, "gain": 0.5, "cost_penalty": 0.1, "utility": u}
+        for i, u in enumerate([0.2, 0.1, -0.3])
+    ]
+    text = render_tree(GOOD, scores, chosen=0)
+    assert "? <apple> (24) is still on the table" in text
+    assert "#0 [gograb] <apple> (24)" in text and "<== chosen" in text.splitlines()[1]
+
+
+def test_config_switches_and_errors():
+    cfg = PceConfig.from_params({"lambda": 1.5, "D": 2, "ablation": "no_evaluator"})
+    assert cfg.lam == 1.5 and cfg.D == 2 and cfg.weights.lam == 1.5
+    with pytest.raises(ValueError, match="unknown pce parameter"):
+        PceConfig.from_params({"lamda": 1})
+    with pytest.raises(ValueError, match="unknown ablation"):
+        PceConfig.from_params({"ablation": "no_brain"})
+
+
+@pytest.fixture(scope="module")
+def cwah_trace(tmp_path_factory):
+    path = tmp_path_factory.mktemp("pce") / "t.json"
+    run_episode(get_suite("cwah-test").episodes()[0].build(), "pce", trace_path=path)
+    return load_trace(path)
+
+
+def test_symbolic_decisions_record_planner_tree_scores_and_choice(cwah_trace):
+    decisions = [d for d in cwah_trace["decisions"] if d["rationale"].get("ablation") == "none"]
+    assert decisions
+    for d in decisions:
+        r = d["rationale"]
+        assert r["backend"] == "symbolic" and r["llm_fallbacks"] == 0
+        assert {"planner", "tree", "scores", "chosen_leaf", "action"} <= set(r)
+        utilities = [s["utility"] for s in r["scores"]]
+        assert r["chosen_leaf"] == utilities.index(max(utilities))
+        if not d["action"].startswith("[send_message]"):
+            assert d["action"] == r["action"]
+        assert all(k in r["roles"] for k in ("pce.planner", "pce.composer", "pce.evaluator"))
+
+
+@pytest.mark.parametrize("ablation", ABLATIONS[1:])
+def test_every_ablation_runs_an_episode(ablation, tmp_path):
+    path = tmp_path / "t.json"
+    result = run_episode(
+        get_suite("cwah-test").episodes()[6].build(), "pce", params={"ablation": ablation}, trace_path=path
+    )
+    assert result.transport_rate > 0
+    rationales = [d["rationale"] for d in load_trace(path)["decisions"]]
+    if ablation == "planner_only":
+        assert all("tree" not in r and "scores" not in r for r in rationales)
+    if ablation == "physical_only":
+        assert result.messages == 0
+    if ablation == "no_evaluator":
+        assert all("scores" not in r for r in rationales)
+    if ablation == "no_planner":
+        assert all("planner" not in r for r in rationales)
+
+
+# --- the LLM path ----------------------------------------------------------------------------------------
+def _best_action(prompt: str) -> str:
+    """A sensible pick from the prompt's available list: deliver, then grab, then search."""
+    block = prompt.split("Available actions", 1)[1]
+    actions = [re.sub(r"\s+- my cost:.*$", "", line.strip()) for line in block.splitlines()[1:]]
+    for verb in ("[goput]", "[gograb]", "[gocheck]", "[goexplore]"):
+        for action in actions:
+            if action.startswith(verb):
+                return action
+    raise AssertionError("no action in the prompt")
+
+
+def sensible_model(request: dict) -> str:
+    """A scripted 'model' that answers every PCE role with valid JSON, deterministically."""
+    everything = "\n".join(m["content"] for m in request["messages"])
+    user = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    if "judge the scenarios" in everything:
+        score = {"leaf": 0, "likelihood": 4, "gain": 4, "cost_penalty": 2}
+        return "Here you go:\n```json\n" + json.dumps({"scenarios": [score]}) + "\n```"
+    if "build a decision tree" in everything:
+        return json.dumps({"tree": {"type": "action", "action": _best_action(user)}})
+    if "short message" in everything:
+        return json.dumps({"message": "I am on it."})
+    return json.dumps({"reasoning": "nearest useful thing", "candidate": _best_action(user), "assumptions": []})
+
+
+def test_llm_backend_uses_the_model_and_counts_exactly_what_the_server_reported(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    scene = get_suite("cwah-test").episodes()[0].build()
+    with LoopbackOpenAIServer(sensible_model) as server:
+        params = {"backend": "llm", "base_url": server.base_url, "model": "loopback-model", "max_retries": 0}
+        result = run_episode(scene, "pce", params=params, trace_path=tmp_path / "t.json")
+        sent = sum(u["total_tokens"] for u in server.usages)
+        prompts = [r["messages"][-1]["content"] for r in server.requests]
+    assert result.success
+    assert result.llm_calls == len(server.requests) > 0
+    assert result.tokens == sent
+    assert result.llm_fallbacks == 0
+    assert any("Goal:" in p and "Available actions" in p and "What I know" in p for p in prompts)
+    roles = load_trace(tmp_path / "t.json")["decisions"][0]["rationale"]["roles"]
+    assert roles["pce.planner"]["source"] == "llm" and roles["pce.evaluator"]["source"] == "llm"
+
+
+def test_a_model_that_talks_nonsense_still_finishes_the_episode(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    scene = get_suite("cwah-test").episodes()[0].build()
+    with LoopbackOpenAIServer(["I would rather write a poem about apples.", '{"tree": "nope"}']) as server:
+        result = run_episode(scene, "pce", params={"backend": "llm", "base_url": server.base_url, "max_retries": 0})
+        sent = sum(u["total_tokens"] for u in server.usages)
+    assert result.transport_rate == 1.0
+    assert result.llm_fallbacks > 0
+    assert result.tokens == sent
