@@ -210,3 +210,18 @@ def test_a_model_that_talks_nonsense_still_finishes_the_episode(monkeypatch):
     assert result.transport_rate == 1.0
     assert result.llm_fallbacks > 0
     assert result.tokens == sent
+
+
+def test_explain_prints_the_tree_with_scores_and_draws_it(cwah_trace, tmp_path, capsys):
+    from coteam.cli import main
+
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(cwah_trace))
+    decision = next(d for d in cwah_trace["decisions"] if d["rationale"].get("tree"))
+    png = tmp_path / "tree.png"
+    argv = ["explain", str(path), "--agent", decision["agent"], "--step", str(decision["step"]), "--png", str(png)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"chose: {decision['action']}" in out and "<== chosen" in out and "U=" in out
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert main(["explain", str(path), "--agent", "nobody", "--step", "3"]) == 2

@@ -5,8 +5,10 @@ simulator nor ROS."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from importlib.metadata import entry_points
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -25,11 +27,29 @@ def _cmd_methods(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from coteam.explain import draw_decision_tree, find_decision, format_decision
+
+    trace = json.loads(Path(args.trace).read_text())
+    decision = find_decision(trace, args.agent, args.step)
+    print(format_decision(decision))
+    if args.png:
+        out = draw_decision_tree(decision, args.png)
+        print(f"tree drawn to {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="coteam", description="cooperative household robot teams")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("methods", help="list reasoning methods and their switches")
     p.set_defaults(func=_cmd_methods)
+    p = sub.add_parser("explain", help="show one decision of a trace: options, reasoning, tree and scores")
+    p.add_argument("trace")
+    p.add_argument("--agent", required=True)
+    p.add_argument("--step", type=int, required=True, help="the decision taken at (or last before) this step")
+    p.add_argument("--png", help="also draw the assumption tree to this PNG")
+    p.set_defaults(func=_cmd_explain)
     for ep in sorted(entry_points(group="coteam.commands"), key=lambda e: e.name):
         ep.load()(sub)
     return parser
