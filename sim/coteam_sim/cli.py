@@ -174,6 +174,37 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from coteam_sim.report import write_report
+
+    params = parse_params(args.set, args.config)
+    if args.backend is not None:
+        params["backend"] = args.backend
+    suite = get_suite(args.suite)
+    specs = select_episodes(args.suite, args.episodes, args.seed)
+    out = Path(args.out or f"runs/bench-{args.suite}")
+    names = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [n for n in names if n not in methods()]
+    if unknown or not names:
+        raise KeyError(
+            f"unknown method(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(sorted(methods()))}"
+        )
+    results = {}
+    for name in names:
+        # Hyper-parameters only go to the methods that declare them.
+        own = {k: v for k, v in params.items() if k in methods()[name].switches or _any_switch(name, k)}
+        results[name] = run_suite(specs, name, args.agents, own, out / name, args.seed, quiet=args.quiet)
+    report = write_report(results, suite.benchmark, args.suite, out)
+    console.print(Path(report["markdown"]).read_text())
+    console.print(f"table: {report['markdown']}\njson:  {report['json']}\nchart: {report['png']}")
+    return 0
+
+
+def _any_switch(method: str, key: str) -> bool:
+    """Switch names listed together ("a, b, c") in a method's switch table."""
+    return any(key in [k.strip() for k in names.split(",")] for names in methods()[method].switches)
+
+
 def _cmd_suites(args: argparse.Namespace) -> int:
     table = Table(title="episode suites")
     for col in ("suite", "benchmark", "episodes", "description"):
@@ -234,6 +265,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="output directory (default runs/<suite>-<team>-x<agents>)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("bench", help="compare methods on a suite: paper-style table, JSON and bar chart")
+    p.add_argument("--suite", required=True, choices=sorted(SUITES))
+    p.add_argument("--methods", default="pce,mhp,rhp,random,oracle", help="comma-separated methods")
+    p.add_argument("--agents", type=int, default=2)
+    p.add_argument("--episodes", help="e.g. 0-4 (default: the whole test set, or 0-9 when generated)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--backend", choices=backends(), help="backend of the methods with roles")
+    p.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="hyper-parameter (to methods that have it)"
+    )
+    p.add_argument("--config", help="YAML file of hyper-parameters")
+    p.add_argument("--out", help="output directory (default runs/bench-<suite>)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("suites", help="list episode suites (and export their scenes as JSON)")
     p.add_argument("--export", metavar="DIR", help="write the scenes of --export-suite to DIR")
