@@ -47,6 +47,8 @@ class SymbolicContext:
     max_depth: int
     allow_messages: bool
     communicated: set[str] = field(default_factory=set)  # facts already sent to the team
+    _variables: list[UncertainVariable] | None = field(default=None, init=False, repr=False)
+    _ranked: dict[frozenset, list[ActionOption]] = field(default_factory=dict, init=False, repr=False)
 
     # --- the value model ---------------------------------------------------------------------------------
     def news(self) -> list[str]:
@@ -158,11 +160,15 @@ class SymbolicContext:
         )
 
     def ranked(self, assumptions: Assumptions = {}) -> list[ActionOption]:  # noqa: B006
-        usable = [o for o in self.options if self.allow_messages or not o.action.is_message]
-        return sorted(usable, key=lambda o: (-self.utility(o, assumptions), o.text))
+        """Options by utility under ``assumptions``, best first (memoised: the Composer asks many times)."""
+        key = frozenset(assumptions.items())
+        if key not in self._ranked:
+            usable = [o for o in self.options if self.allow_messages or not o.action.is_message]
+            self._ranked[key] = sorted(usable, key=lambda o: (-self.utility(o, assumptions), o.text))
+        return self._ranked[key]
 
     def variables(self) -> list[UncertainVariable]:
-        if not hasattr(self, "_variables"):
+        if self._variables is None:
             self._variables = self.belief.uncertain_variables()
         return self._variables
 
