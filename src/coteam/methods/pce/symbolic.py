@@ -33,7 +33,8 @@ PUT_IN_GAIN = 0.7  # TDW-MAT: stowing an item frees a hand
 URGENT_FRAMES_LEFT = 700  # TDW-MAT: deliver what is held when this little time is left
 REVISIT_GAIN = 0.5  # gain of looking again at a room not visited for REVISIT_AFTER_STEPS
 REVISIT_AFTER_STEPS = 60
-NEWS_PER_MESSAGE = 4  # facts that make a message fully worth its cost
+NEWS_PER_MESSAGE = 4
+USEFUL_GAIN = 0.02  # below this an action is treated as buying nothing  # facts that make a message fully worth its cost
 
 
 @dataclass
@@ -164,7 +165,11 @@ class SymbolicContext:
         key = frozenset(assumptions.items())
         if key not in self._ranked:
             usable = [o for o in self.options if self.allow_messages or not o.action.is_message]
-            self._ranked[key] = sorted(usable, key=lambda o: (-self.utility(o, assumptions), o.text))
+            # Useful actions first: a cheap action that buys nothing never outranks progress.
+            self._ranked[key] = sorted(
+                usable,
+                key=lambda o: (self.gain(o, assumptions) <= USEFUL_GAIN, -self.utility(o, assumptions), o.text),
+            )
         return self._ranked[key]
 
     def variables(self) -> list[UncertainVariable]:

@@ -1,0 +1,111 @@
+"""The PCE paper's case studies as scenario tests: symbolic PCE makes the right choice in each."""
+
+from __future__ import annotations
+
+import math
+
+from coteam.actions import Verb
+from coteam.reasoning import AgentBrain, EpisodeInfo, make_team
+from coteam.world import Placement, Relation
+from coteam_sim.engine import Simulator
+from coteam_sim.primitives import Primitive, PrimitiveKind
+from coteam_sim.suites import get_suite
+
+
+def _brain(sim: Simulator, agent: str = "alice") -> AgentBrain:
+    scene = sim.scene
+    info = EpisodeInfo(scene.benchmark, scene.task, scene.floorplan, sim.agents, 0, sim.landmarks(), sim.config)
+    team = make_team("pce")
+    team.reset(info)
+    brain = AgentBrain(agent, info, team, sim.nav)
+    brain.observe(sim.observe(agent))
+    return brain
+
+
+def _teleport(sim: Simulator, agent: str, room_id: int, brain: AgentBrain | None = None) -> None:
+    sim.world.agents[agent].position = sim.scene.floorplan.room_center(room_id)
+    if brain is not None:
+        brain.observe(sim.observe(agent))
+
+
+def _look_around(sim: Simulator, brain: AgentBrain, agent: str = "alice") -> None:
+    for _ in range(24):
+        sim.step({agent: Primitive(PrimitiveKind.TURN_LEFT)})
+        brain.observe(sim.observe(agent))
+
+
+def test_does_not_search_a_room_again_that_was_fully_searched():
+    """Case 1: an explored, empty room is not worth another visit; an unexplored one is."""
+    scene = get_suite("tdwmat-test").episodes()[0].build()
+    sim = Simulator(scene, ("alice",))
+    world = sim.world
+    target_rooms = {world.room_of(i.id) for i in scene.items if i.name in scene.task.needed_names()}
+    empty = [r.id for r in scene.floorplan.rooms if r.id not in target_rooms]
+    assert len(empty) >= 2, "the scenario needs two rooms without targets"
+    brain = _brain(sim)
+    for room in empty[:2]:
+        _teleport(sim, "alice", room, brain)
+        _look_around(sim, brain)
+    searched = set(empty[:2])
+    assert all(brain.memory.is_explored(r) for r in searched)
+    decision, options = brain.decide()
+    goto_searched = [o for o in options if o.action.verb == Verb.GOTO and o.action.target.id in searched]
+    assert goto_searched, "going back to the searched room must be on offer"
+    assert decision.action.verb in (Verb.GOTO, Verb.EXPLORE, Verb.GRAB)
+    if decision.action.verb == Verb.GOTO:
+        assert decision.action.target.id not in searched
+        assert not brain.memory.is_explored(decision.action.target.id)
+
+
+def test_puts_the_held_item_before_fetching_a_far_one():
+    """Case 2: holding a target next to the goal, deliver it before walking off for the next one."""
+    scene = get_suite("cwah-test").episodes()[6].build()  # put groceries into the fridge
+    sim = Simulator(scene, ("alice", "bob"))
+    world = sim.world
+    fridge = scene.task.predicates[0].target
+    goal_items = [i for i in scene.items if i.name in scene.task.needed_names()]
+    held = goal_items[0]
+    others = [i for i in goal_items if i.name != held.name]
+    far = max(others, key=lambda i: math.dist(world.position_of(i.id), world.position_of(fridge)))
+    for other in others:  # nothing else to grab on the way: every other target is where the far one is
+        if other.id != far.id:
+            world.placements[other.id] = world.placements[far.id]
+    world.placements[held.id] = Placement.held("alice", 0)
+    world.agents["alice"].hands[0] = held.id
+    world.agents["alice"].position = world.position_of(fridge)
+    brain = _brain(sim)
+    brain.memory.objects[far.id] = sim._view(far.id)  # e.g. learned from a teammate's message
+    decision, options = brain.decide()
+    assert any(o.action.verb == Verb.GRAB and o.action.target.id == far.id for o in options)
+    assert decision.action.verb == Verb.PUT and decision.action.target.id == fridge
+
+
+def test_explores_a_near_unexplored_room_before_a_far_container():
+    """Case 3: with no target known, a near unexplored room beats a far unopened container."""
+    scene = get_suite("cwah-test").episodes()[0].build()
+    sim = Simulator(scene, ("alice", "bob"))
+    world = sim.world
+    fp = scene.floorplan
+    rooms = {r.id: r for r in fp.rooms}
+    # Learn the containers of the farthest room pair, then stand in the other one.
+    a, b = max(
+        ((x, y) for x in rooms for y in rooms if x != y),
+        key=lambda p: math.dist(fp.room_center(p[0]), fp.room_center(p[1])),
+    )
+    _teleport(sim, "alice", b)
+    brain = _brain(sim)
+    _teleport(sim, "alice", a, brain)
+    for c in scene.containers:  # everything in this room is already open: nothing left to search here
+        if c.room == a:
+            world.is_open[c.id] = True
+    # No target may be visible here, or grabbing it would rightly win.
+    for item in scene.items:
+        if world.room_of(item.id) == a and item.name in scene.task.needed_names():
+            world.placements[item.id] = Placement(Relation.IN, next(c.id for c in scene.containers if c.room == b))
+    brain.observe(sim.observe("alice"))
+    decision, options = brain.decide()
+    far_checks = [o for o in options if o.action.verb == Verb.CHECK and world.fixture(o.action.target.id).room == b]
+    assert far_checks, "checking the far room's containers must be on offer"
+    assert decision.action.verb == Verb.EXPLORE
+    chosen = next(o for o in options if o.action == decision.action)
+    assert chosen.my_distance < min(o.my_distance for o in far_checks)
