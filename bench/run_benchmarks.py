@@ -13,16 +13,20 @@ import argparse
 import json
 import platform
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from coteam.llm.testserver import LoopbackOpenAIServer
+from coteam.methods.pce.scripted import scripted_pce_model
 from coteam.physics import Physics
 from coteam.reasoning import methods
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
+from coteam_sim.runner import run_episode
 from coteam_sim.suites import get_suite
 
 # The team each benchmark is calibrated with, and the published numbers of its baseline.
@@ -114,6 +118,30 @@ def timed_run(suite: str, team: str, agents: int) -> dict:
     return {"wall_s": wall, "peak_mb": peak_kb / 1024, **summary}
 
 
+def pce_latency() -> dict:
+    """Symbolic PCE per-decision latency over the whole cwah-test (two agents), in this process."""
+    results = [run_episode(spec.build(), "pce", n_agents=2) for spec in get_suite("cwah-test").episodes()]
+    return {
+        "median_ms": statistics.median(r.decision_ms_median for r in results),
+        "p95_ms": max(r.decision_ms_p95 for r in results),
+        "decisions": sum(r.decisions for r in results),
+    }
+
+
+def pce_llm_tokens(episodes: int = 3) -> dict:
+    """PCE on the LLM path: a real OpenAI client, the loopback server and a scripted model; tokens as reported."""
+    rows = []
+    for spec in get_suite("cwah-test").episodes()[:episodes]:
+        with LoopbackOpenAIServer(scripted_pce_model) as server:
+            start = time.perf_counter()
+            r = run_episode(spec.build(), "pce", params={"backend": "llm", "base_url": server.base_url}, n_agents=2)
+            wall = time.perf_counter() - start
+            reported = sum(u["total_tokens"] for u in server.usages)
+        assert r.tokens == reported, f"ledger {r.tokens} != server {reported}"
+        rows.append({"episode": spec.name, "tokens": r.tokens, "calls": r.llm_calls, "steps": r.steps, "wall_s": wall})
+    return {"rows": rows, "tokens_per_episode": statistics.fmean(x["tokens"] for x in rows)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="docs/benchmarks.md")
@@ -167,6 +195,32 @@ def main() -> int:
                     f"{r['success_rate']:.0%} | {r['decision_ms_mean']:.1f} | {r['wall_s']:.1f} | {r['peak_mb']:.0f} "
                     f"| {ref} |"
                 )
+    lat = pce_latency()
+    print("pce latency", lat, flush=True)
+    llm = pce_llm_tokens()
+    print("pce llm", llm["tokens_per_episode"], flush=True)
+    lines += [
+        "",
+        "## PCE decisions",
+        "",
+        f"Symbolic PCE on cwah-test (2 agents, {lat['decisions']} decisions): median {lat['median_ms']:.1f} ms per "
+        f"decision (median of the episodes' medians), p95 {lat['p95_ms']:.1f} ms (worst episode's p95); "
+        "target p95 < 50 ms.",
+        "",
+        "PCE on the LLM path (a real `openai` client, the loopback OpenAI-compatible server and a scripted model "
+        "that answers every role with valid JSON; token counts are the server's `usage`, checked equal to the "
+        "ledger's):",
+        "",
+        "| episode | steps | LLM calls | tokens | wall s |",
+        "|---|---|---|---|---|",
+        *[
+            f"| {x['episode']} | {x['steps']} | {x['calls']} | {x['tokens']:,} | {x['wall_s']:.1f} |"
+            for x in llm["rows"]
+        ],
+        "",
+        f"Mean tokens per episode: {llm['tokens_per_episode']:,.0f} (prompts are the full context of each role; "
+        "a real model's own output length changes the completion share).",
+    ]
     lines += [
         "",
         "## How the simulator was calibrated",

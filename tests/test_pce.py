@@ -4,7 +4,6 @@ real OpenAI client talking to the loopback server."""
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
@@ -13,6 +12,7 @@ from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.methods.pce import PceConfig
 from coteam.methods.pce.reasoner import ABLATIONS
 from coteam.methods.pce.scoring import LeafScore, Weights, best_leaf, distance_penalty, normalize, score_leaf
+from coteam.methods.pce.scripted import scripted_pce_model
 from coteam.methods.pce.tree import Hypothesis, TreeError, depth, parse_tree, render_tree, scenarios
 from coteam.world import Benchmark
 from coteam_sim.runner import run_episode
@@ -159,35 +159,10 @@ def test_every_ablation_runs_an_episode(ablation, tmp_path):
 
 
 # --- the LLM path ----------------------------------------------------------------------------------------
-def _best_action(prompt: str) -> str:
-    """A sensible pick from the prompt's available list: deliver, then grab, then search."""
-    block = prompt.split("Available actions", 1)[1]
-    actions = [re.sub(r"\s+- my cost:.*$", "", line.strip()) for line in block.splitlines()[1:]]
-    for verb in ("[goput]", "[gograb]", "[gocheck]", "[goexplore]"):
-        for action in actions:
-            if action.startswith(verb):
-                return action
-    raise AssertionError("no action in the prompt")
-
-
-def sensible_model(request: dict) -> str:
-    """A scripted 'model' that answers every PCE role with valid JSON, deterministically."""
-    everything = "\n".join(m["content"] for m in request["messages"])
-    user = next(m["content"] for m in request["messages"] if m["role"] == "user")
-    if "judge the scenarios" in everything:
-        score = {"leaf": 0, "likelihood": 4, "gain": 4, "cost_penalty": 2}
-        return "Here you go:\n```json\n" + json.dumps({"scenarios": [score]}) + "\n```"
-    if "build a decision tree" in everything:
-        return json.dumps({"tree": {"type": "action", "action": _best_action(user)}})
-    if "short message" in everything:
-        return json.dumps({"message": "I am on it."})
-    return json.dumps({"reasoning": "nearest useful thing", "candidate": _best_action(user), "assumptions": []})
-
-
 def test_llm_backend_uses_the_model_and_counts_exactly_what_the_server_reported(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     scene = get_suite("cwah-test").episodes()[0].build()
-    with LoopbackOpenAIServer(sensible_model) as server:
+    with LoopbackOpenAIServer(scripted_pce_model) as server:
         params = {"backend": "llm", "base_url": server.base_url, "model": "loopback-model", "max_retries": 0}
         result = run_episode(scene, "pce", params=params, trace_path=tmp_path / "t.json")
         sent = sum(u["total_tokens"] for u in server.usages)

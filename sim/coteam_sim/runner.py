@@ -43,6 +43,7 @@ class EpisodeResult:
     llm_fallbacks: int  # role answers that fell back to the symbolic solver
     decisions: int
     decision_ms_mean: float
+    decision_ms_median: float
     decision_ms_p95: float
     wall_s: float
     trace: str | None = None
@@ -160,6 +161,7 @@ def run_episode(
         llm_fallbacks=sum(r.llm_fallbacks for r in runtimes.values()),
         decisions=len(decision_s),
         decision_ms_mean=1000 * statistics.fmean(decision_s) if decision_s else 0.0,
+        decision_ms_median=1000 * statistics.median(decision_s) if decision_s else 0.0,
         decision_ms_p95=1000 * _p95(decision_s),
         wall_s=wall,
         failures=failures,

@@ -20,6 +20,9 @@ from coteam.options import ActionOption
 from coteam.world import Benchmark
 
 
+BRANCH_CANDIDATES = 12  # the most uncertain variables the symbolic Composer considers for each split
+
+
 # --- answer schemas --------------------------------------------------------------------------------------
 class PlannerAnswer(BaseModel):
     reasoning: str = Field(description="step-by-step reasoning about the situation")
@@ -120,7 +123,7 @@ def compose_symbolically(ctx: RoleContext) -> ComposerAnswer:
     """Branch on the uncertain variables that change the best action, most uncertain first, up to depth D."""
     q = _data(ctx)
     s = q.symbolic
-    variables = s.variables()
+    variables = s.variables()[:BRANCH_CANDIDATES]
 
     def leaf(assumptions: dict[str, bool]) -> Leaf:
         best = s.ranked(assumptions)[0]

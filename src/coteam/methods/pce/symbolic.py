@@ -34,7 +34,9 @@ URGENT_FRAMES_LEFT = 700  # TDW-MAT: deliver what is held when this little time 
 REVISIT_GAIN = 0.5  # gain of looking again at a room not visited for REVISIT_AFTER_STEPS
 REVISIT_AFTER_STEPS = 60
 NEWS_PER_MESSAGE = 4
-USEFUL_GAIN = 0.02  # below this an action is treated as buying nothing  # facts that make a message fully worth its cost
+USEFUL_GAIN = (
+    0.02  # below this an action is treated as buying nothing  # facts that make a message fully worth its cost
+)
 
 
 @dataclass
