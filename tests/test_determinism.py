@@ -22,7 +22,7 @@ from coteam_sim.runner import run_episode
 from coteam_sim.suites import fresh_episode, get_suite
 from coteam_sim.trace import ReplayMismatch, load_trace, replay
 
-WALL_TIME_FIELDS = ("wall_s", "decision_ms_mean", "decision_ms_p95", "trace")
+WALL_TIME_FIELDS = ("wall_s", "decision_ms_mean", "decision_ms_median", "decision_ms_p95", "trace")
 EPISODES = [("cwah-test", 3), ("tdwmat-test", 5)]
 
 
