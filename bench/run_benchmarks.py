@@ -153,7 +153,7 @@ def main() -> int:
     lines = [
         "# Benchmarks",
         "",
-        "Produced by `make bench` (= `python bench/run_benchmarks.py --out docs/benchmarks.md`) on "
+        f"Produced by `python bench/run_benchmarks.py {' '.join(sys.argv[1:])}` (`make bench` runs every method) on "
         f"{platform.machine()} with {platform.python_implementation()} {platform.python_version()}; "
         "each suite run is one single-threaded process. Numbers are from one run on a noisy shared machine: "
         "compare ratios within this page, not absolute times across machines.",
