@@ -19,7 +19,6 @@ from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, TreeError,
 from coteam.options import ActionOption
 from coteam.world import Benchmark
 
-
 BRANCH_CANDIDATES = 12  # the most uncertain variables the symbolic Composer considers for each split
 
 

@@ -16,13 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from coteam.actions import HighLevelAction, Verb, format_action
+from coteam.actions import Verb
 from coteam.belief import BeliefState, PlaceKind, UncertainVariable
 from coteam.memory import AgentMemory
 from coteam.methods.pce.scoring import Weights, distance_penalty, message_penalty, normalize
 from coteam.options import ActionOption
 from coteam.progress import describe, status_message
-from coteam.world import Benchmark
 
 Assumptions = Mapping[str, bool]  # variable text -> assumed truth value
 
@@ -201,6 +200,3 @@ class SymbolicContext:
     def mark_sent(self) -> None:
         self.communicated.update(self.news())
 
-
-def action_text(action: HighLevelAction, benchmark: Benchmark) -> str:
-    return format_action(action, benchmark)
