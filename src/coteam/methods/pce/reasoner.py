@@ -236,19 +236,7 @@ class PceReasoner:
 
     def _most_likely_leaf(self, q: PceQuestion) -> int:
         """Without an Evaluator: the leaf reached by taking each assumption's more likely answer."""
-        s = q.symbolic
-        best, best_p = 0, -1.0
-        for sc in q.leaves:
-            p = 1.0
-            for text, value in sc.path:
-                try:
-                    pt = s.probability(text)
-                except KeyError:
-                    pt = 0.5
-                p *= pt if value else 1 - pt
-            if p > best_p:
-                best, best_p = sc.index, p
-        return best
+        return max(q.leaves, key=lambda sc: (q.symbolic.path_likelihood(sc.path), -sc.index)).index
 
     def _finish(
         self,

@@ -180,10 +180,7 @@ def evaluate_symbolically(ctx: RoleContext) -> EvaluatorAnswer:
     out = []
     for sc in q.leaves:
         assumptions = dict(sc.path)
-        likelihood = 1.0
-        for text, value in sc.path:
-            p = _probability(s, text)
-            likelihood *= p if value else 1.0 - p
+        likelihood = s.path_likelihood(sc.path)
         option = q.option(sc.leaf.action)
         cost = s.cost_penalty(option, sc.leaf.action.text)
         if not option.action.is_message:
@@ -198,13 +195,6 @@ def evaluate_symbolically(ctx: RoleContext) -> EvaluatorAnswer:
             )
         )
     return EvaluatorAnswer(scenarios=out)
-
-
-def _probability(s: SymbolicContext, text: str) -> float:
-    try:
-        return s.probability(text)
-    except KeyError:
-        return 0.5  # an assumption the belief does not model (LLM-written): maximally uncertain
 
 
 def check_scores(answer: EvaluatorAnswer, ctx: RoleContext) -> None:

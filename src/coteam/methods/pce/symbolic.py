@@ -179,10 +179,19 @@ class SymbolicContext:
         return self._variables
 
     def probability(self, text: str) -> float:
+        """P(assumption is true); 0.5 for an assumption the belief does not model (e.g. one an LLM wrote)."""
         for v in self.variables():
             if v.text == text:
                 return v.probability
-        raise KeyError(f"unknown assumption {text!r}")
+        return 0.5
+
+    def path_likelihood(self, path: Sequence[tuple[str, bool]]) -> float:
+        """P(every assumption on a root-to-leaf path has the given value), assuming independence."""
+        likelihood = 1.0
+        for text, value in path:
+            p = self.probability(text)
+            likelihood *= p if value else 1.0 - p
+        return likelihood
 
     def message_text(self, incoming: Sequence[str] = ()) -> str:
         """Answer a teammate's question first, then share what the team does not know yet (≤ 500 chars)."""
@@ -199,4 +208,3 @@ class SymbolicContext:
 
     def mark_sent(self) -> None:
         self.communicated.update(self.news())
-
