@@ -4,7 +4,8 @@
 
 Measures: raw simulator primitive throughput per benchmark; wall time and peak memory of whole test-suite runs
 (each in its own process, one core); the calibration of the rule-based, MCTS, random and oracle teams against the
-published baseline numbers.
+published baseline numbers; the paper-style comparison of every method on both suites; PCE decision latency and
+LLM-path token use.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.methods.pce.scripted import scripted_pce_model
 from coteam.physics import Physics
 from coteam.reasoning import methods
+from coteam.world import Benchmark
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
-from coteam_sim.runner import run_episode
+from coteam_sim.report import comparison, markdown
+from coteam_sim.runner import EpisodeResult, run_episode
 from coteam_sim.suites import get_suite
 
 # The team each benchmark is calibrated with, and the published numbers of its baseline.
@@ -114,8 +117,9 @@ def timed_run(suite: str, team: str, agents: int) -> dict:
         proc = subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         wall = time.perf_counter() - start
         peak_kb = int(proc.stderr.rsplit("PEAK_KB", 1)[1].split()[0])
-        summary = json.loads((Path(out) / "results.json").read_text())["summary"]
-    return {"wall_s": wall, "peak_mb": peak_kb / 1024, **summary}
+        saved = json.loads((Path(out) / "results.json").read_text())
+    episodes = [EpisodeResult(**e) for e in saved["episodes"]]
+    return {"wall_s": wall, "peak_mb": peak_kb / 1024, "episodes": episodes, **saved["summary"]}
 
 
 def pce_latency() -> dict:
@@ -179,10 +183,13 @@ def main() -> int:
         "| wall s | peak MB | reference |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    two_agent_runs: dict[str, dict[str, list[EpisodeResult]]] = {}
     for suite in ("cwah-test", "tdwmat-test"):
         for team in teams:
             for agents in (2, 1) if team in ("rhp", "mhp") else (2,):
                 r = timed_run(suite, team, agents)
+                if agents == 2:
+                    two_agent_runs.setdefault(suite, {})[team] = r["episodes"]
                 ref = PAPER_RANGES.get((suite, team, agents), "")
                 print(
                     suite,
@@ -197,6 +204,18 @@ def main() -> int:
                     f"{r['success_rate']:.0%} | {r['decision_ms_mean']:.1f} | {r['wall_s']:.1f} | {r['peak_mb']:.0f} "
                     f"| {ref} |"
                 )
+    lines += [
+        "",
+        "## Method comparison",
+        "",
+        "The same two-agent runs as the table above, as `coteam bench --suite SUITE --methods ...` prints them "
+        "(symbolic backend: Usages are 0 because no model is called). C-WAH: fewer steps is better; TDW-MAT: a "
+        "higher transport rate is better; the last column is the ratio to the oracle.",
+    ]
+    for suite, runs in two_agent_runs.items():
+        benchmark = runs[next(iter(runs))][0].benchmark
+        rows = comparison(runs, Benchmark(benchmark))
+        lines += ["", markdown(rows, Benchmark(benchmark), suite).replace("## ", "### ", 1).rstrip()]
     lat = pce_latency()
     print("pce latency", lat, flush=True)
     llm = pce_llm_tokens()

@@ -31,3 +31,12 @@ def test_cwah_mhp_steps_match_the_papers(agents: int, low: float, high: float) -
 @pytest.mark.parametrize(("agents", "low", "high"), [(2, 0.65, 0.85), (1, 0.40, 0.60)])
 def test_tdwmat_rhp_transport_rate_matches_the_papers(agents: int, low: float, high: float) -> None:
     assert low <= suite_mean("tdwmat-test", "rhp", agents, "transport_rate") <= high
+
+
+@pytest.mark.parametrize(
+    ("suite", "key", "better"), [("cwah-test", "steps", min), ("tdwmat-test", "transport_rate", max)]
+)
+def test_symbolic_pce_beats_the_rule_based_baseline(suite: str, key: str, better) -> None:
+    """The issue's bar: symbolic PCE beats ``rhp`` on both suites, two agents, same episodes and seeds."""
+    pce, rhp = suite_mean(suite, "pce", 2, key), suite_mean(suite, "rhp", 2, key)
+    assert better(pce, rhp) == pce and pce != rhp, (pce, rhp)

@@ -11,7 +11,15 @@ from coteam.actions import HighLevelAction, ObjectRef, Verb
 from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.methods.pce import PceConfig
 from coteam.methods.pce.reasoner import ABLATIONS
-from coteam.methods.pce.scoring import LeafScore, Weights, best_leaf, distance_penalty, normalize, score_leaf
+from coteam.methods.pce.scoring import (
+    LeafScore,
+    Weights,
+    action_utilities,
+    best_leaf,
+    distance_penalty,
+    normalize,
+    score_leaf,
+)
 from coteam.methods.pce.scripted import scripted_pce_model
 from coteam.methods.pce.tree import Hypothesis, TreeError, depth, parse_tree, render_tree, scenarios
 from coteam.world import Benchmark
@@ -96,8 +104,29 @@ def test_scoring_follows_the_formula():
     msg = score_leaf(LeafScore(1, likelihood=3, gain=5, cost_penalty=3), is_message=True, weights=w)
     assert msg.utility == pytest.approx(0.5 * 1.0 - 2.0 * 0.5 * 0.5)
     tie = score_leaf(LeafScore(2, likelihood=5, gain=3, cost_penalty=2), is_message=False, weights=w)
-    assert best_leaf([tie, move]).leaf == 0  # equal utility: the leftmost leaf wins
-    assert distance_penalty(1) == 1 and distance_penalty(10) == 3 and distance_penalty(40) == 5
+    assert best_leaf([tie, move], ["a", "b"]).leaf == 0  # equal utility: the leftmost leaf wins
+    assert distance_penalty(0, 20) == 1 and distance_penalty(10, 20) == 3 and distance_penalty(40, 20) == 5
+    with pytest.raises(ValueError):
+        distance_penalty(1, 0)
+
+
+def test_leaves_of_one_action_pool_their_expected_gain():
+    """Scenarios are disjoint: an action right in two scenarios adds up their expected gains."""
+    w = Weights()
+
+    def leaf(i: int, likelihood: float, cost: float):
+        return score_leaf(LeafScore(i, likelihood=likelihood, gain=5, cost_penalty=cost), is_message=False, weights=w)
+
+    single = leaf(2, 3, 1)  # L=0.5, C=0: U=0.5
+    spread = [leaf(0, 2.6, 3), leaf(1, 2.6, 3)]  # L=0.4 each, C=0.5: U=-0.1 each, together 0.3
+    actions = ["check", "check", "explore"]
+    assert action_utilities([*spread, single], actions) == {"check": pytest.approx(0.3), "explore": pytest.approx(0.5)}
+    assert best_leaf([*spread, single], actions).leaf == 2
+    lifted = [leaf(0, 3.4, 3), leaf(1, 3.4, 3)]  # L=0.6 each: together 1.2 - 0.5 = 0.7 > 0.5
+    assert single.utility > max(s.utility for s in lifted)  # per leaf, the single leaf would have won
+    assert best_leaf([*lifted, single], actions).leaf == 0
+    with pytest.raises(ValueError, match="actions"):
+        action_utilities([single], [])
 
 
 def test_render_tree_marks_the_choice():
@@ -119,6 +148,13 @@ def test_config_switches_and_errors():
         PceConfig.from_params({"ablation": "no_brain"})
 
 
+def leaf_actions(tree: dict) -> list[str]:
+    """Leaf action texts of a tree in JSON form, in scenario order (true branch first)."""
+    if tree["type"] == "action":
+        return [tree["action"]]
+    return leaf_actions(tree["True"]) + leaf_actions(tree["False"])
+
+
 @pytest.fixture(scope="module")
 def cwah_trace(tmp_path_factory):
     path = tmp_path_factory.mktemp("pce") / "t.json"
@@ -133,8 +169,10 @@ def test_symbolic_decisions_record_planner_tree_scores_and_choice(cwah_trace):
         r = d["rationale"]
         assert r["backend"] == "symbolic" and r["llm_fallbacks"] == 0
         assert {"planner", "tree", "scores", "chosen_leaf", "action"} <= set(r)
-        utilities = [s["utility"] for s in r["scores"]]
-        assert r["chosen_leaf"] == utilities.index(max(utilities))
+        texts = leaf_actions(r["tree"])
+        best = max(r["action_utilities"].values())
+        assert r["action_utilities"][texts[r["chosen_leaf"]]] == best
+        assert texts.index(texts[r["chosen_leaf"]]) == r["chosen_leaf"]  # the leftmost leaf of that action
         if not d["action"].startswith("[send_message]"):
             assert d["action"] == r["action"]
         assert all(k in r["roles"] for k in ("pce.planner", "pce.composer", "pce.evaluator"))

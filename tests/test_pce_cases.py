@@ -109,3 +109,22 @@ def test_explores_a_near_unexplored_room_before_a_far_container():
     assert decision.action.verb == Verb.EXPLORE
     chosen = next(o for o in options if o.action == decision.action)
     assert chosen.my_distance < min(o.my_distance for o in far_checks)
+
+
+def test_leaves_the_item_the_teammate_is_nearer_to():
+    """Team split: when both agents see the same targets, the one farther from an item leaves it to the other."""
+    scene = get_suite("cwah-test").episodes()[2].build()  # two forks in plain view in room 2
+    sim = Simulator(scene, ("alice", "bob"))
+    world = sim.world
+    forks = [23, 24]
+    room = world.room_of(forks[0])
+    sim.world.agents["alice"].position = sim.scene.floorplan.room_center(room)
+    near = min(forks, key=lambda i: math.dist(world.position_of(i), world.agents["alice"].position))
+    alone = _brain(sim)
+    decision, _ = alone.decide()
+    assert decision.action.verb == Verb.GRAB and decision.action.target.id == near  # the nearer fork, on its own
+    sim.world.agents["bob"].position = world.position_of(near)  # bob stands right at that fork
+    paired = _brain(sim)
+    assert "bob" in paired.memory.teammates
+    decision, _ = paired.decide()
+    assert decision.action.target is not None and decision.action.target.id != near

@@ -264,9 +264,11 @@ class SkillExecutor:
         m = self._mem()
         if m.room != room_id:
             raise SkillFailed("not in that room")
+        # A room seen before gets a full look-around (things may have moved); a new one until it is covered.
+        relook = m.is_explored(room_id)
         yield from self._navigate(m.floorplan.room_center(room_id), 1.0, room_id)
         for _ in range(360 // self.config.tdw_turn_deg):
-            if m.is_explored(room_id):
+            if m.is_explored(room_id) and not relook:
                 return
             yield Primitive(PrimitiveKind.TURN_LEFT)
 

@@ -22,7 +22,7 @@ from coteam.actions import HighLevelAction, Verb, format_action, parse_action
 from coteam.belief import BeliefState
 from coteam.llm import LLMConfig, RoleAnswer, RoleContext, make_backend
 from coteam.methods.pce.roles import COMMUNICATOR, COMPOSER, EVALUATOR, PLANNER, PceQuestion, check_tree
-from coteam.methods.pce.scoring import LeafScore, ScoredLeaf, Weights, best_leaf, score_leaf
+from coteam.methods.pce.scoring import LeafScore, ScoredLeaf, Weights, action_utilities, best_leaf, score_leaf
 from coteam.methods.pce.symbolic import SymbolicContext
 from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, scenarios, tree_to_json
 from coteam.progress import goal_text, progress_text
@@ -168,7 +168,10 @@ class PceReasoner:
         if cfg.ablation == "no_evaluator":
             chosen = self._most_likely_leaf(q)
         else:
-            chosen = best_leaf(self._evaluate(q, ask, trace)).leaf
+            scored = self._evaluate(q, ask, trace)
+            actions = [sc.leaf.text for sc in q.leaves]
+            trace["action_utilities"] = {a: round(u, 4) for a, u in action_utilities(scored, actions).items()}
+            chosen = best_leaf(scored, actions).leaf
         return self._finish(q.leaves[chosen].leaf.action, chosen, trace, q, slots, tokens0, calls0, fallbacks0)
 
     def _compose(self, q: PceQuestion, ask: Any, candidate: HighLevelAction | None, trace: dict) -> list[Scenario]:

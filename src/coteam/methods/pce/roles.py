@@ -13,7 +13,6 @@ from pydantic import BaseModel, Field
 
 from coteam.actions import ActionError, HighLevelAction, Verb, parse_action, validate_action
 from coteam.llm import Role, RoleContext
-from coteam.methods.pce.scoring import distance_penalty
 from coteam.methods.pce.symbolic import SymbolicContext
 from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, TreeError, parse_tree, tree_to_json
 from coteam.options import ActionOption
@@ -183,8 +182,6 @@ def evaluate_symbolically(ctx: RoleContext) -> EvaluatorAnswer:
         likelihood = s.path_likelihood(sc.path)
         option = q.option(sc.leaf.action)
         cost = s.cost_penalty(option, sc.leaf.action.text)
-        if not option.action.is_message:
-            cost = distance_penalty(option.my_distance)
         out.append(
             ScenarioScore(
                 leaf=sc.index,

@@ -1,14 +1,23 @@
 """System-side scoring of PCE scenarios (never left to the model).
 
 Every score arrives on the 1–5 scale and is normalised to [0, 1]; then ``E[gain] = L · G``,
-``C = α · cost · 1{move} + β · cost · 1{message}`` and ``U = E[gain] − λ · C``; the leaf with the highest ``U``
-wins (ties go to the leftmost leaf).
+``C = α · cost · 1{move} + β · cost · 1{message}`` and ``U = E[gain] − λ · C`` per leaf.
+
+The scenarios of one tree are disjoint, so when several leaves recommend the same action their expected gains
+add up: the action chosen is the one with the highest ``Σ L·G − λ·C`` over its leaves (ties go to the leftmost
+leaf). With one leaf per action this is exactly the per-leaf rule; without the sum, an action that is right in
+most scenarios loses to one that is right in a single unlikely scenario, because each leaf only carries a
+slice of the probability.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from coteam.world import FloorPlan
+
+FULL_COST_HOUSE_SHARE = 0.8  # measured on cwah-test and tdwmat-test (docs/benchmarks.md)
 
 
 @dataclass(frozen=True)
@@ -52,21 +61,39 @@ def score_leaf(raw: LeafScore, *, is_message: bool, weights: Weights) -> ScoredL
     return ScoredLeaf(raw.leaf, likelihood, gain, cost_penalty, expected, cost, expected - weights.lam * cost)
 
 
-def best_leaf(scored: Sequence[ScoredLeaf]) -> ScoredLeaf:
+def action_utilities(scored: Sequence[ScoredLeaf], actions: Sequence[str]) -> dict[str, float]:
+    """Utility of each distinct leaf action: its leaves' expected gains summed, minus its cost once.
+
+    ``actions[i]`` is the action text of leaf ``scored[i]``.
+    """
+    if len(scored) != len(actions):
+        raise ValueError(f"{len(scored)} scored leaves but {len(actions)} actions")
+    gains: dict[str, float] = {}
+    costs: dict[str, float] = {}
+    for s, text in zip(scored, actions, strict=True):
+        gains[text] = gains.get(text, 0.0) + s.expected_gain
+        costs[text] = s.utility - s.expected_gain  # −λ·C: the same action has the same cost in every leaf
+    return {text: gains[text] + costs[text] for text in gains}
+
+
+def best_leaf(scored: Sequence[ScoredLeaf], actions: Sequence[str]) -> ScoredLeaf:
+    """The leftmost leaf of the action with the highest summed utility (see the module docstring)."""
     if not scored:
         raise ValueError("no scored leaves to choose from")
-    return max(scored, key=lambda s: (s.utility, -s.leaf))
+    utility = action_utilities(scored, actions)
+    return max(zip(scored, actions, strict=True), key=lambda pair: (utility[pair[1]], -pair[0].leaf))[0]
 
 
-def distance_penalty(metres: float) -> float:
-    """Travel distance on the 1–5 cost scale: 1 under 3 m, 3 at 10 m, 5 beyond 15 m (linear in between)."""
-    if metres <= 3.0:
-        return 1.0
-    if metres <= 10.0:
-        return 1.0 + 2.0 * (metres - 3.0) / 7.0
-    if metres <= 15.0:
-        return 3.0 + 2.0 * (metres - 10.0) / 5.0
-    return 5.0
+def distance_penalty(metres: float, full_cost_m: float) -> float:
+    """Travel distance on the 1–5 cost scale: 1 for staying put, rising linearly to 5 at ``full_cost_m``."""
+    if full_cost_m <= 0:
+        raise ValueError("full_cost_m must be positive")
+    return 1.0 + 4.0 * min(1.0, max(0.0, metres) / full_cost_m)
+
+
+def house_walk_m(floorplan: FloorPlan) -> float:
+    """The walk that earns the full travel cost: a share of the house's extent (width + height)."""
+    return FULL_COST_HOUSE_SHARE * (floorplan.width + floorplan.height) * floorplan.cell_size
 
 
 def message_penalty(chars: int, limit: int = 500) -> float:

@@ -6,20 +6,25 @@ algorithms over the agent's belief state — no model, no network.
 * Composer: branches on the belief's uncertain variables (most uncertain, then most impactful first) that
   change the best action, up to depth D, and puts the best action under each scenario at the leaf.
 * Evaluator: likelihood from the belief's probabilities along the path, gain from the goal progress the leaf's
-  action buys in that scenario, cost from path length or message length — each on the 1–5 scale.
+  action buys in that scenario, cost from path length (relative to the size of the house) or message length —
+  each on the 1–5 scale.
+
+Gains model the teammate too: a target the teammate is nearer to (by its last known position) and would pick by
+the same value model is mostly left to it, so two agents that see the same scene split the work.
 
 Scenarios condition the belief on a set of (variable, truth value) pairs.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from coteam.actions import Verb
 from coteam.belief import BeliefState, PlaceKind, UncertainVariable
 from coteam.memory import AgentMemory
-from coteam.methods.pce.scoring import Weights, distance_penalty, message_penalty, normalize
+from coteam.methods.pce.scoring import Weights, distance_penalty, house_walk_m, message_penalty, normalize
 from coteam.options import ActionOption
 from coteam.progress import describe, status_message
 
@@ -32,10 +37,9 @@ PUT_IN_GAIN = 0.7  # TDW-MAT: stowing an item frees a hand
 URGENT_FRAMES_LEFT = 700  # TDW-MAT: deliver what is held when this little time is left
 REVISIT_GAIN = 0.5  # gain of looking again at a room not visited for REVISIT_AFTER_STEPS
 REVISIT_AFTER_STEPS = 60
-NEWS_PER_MESSAGE = 4
-USEFUL_GAIN = (
-    0.02  # below this an action is treated as buying nothing  # facts that make a message fully worth its cost
-)
+TEAMMATE_CLAIM = 0.7  # share of a target's gain lost when the teammate is expected to get there first
+NEWS_PER_MESSAGE = 4  # facts that make a message fully worth its cost
+USEFUL_GAIN = 0.02  # below this an action is treated as buying nothing
 
 
 @dataclass
@@ -50,6 +54,7 @@ class SymbolicContext:
     allow_messages: bool
     communicated: set[str] = field(default_factory=set)  # facts already sent to the team
     _variables: list[UncertainVariable] | None = field(default=None, init=False, repr=False)
+    _teammate_target: int | None = field(default=None, init=False, repr=False)
     _ranked: dict[frozenset, list[ActionOption]] = field(default_factory=dict, init=False, repr=False)
 
     # --- the value model ---------------------------------------------------------------------------------
@@ -65,7 +70,50 @@ class SymbolicContext:
         return [f for f in facts if f not in self.communicated]
 
     def gain(self, option: ActionOption, assumptions: Assumptions = {}) -> float:  # noqa: B006  (read-only)
-        """Goal progress the action buys, in [0, 1], under ``assumptions``."""
+        """Goal progress the action buys, in [0, 1], under ``assumptions`` — less when the teammate is expected
+        to get there first (see :meth:`teammate_target`)."""
+        value = self._own_gain(option, assumptions)
+        if option.action.target is not None and option.action.target.id == self.teammate_target():
+            value *= 1.0 - TEAMMATE_CLAIM
+        return value
+
+    def teammate_target(self) -> int | None:
+        """The target the teammate most likely goes for next, when it has the better claim to it.
+
+        The teammate is modelled with this agent's own value model, priced by its distance from where it was last
+        seen. When both would go for the same target, the one nearer to it (ties: the name first in order) takes
+        it, so two agents that see the same scene split the work instead of duplicating it.
+        """
+        if self._teammate_target is None:
+            self._teammate_target = self._predict_teammate_target()
+        return self._teammate_target if self._teammate_target >= 0 else None
+
+    def _predict_teammate_target(self) -> int:
+        m = self.memory
+        if not m.teammates:
+            return -1
+        mate = max(m.teammates.items(), key=lambda kv: kv[1].step)[0]
+        cost_scale = house_walk_m(m.floorplan)
+        w = self.weights
+        best: ActionOption | None = None
+        best_value = -math.inf
+        for o in self.options:
+            if o.action.target is None or o.teammate_distance is None or not math.isfinite(o.teammate_distance):
+                continue
+            g = self._own_gain(o)
+            if g <= USEFUL_GAIN:
+                continue
+            value = g - w.lam * w.alpha * normalize(distance_penalty(o.teammate_distance, cost_scale))
+            if value > best_value:
+                best, best_value = o, value
+        if best is None or best.action.target is None:
+            return -1
+        theirs, mine = best.teammate_distance or 0.0, best.my_distance
+        if theirs < mine or (theirs == mine and mate < m.agent):
+            return best.action.target.id
+        return -1
+
+    def _own_gain(self, option: ActionOption, assumptions: Assumptions = {}) -> float:  # noqa: B006
         a = option.action
         m, b = self.memory, self.belief
         if a.is_message:
@@ -151,7 +199,7 @@ class SymbolicContext:
     def cost_penalty(self, option: ActionOption, message: str = "") -> float:
         if option.action.is_message:
             return message_penalty(len(message or status_message(self.memory)))
-        return distance_penalty(option.my_distance)
+        return distance_penalty(option.my_distance, house_walk_m(self.memory.floorplan))
 
     def utility(self, option: ActionOption, assumptions: Assumptions = {}, likelihood: float = 1.0) -> float:  # noqa: B006
         cost = normalize(self.cost_penalty(option))
@@ -169,7 +217,12 @@ class SymbolicContext:
             # Useful actions first: a cheap action that buys nothing never outranks progress.
             self._ranked[key] = sorted(
                 usable,
-                key=lambda o: (self.gain(o, assumptions) <= USEFUL_GAIN, -self.utility(o, assumptions), o.text),
+                key=lambda o: (
+                    self.gain(o, assumptions) <= USEFUL_GAIN,
+                    o.action.is_message and self.gain(o, assumptions) <= USEFUL_GAIN,  # idle talk comes last
+                    -self.utility(o, assumptions),
+                    o.text,
+                ),
             )
         return self._ranked[key]
 
