@@ -9,11 +9,16 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml requirements/ros.txt
+IFACES := ros2_ws/src/coteam_interfaces
+IFACES_SRC := $(wildcard $(IFACES)/msg/* $(IFACES)/action/* $(IFACES)/CMakeLists.txt $(IFACES)/pyproject.toml $(IFACES)/package.xml)
+
+$(STAMP): pyproject.toml requirements/ros.txt requirements/ros-build.txt $(IFACES_SRC)
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need Python 3.11 (python3.11 or python3) on PATH"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements/ros.txt
+	$(PY) -m pip install -q -r requirements/ros-build.txt
+	$(PY) -m pip install -q --no-build-isolation $(IFACES)
 	$(PY) -m pip install -q -e ".[dev]"
 	@touch $(STAMP)
 
@@ -31,4 +36,4 @@ bench: venv
 	$(PY) bench/run_benchmarks.py --out docs/benchmarks.md
 
 clean:
-	rm -rf $(VENV) runs build *.egg-info src/*.egg-info sim/*.egg-info
+	rm -rf $(VENV) runs build *.egg-info src/*.egg-info sim/*.egg-info $(IFACES)/build
