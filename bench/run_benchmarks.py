@@ -119,7 +119,7 @@ def timed_run(suite: str, team: str, agents: int) -> dict:
         peak_kb = int(proc.stderr.rsplit("PEAK_KB", 1)[1].split()[0])
         saved = json.loads((Path(out) / "results.json").read_text())
     episodes = [EpisodeResult(**e) for e in saved["episodes"]]
-    return {"wall_s": wall, "peak_mb": peak_kb / 1024, "episodes": episodes, **saved["summary"]}
+    return {**saved["summary"], "wall_s": wall, "peak_mb": peak_kb / 1024, "results": episodes}
 
 
 def pce_latency() -> dict:
@@ -189,7 +189,7 @@ def main() -> int:
             for agents in (2, 1) if team in ("rhp", "mhp") else (2,):
                 r = timed_run(suite, team, agents)
                 if agents == 2:
-                    two_agent_runs.setdefault(suite, {})[team] = r["episodes"]
+                    two_agent_runs.setdefault(suite, {})[team] = r["results"]
                 ref = PAPER_RANGES.get((suite, team, agents), "")
                 print(
                     suite,
