@@ -55,6 +55,8 @@ class SymbolicContext:
     communicated: set[str] = field(default_factory=set)  # facts already sent to the team
     _variables: list[UncertainVariable] | None = field(default=None, init=False, repr=False)
     _teammate_target: int | None = field(default=None, init=False, repr=False)
+    _missing_units: dict[str, int] | None = field(default=None, init=False, repr=False)
+    _lost: bool | None = field(default=None, init=False, repr=False)  # a missing item is nowhere left to search
     _ranked: dict[frozenset, list[ActionOption]] = field(default_factory=dict, init=False, repr=False)
 
     # --- the value model ---------------------------------------------------------------------------------
@@ -140,7 +142,7 @@ class SymbolicContext:
         if a.verb == Verb.PUT_IN:
             return PUT_IN_GAIN
         if a.verb in (Verb.EXPLORE, Verb.GOTO):
-            found = sum(self._p_discover(n, target, assumptions) * b.missing(n) for n in b.needed_items())
+            found = sum(self._p_discover(n, target, assumptions) * units for n, units in self._missing().items())
             return min(1.0, found + self._revisit_gain(target))
         if a.verb == Verb.CHECK:
             key = next(
@@ -148,16 +150,25 @@ class SymbolicContext:
             )
             if key is not None and key in assumptions:
                 return 1.0 if assumptions[key] else 0.0
-            return min(1.0, sum(b.p_in_container(name, target) * b.missing(name) for name in b.needed_items()))
+            return min(1.0, sum(b.p_in_container(n, target) * units for n, units in self._missing().items()))
         return 0.0
 
     def _revisit_gain(self, room_id: int) -> float:
         """When a needed item is nowhere left to search, someone moved it: rooms seen longest ago are worth a look."""
         m, b = self.memory, self.belief
-        if not any(b.missing(n) and b.nowhere_left(n) for n in b.needed_items()):
+        if self._lost is None:
+            self._lost = any(units and b.nowhere_left(n) for n, units in self._missing().items())
+        if not self._lost:
             return 0.0
         since = m.step - m.room_visits.get(room_id, -m.task.horizon)
         return REVISIT_GAIN * min(1.0, since / REVISIT_AFTER_STEPS)
+
+    def _missing(self) -> dict[str, int]:
+        """Units still missing per needed item (the belief is fixed for the whole decision)."""
+        if self._missing_units is None:
+            b = self.belief
+            self._missing_units = {n: b.missing(n) for n in b.needed_items()}
+        return self._missing_units
 
     def _held_goal_units(self) -> int:
         m = self.memory
@@ -201,29 +212,22 @@ class SymbolicContext:
             return message_penalty(len(message or status_message(self.memory)))
         return distance_penalty(option.my_distance, house_walk_m(self.memory.floorplan))
 
-    def utility(self, option: ActionOption, assumptions: Assumptions = {}, likelihood: float = 1.0) -> float:  # noqa: B006
-        cost = normalize(self.cost_penalty(option))
-        w = self.weights
-        return (
-            likelihood * self.gain(option, assumptions)
-            - w.lam * (w.beta if option.action.is_message else w.alpha) * cost
-        )
-
     def ranked(self, assumptions: Assumptions = {}) -> list[ActionOption]:  # noqa: B006
-        """Options by utility under ``assumptions``, best first (memoised: the Composer asks many times)."""
+        """Options by utility ``gain − λ·cost`` under ``assumptions``, best first (memoised: the Composer asks
+        many times)."""
         key = frozenset(assumptions.items())
         if key not in self._ranked:
             usable = [o for o in self.options if self.allow_messages or not o.action.is_message]
-            # Useful actions first: a cheap action that buys nothing never outranks progress.
-            self._ranked[key] = sorted(
-                usable,
-                key=lambda o: (
-                    self.gain(o, assumptions) <= USEFUL_GAIN,
-                    o.action.is_message and self.gain(o, assumptions) <= USEFUL_GAIN,  # idle talk comes last
-                    -self.utility(o, assumptions),
-                    o.text,
-                ),
-            )
+            gains = {o.text: self.gain(o, assumptions) for o in usable}
+            w = self.weights
+
+            def order(o: ActionOption) -> tuple[bool, bool, float, str]:
+                g = gains[o.text]
+                cost = (w.beta if o.action.is_message else w.alpha) * normalize(self.cost_penalty(o))
+                # Useful actions first: a cheap action that buys nothing never outranks progress; idle talk last.
+                return (g <= USEFUL_GAIN, o.action.is_message and g <= USEFUL_GAIN, -(g - w.lam * cost), o.text)
+
+            self._ranked[key] = sorted(usable, key=order)
         return self._ranked[key]
 
     def variables(self) -> list[UncertainVariable]:
