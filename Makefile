@@ -12,7 +12,7 @@ venv: $(STAMP)
 IFACES := ros2_ws/src/coteam_interfaces
 IFACES_SRC := $(wildcard $(IFACES)/msg/* $(IFACES)/action/* $(IFACES)/CMakeLists.txt $(IFACES)/pyproject.toml $(IFACES)/package.xml)
 
-$(STAMP): pyproject.toml requirements/ros.txt requirements/ros-build.txt $(IFACES_SRC)
+$(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt requirements/ros-build.txt $(IFACES_SRC)
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need Python 3.11 (python3.11 or python3) on PATH"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -20,6 +20,7 @@ $(STAMP): pyproject.toml requirements/ros.txt requirements/ros-build.txt $(IFACE
 	$(PY) -m pip install -q -r requirements/ros-build.txt
 	$(PY) -m pip install -q --no-build-isolation $(IFACES)
 	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ros2_ws/src/coteam_ros
 	@touch $(STAMP)
 
 demo: venv
@@ -29,8 +30,8 @@ test: venv
 	$(PY) -m pytest -q -n 2
 
 lint: venv
-	$(VENV)/bin/ruff check src sim tests bench
-	$(VENV)/bin/ruff format --check src sim tests bench
+	$(VENV)/bin/ruff check src sim tests bench ros2_ws/src/coteam_ros
+	$(VENV)/bin/ruff format --check src sim tests bench ros2_ws/src/coteam_ros
 
 bench: venv
 	$(PY) bench/run_benchmarks.py --out docs/benchmarks.md

@@ -1,0 +1,90 @@
+"""``coteam launch CONFIG``: registered in the ``coteam.commands`` entry-point group by this package.
+
+Kept light: importing it (which ``coteam`` does for every command) loads neither rclpy nor the nodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+EPILOG = """\
+The run ends when the simulator bridge exits (its exit code is returned), at --timeout (exit 124 with a
+world, 0 on hardware) or on Ctrl-C / SIGTERM (exit 0). Children are stopped with SIGINT, then SIGTERM, then
+SIGKILL. Without a world (hardware) the team runs until Ctrl-C or --timeout.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "launch",
+        help="start a ROS 2 team from a YAML file (the launcher of pip installs)",
+        description="Start every node of a team YAML file (e.g. config/team_sim.yaml) as its own process.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("config", help="team YAML file (see config/team_sim.yaml, config/team_hardware.yaml)")
+    p.add_argument("--record", metavar="FILE.mcap", help="also record the run's topics to an MCAP file")
+    p.add_argument("--timeout", type=float, metavar="S", help="stop everything after S seconds")
+    p.add_argument("--domain-id", type=int, metavar="N", help="ROS_DOMAIN_ID of the nodes (0-232)")
+    p.add_argument("--out", metavar="DIR", help="keep the simulator's results.json in DIR (default: a temp dir)")
+    p.add_argument(
+        "--grace", type=float, default=5.0, metavar="S", help="seconds between SIGINT and SIGTERM (default 5)"
+    )
+    p.set_defaults(func=_cmd_launch)
+
+
+def _cmd_launch(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from coteam_ros.launcher import launch
+
+    if args.timeout is not None and args.timeout <= 0:
+        raise ValueError("--timeout must be positive")
+    console = Console(width=None if sys.stdout.isatty() else 132)
+    with tempfile.TemporaryDirectory(prefix="coteam-launch-") as tmp:
+        code, results = launch(
+            args.config,
+            tmp,
+            out_dir=args.out,
+            record=args.record,
+            timeout=args.timeout,
+            domain_id=args.domain_id,
+            sigint_grace=args.grace,
+        )
+        if results is not None:
+            print_results(results, console, keep=args.out is not None)
+    if args.record:
+        console.print(f"recording: {args.record}")
+    return code
+
+
+def print_results(path: Path, console: Any, keep: bool = True) -> None:
+    """The bridge's results JSON as the table of ``coteam run``; tolerant of a missing or partial file."""
+    if not path.is_file():
+        console.print(f"no results: the simulator bridge wrote no {path.name}")
+        return
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        console.print(f"results file {path} unreadable: {exc}")
+        return
+    try:
+        from coteam_sim.cli import results_table
+        from coteam_sim.runner import EpisodeResult
+
+        known = {f.name for f in fields(EpisodeResult)}
+        episodes = [EpisodeResult(**{k: v for k, v in e.items() if k in known}) for e in data["episodes"]]
+        meta = data.get("meta") or {}
+        title = " · ".join(str(meta[k]) for k in ("suite", "team") if k in meta) or "results"
+        console.print(results_table(episodes, f"{title} (ROS)"))
+    except Exception as exc:  # any other shape: show it as it is
+        console.print(f"results ({type(exc).__name__}: {exc}; raw):")
+        console.print_json(data=data)
+    if keep:
+        console.print(f"results: {path}")

@@ -1,0 +1,456 @@
+"""The one loader of team YAML files, shared by ``coteam launch`` (pip installs) and the ``ros2 launch`` files.
+
+A file describes one team run::
+
+    world:            # the simulator; omit it (or write null) on hardware
+      suite: cwah-test      # a coteam_sim suite (`coteam suites`)
+      episode: 0
+      seed: 0
+      mode: lockstep        # lockstep | realtime
+      tick_hz: 10.0         # realtime only: simulator steps per second
+    task:             # hardware only (forbidden with a world, whose suite/episode define the task):
+      suite: cwah-test      #   the task definition (goal, horizon) is episode `episode` of `suite`
+      episode: 0
+      seed: 0               #   optional, default 0: seeds the methods' random choices
+    team:
+      method: pce           # `coteam methods`
+      backend: symbolic     # symbolic | llm
+      params: {}            # method hyper-parameters, as `coteam run --set key=value`
+    navigation: sim   # sim (the simulator's navigator) | nav2 (each robot's Nav2); default: sim with a world, else nav2
+    robots:
+      - name: alice
+        namespace: /alice   # default "/" + name
+        remap: {}           # node-level remappings, e.g. {odom: /alice/odometry/filtered}
+
+:func:`load_config` validates strictly (unknown keys, wrong types and unknown names raise :class:`ConfigError`
+naming the file and the key); :func:`node_list` turns a config into the nodes to start. ROS parameter values are
+only ``bool``, ``int``, ``float``, ``str`` or non-empty lists of one of them (launch_ros rejects empty lists
+and rcl drops them), so mappings travel as JSON strings (``params_json``) and an empty ``teammates`` list is
+left out (a one-robot team).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "ConfigError",
+    "MethodConfig",
+    "NodeSpec",
+    "RobotConfig",
+    "TaskConfig",
+    "TeamConfig",
+    "WorldConfig",
+    "load_config",
+    "node_list",
+    "parse_config",
+    "ros_args",
+    "write_params_file",
+]
+
+MODES = ("lockstep", "realtime")
+NAVIGATION = ("sim", "nav2")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # a robot name: one ROS name token
+_NAMESPACE = re.compile(r"^/([A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*)?$")
+_TOPIC = re.compile(r"^(~/|/)?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
+
+ParamValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
+
+
+class ConfigError(ValueError):
+    """A team YAML file is malformed; the message names the file and the key."""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Typed configuration
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    suite: str
+    episode: int = 0
+    seed: int = 0
+    mode: str = "lockstep"
+    tick_hz: float = 10.0
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    suite: str
+    episode: int = 0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class MethodConfig:
+    method: str
+    backend: str = "symbolic"
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RobotConfig:
+    name: str
+    namespace: str
+    remap: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TeamConfig:
+    team: MethodConfig
+    navigation: str
+    robots: tuple[RobotConfig, ...]
+    world: WorldConfig | None = None
+    task: TaskConfig | None = None
+    source: str = "<config>"
+
+    @property
+    def episode_ref(self) -> WorldConfig | TaskConfig:
+        """Where the task comes from: the simulated world, or the hardware ``task:`` section."""
+        ref = self.world or self.task
+        assert ref is not None  # guaranteed by parse_config
+        return ref
+
+    @property
+    def robot_names(self) -> list[str]:
+        return [r.name for r in self.robots]
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node to start: the same fields for ``launch_ros.actions.Node`` and for ``coteam launch``."""
+
+    name: str
+    executable: str
+    namespace: str
+    parameters: dict[str, ParamValue]
+    remappings: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def fqn(self) -> str:
+        """Fully-qualified node name, e.g. ``/alice/planner`` or ``/sim_bridge``."""
+        return f"{self.namespace.rstrip('/')}/{self.name}"
+
+    @property
+    def label(self) -> str:
+        """``planner@/alice``: how the launcher prefixes the node's output."""
+        return f"{self.name}@{self.namespace}"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Loading and validation
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys instead of keeping the last one."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+class _Reader:
+    """Checks one mapping of the file; every error names ``<file>: <key path>``."""
+
+    def __init__(self, source: str, data: Any, where: str, allowed: tuple[str, ...]):
+        self.source = source
+        self.where = where
+        if not isinstance(data, Mapping):
+            raise self.error(where or "top level", f"expected a mapping, got {_kind(data)}")
+        unknown = [k for k in data if k not in allowed]
+        if unknown:
+            raise self.error(self.key(str(unknown[0])), f"unknown key (allowed here: {', '.join(allowed)})")
+        self.data = data
+
+    def key(self, name: str) -> str:
+        return f"{self.where}.{name}" if self.where else name
+
+    def error(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.source}: {key}: {problem}")
+
+    def has(self, name: str) -> bool:
+        return self.data.get(name) is not None
+
+    def text(self, name: str, default: str | None = None, choices: tuple[str, ...] | None = None) -> str:
+        value = self.data.get(name)
+        if value is None:  # absent or null: the default
+            value = default
+        if value is None:
+            raise self.error(self.key(name), "required")
+        if not isinstance(value, str) or not value:
+            raise self.error(self.key(name), f"expected a non-empty string, got {_kind(value)}")
+        if choices is not None and value not in choices:
+            raise self.error(self.key(name), f"expected one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    def integer(self, name: str, default: int, minimum: int = 0) -> int:
+        value = self.data.get(name)
+        if value is None:
+            value = default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(self.key(name), f"expected an integer, got {_kind(value)}")
+        if value < minimum:
+            raise self.error(self.key(name), f"must be >= {minimum}, got {value}")
+        return value
+
+    def number(self, name: str, default: float) -> float:
+        value = self.data.get(name)
+        if value is None:
+            value = default
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(self.key(name), f"expected a number, got {_kind(value)}")
+        value = float(value)  # YAML `10` is an int; ROS would then refuse it for a double parameter
+        if not math.isfinite(value) or value <= 0:
+            raise self.error(self.key(name), f"must be a positive number, got {value}")
+        return value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, bool | int | float):
+        return f"{type(value).__name__} {value!r}"
+    return f"a {type(value).__name__}"
+
+
+def load_config(path: str | os.PathLike[str]) -> TeamConfig:
+    """Read and validate a team YAML file (see the module docstring for the schema)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"team config not found: {path}")
+    try:
+        data = yaml.load(path.read_text(), Loader=_StrictLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    return parse_config(data, source=str(path))
+
+
+def parse_config(data: Any, source: str = "<config>") -> TeamConfig:
+    """Validate an already-parsed YAML document (``source`` names it in error messages)."""
+    top = _Reader(source, data, "", ("world", "task", "team", "navigation", "robots"))
+
+    world = _parse_world(top, source) if top.has("world") else None
+    task = _parse_task(top, source) if top.has("task") else None
+    if world is not None and task is not None:
+        raise top.error("task", "only without a world (with a world, world.suite and world.episode are the task)")
+    if world is None and task is None:
+        raise top.error("task", "required without a world (name the task definition: {suite: ..., episode: ...})")
+
+    team = _parse_team(top, source)
+    navigation = top.text("navigation", "sim" if world else "nav2", NAVIGATION)
+    if world is None and navigation != "nav2":
+        raise top.error("navigation", "must be nav2 without a world (sim navigation needs the simulator)")
+    robots = _parse_robots(top, source)
+    if world is not None:
+        from coteam.world import AGENT_NAMES
+
+        expected = list(AGENT_NAMES[: len(robots)])
+        if len(robots) > len(AGENT_NAMES) or [r.name for r in robots] != expected:
+            raise top.error(
+                "robots",
+                f"with a world the robots are the simulator's agents, in order: {', '.join(expected)} "
+                f"(at most {len(AGENT_NAMES)}); got {', '.join(r.name for r in robots)}",
+            )
+    return TeamConfig(team=team, navigation=navigation, robots=robots, world=world, task=task, source=source)
+
+
+def _check_episode(reader: _Reader, suite_name: str, episode: int) -> None:
+    from coteam_sim.suites import get_suite
+
+    try:
+        suite = get_suite(suite_name)
+    except KeyError as exc:
+        raise reader.error(reader.key("suite"), str(exc.args[0])) from None
+    if suite.fixed:
+        count = len(suite.episodes())
+        if episode >= count:
+            raise reader.error(
+                reader.key("episode"), f"{suite_name} has {count} episodes (0-{count - 1}), got {episode}"
+            )
+
+
+def _parse_world(top: _Reader, source: str) -> WorldConfig:
+    r = _Reader(source, top.data["world"], "world", ("suite", "episode", "seed", "mode", "tick_hz"))
+    world = WorldConfig(
+        suite=r.text("suite"),
+        episode=r.integer("episode", 0),
+        seed=r.integer("seed", 0),
+        mode=r.text("mode", "lockstep", MODES),
+        tick_hz=r.number("tick_hz", 10.0),
+    )
+    _check_episode(r, world.suite, world.episode)
+    return world
+
+
+def _parse_task(top: _Reader, source: str) -> TaskConfig:
+    r = _Reader(source, top.data["task"], "task", ("suite", "episode", "seed"))
+    task = TaskConfig(suite=r.text("suite"), episode=r.integer("episode", 0), seed=r.integer("seed", 0))
+    _check_episode(r, task.suite, task.episode)
+    return task
+
+
+def _parse_team(top: _Reader, source: str) -> MethodConfig:
+    if not top.has("team"):
+        raise top.error("team", "required (team: {method: ..., backend: ..., params: {}})")
+    r = _Reader(source, top.data["team"], "team", ("method", "backend", "params"))
+    from coteam.llm import backends
+    from coteam.reasoning import methods
+
+    method = r.text("method", None, tuple(sorted(methods())))
+    backend = r.text("backend", "symbolic", tuple(backends()))
+    params = r.data.get("params") or {}
+    if not isinstance(params, Mapping) or not all(isinstance(k, str) for k in params):
+        raise r.error(r.key("params"), f"expected a mapping of hyper-parameters, got {_kind(params)}")
+    try:
+        json.dumps(params, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise r.error(r.key("params"), f"must be plain JSON-like values: {exc}") from None
+    return MethodConfig(method=method, backend=backend, params=dict(params))
+
+
+def _parse_robots(top: _Reader, source: str) -> tuple[RobotConfig, ...]:
+    items = top.data.get("robots")
+    if not isinstance(items, list) or not items:
+        raise top.error("robots", f"expected a non-empty list of robots, got {_kind(items)}")
+    robots: list[RobotConfig] = []
+    for i, item in enumerate(items):
+        r = _Reader(source, item, f"robots[{i}]", ("name", "namespace", "remap"))
+        name = r.text("name")
+        if not _NAME.match(name):
+            raise r.error(r.key("name"), f"{name!r} is not a valid ROS name (letters, digits, _)")
+        namespace = r.text("namespace", "/" + name)
+        if not _NAMESPACE.match(namespace) or namespace == "/":
+            raise r.error(r.key("namespace"), f"{namespace!r} is not an absolute ROS namespace like /{name}")
+        remap = r.data.get("remap") or {}
+        if not isinstance(remap, Mapping):
+            raise r.error(r.key("remap"), f"expected a mapping from: to, got {_kind(remap)}")
+        for src, dst in remap.items():
+            for what in (src, dst):
+                if not isinstance(what, str) or not _TOPIC.match(what):
+                    raise r.error(f"{r.key('remap')}.{src}", f"{what!r} is not a valid ROS topic/action name")
+        robots.append(RobotConfig(name=name, namespace=namespace, remap=dict(remap)))
+    for key, values in (("name", [r.name for r in robots]), ("namespace", [r.namespace for r in robots])):
+        dupes = sorted({v for v in values if values.count(v) > 1})
+        if dupes:
+            raise top.error("robots", f"duplicate {key}: {', '.join(dupes)}")
+    return tuple(robots)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Nodes
+
+
+def node_list(cfg: TeamConfig) -> list[NodeSpec]:
+    """The nodes of a team run, in start order: the ``sim_bridge`` (with a world), then per robot its
+    ``perception``, ``planner`` and ``executor`` in the robot's namespace."""
+    ref = cfg.episode_ref
+    episode = {"suite": ref.suite, "episode": ref.episode, "seed": ref.seed}
+    names = cfg.robot_names
+    specs: list[NodeSpec] = []
+    if cfg.world is not None:
+        w = cfg.world
+        specs.append(
+            NodeSpec(
+                "sim_bridge",
+                "sim_bridge",
+                "/",
+                {**episode, "mode": w.mode, "tick_hz": w.tick_hz, "robots": list(names)},
+            )
+        )
+    for robot in cfg.robots:
+        remappings = list(robot.remap.items())
+        teammates = [n for n in names if n != robot.name]
+        planner: dict[str, ParamValue] = {"robot": robot.name}
+        if teammates:  # an empty list is not a valid ROS parameter value (one-robot team: left out)
+            planner["teammates"] = teammates
+        planner.update(
+            method=cfg.team.method,
+            backend=cfg.team.backend,
+            params_json=json.dumps(cfg.team.params, sort_keys=True),
+            **episode,
+        )
+        specs += [
+            NodeSpec("perception", "perception", robot.namespace, {"robot": robot.name}, remappings),
+            NodeSpec("planner", "planner", robot.namespace, planner, list(remappings)),
+            NodeSpec(
+                "executor",
+                "executor",
+                robot.namespace,
+                {"robot": robot.name, "navigation": cfg.navigation, **episode},
+                list(remappings),
+            ),
+        ]
+    for spec in specs:
+        for key, value in spec.parameters.items():
+            _check_param(spec, key, value)
+    return specs
+
+
+def _check_param(spec: NodeSpec, key: str, value: Any) -> None:
+    ok = isinstance(value, bool | int | float | str)
+    if isinstance(value, list) and value:
+        kinds = {bool if isinstance(v, bool) else type(v) for v in value}
+        ok = len(kinds) == 1 and kinds <= {bool, int, float, str}
+    if not ok:
+        raise TypeError(f"{spec.label}: parameter {key}={value!r} is not a valid ROS parameter value")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Command-line arguments for a node process (what ros2 launch does for launch_ros.actions.Node)
+
+
+def _yaml_scalar(value: ParamValue) -> str:
+    """A value as rcl's YAML parser reads it back with the same type (strings quoted when ambiguous)."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=math.inf, allow_unicode=True)
+    return text.removesuffix("\n...\n").strip()  # a plain scalar document ends with "..."
+
+
+def write_params_file(spec: NodeSpec, directory: str | os.PathLike[str], extra: Mapping[str, ParamValue] = ()) -> Path:
+    """Write ``<fqn>: {ros__parameters: ...}`` for one node; returns the file's path."""
+    params = {**spec.parameters, **dict(extra)}
+    path = Path(directory) / f"{spec.fqn.strip('/').replace('/', '__')}.params.yaml"
+    path.write_text(yaml.safe_dump({spec.fqn: {"ros__parameters": params}}, sort_keys=False, allow_unicode=True))
+    return path
+
+
+def ros_args(
+    spec: NodeSpec,
+    params_dir: str | os.PathLike[str] | None = None,
+    extra: Mapping[str, ParamValue] = (),
+) -> list[str]:
+    """``--ros-args`` for a node process: name, namespace, parameters, remappings.
+
+    With ``params_dir`` the parameters go to a per-node params file there (``--params-file``, as ros2 launch
+    does); without it each is a ``-p key:=value`` with a YAML value that rcl parses back to the same type.
+    ``extra`` adds parameters (the launcher's ``results_path``).
+    """
+    args = ["--ros-args", "-r", f"__node:={spec.name}", "-r", f"__ns:={spec.namespace}"]
+    params = {**spec.parameters, **dict(extra)}
+    if params_dir is not None:
+        args += ["--params-file", str(write_params_file(spec, params_dir, extra))]
+    else:
+        for key, value in params.items():
+            args += ["-p", f"{key}:={_yaml_scalar(value)}"]
+    for src, dst in spec.remappings:
+        args += ["-r", f"{src}:={dst}"]
+    return args

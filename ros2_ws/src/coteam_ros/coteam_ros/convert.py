@@ -1,0 +1,94 @@
+"""Conversions between coteam core types and ROS messages (coteam_interfaces, geometry_msgs).
+
+Small pure functions, no node state. Messages carry 3-D points in the map frame; the core is planar
+(``coteam.world.Vec2``), so ``z`` is dropped on the way in and set to 0 on the way out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from builtin_interfaces.msg import Time
+from coteam_interfaces import msg as ci
+from geometry_msgs.msg import Point
+from std_msgs.msg import Header
+
+from coteam.perception import Detection, SemanticObject
+from coteam.world import Vec2
+
+
+# --- geometry ------------------------------------------------------------------------------------------------
+def point_to_msg(xy: Vec2, z: float = 0.0) -> Point:
+    return Point(x=float(xy[0]), y=float(xy[1]), z=float(z))
+
+
+def point_from_msg(point: Point) -> Vec2:
+    return (point.x, point.y)
+
+
+# --- detections ----------------------------------------------------------------------------------------------
+def detection_to_msg(detection: Detection) -> ci.DetectedObject:
+    """``DetectedObject`` has neither step (it is the observation's) nor holder: both are dropped."""
+    return ci.DetectedObject(
+        name=detection.name,
+        object_id=detection.object_id,
+        category=detection.category,
+        room=detection.room,
+        container=detection.container,
+        position=point_to_msg(detection.position),
+        confidence=float(detection.confidence),
+    )
+
+
+def detection_from_msg(obj: ci.DetectedObject, step: int) -> Detection:
+    """The core detection of ``obj`` observed at ``step`` (the message has no holder: ``holder`` is "")."""
+    return Detection(
+        name=obj.name,
+        object_id=obj.object_id,
+        category=obj.category,
+        room=obj.room,
+        container=obj.container,
+        position=point_from_msg(obj.position),
+        confidence=float(obj.confidence),
+        step=step,
+    )
+
+
+def detections_to_msg(robot: str, detections: Iterable[Detection], header: Header) -> ci.ObjectDetections:
+    return ci.ObjectDetections(header=header, robot=robot, objects=[detection_to_msg(d) for d in detections])
+
+
+def detections_from_msg(message: ci.ObjectDetections, step: int) -> list[Detection]:
+    return [detection_from_msg(obj, step) for obj in message.objects]
+
+
+# --- semantic map --------------------------------------------------------------------------------------------
+def semantic_object_to_msg(obj: SemanticObject, last_seen: Time | None = None) -> ci.SemanticObject:
+    """``last_seen`` is the ROS time of the last sighting (the core only knows its step); zero when unknown."""
+    return ci.SemanticObject(
+        name=obj.name,
+        object_id=obj.object_id,
+        category=obj.category,
+        room=obj.room,
+        container=obj.container,
+        position=point_to_msg(obj.position),
+        last_seen=last_seen if last_seen is not None else Time(),
+        last_seen_step=obj.last_seen_step,
+        holder=obj.holder,
+    )
+
+
+def semantic_map_to_msg(
+    robot: str,
+    objects: Iterable[SemanticObject],
+    explored_rooms: Iterable[str],
+    header: Header,
+    last_seen: Mapping[int, Time] | None = None,
+) -> ci.SemanticMap:
+    times = last_seen or {}
+    return ci.SemanticMap(
+        header=header,
+        robot=robot,
+        objects=[semantic_object_to_msg(obj, times.get(obj.object_id)) for obj in objects],
+        explored_rooms=list(explored_rooms),
+    )

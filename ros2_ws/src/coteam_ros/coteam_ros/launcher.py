@@ -1,0 +1,271 @@
+"""``coteam launch``: the process launcher for pip installs (there is no ``ros2 launch`` without apt ROS 2).
+
+Every node of :func:`coteam_ros.config.node_list` runs as its own OS process
+(``python -m coteam_ros.nodes.<executable> --ros-args ...``) in its own process group; each output line is
+printed with a ``[name@namespace]`` prefix. The run ends when the ``sim_bridge`` exits (the episode is over; its
+exit code is the launcher's), on ``--timeout``, or on SIGINT/SIGTERM; then every remaining child gets SIGINT, then
+SIGTERM after a grace period, then SIGKILL, always to its whole process group. A child other than the bridge that
+dies is reported (``planner@/bob exited with code 1``) and the rest keep running: a dead teammate does not stop
+the team.
+
+Exit codes of :func:`run`: the bridge's exit code when it ends the run (128 + N when it died of signal N);
+0 when stopped by SIGINT/SIGTERM, or when a run without a bridge (hardware) reaches its timeout; 124 when a run
+with a bridge reaches its timeout (the episode did not finish); without a bridge, when every child has exited:
+0 if all exited with 0, else 1.
+
+This module does not import rclpy or the node modules: process management works with any command line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from coteam_ros.config import NodeSpec, TeamConfig, node_list, ros_args
+
+TIMEOUT_EXIT = 124
+POLL_S = 0.05
+SELF = "coteam launch"
+
+
+@dataclass
+class Child:
+    """One process to run. ``spec`` is the node it runs (None for helpers such as the recorder)."""
+
+    label: str
+    argv: list[str]
+    spec: NodeSpec | None = None
+    bridge: bool = False  # the run ends when this child exits
+
+
+@dataclass
+class _Running:
+    child: Child
+    proc: subprocess.Popen[bytes]
+    reader: threading.Thread
+    returncode: int | None = None
+
+
+def node_command(spec: NodeSpec) -> list[str]:
+    """The interpreter command of a node (its arguments come from :func:`coteam_ros.config.ros_args`)."""
+    return [sys.executable, "-m", f"coteam_ros.nodes.{spec.executable}"]
+
+
+def plan(
+    cfg: TeamConfig,
+    params_dir: str | os.PathLike[str],
+    *,
+    record: str | os.PathLike[str] | None = None,
+    results_path: str | os.PathLike[str] | None = None,
+) -> list[Child]:
+    """The children of a team run: the recorder first (when ``record``), then ``node_list(cfg)`` in order.
+
+    Parameters go to per-node params files in ``params_dir``; the bridge also gets ``results_path``.
+    """
+    children: list[Child] = []
+    if record is not None:
+        children.append(
+            Child("recording@/", [sys.executable, "-m", "coteam_ros.recording", "--out", str(record)], None, False)
+        )
+    for spec in node_list(cfg):
+        bridge = spec.executable == "sim_bridge"
+        extra = {"results_path": str(results_path)} if bridge and results_path is not None else {}
+        argv = [*node_command(spec), *ros_args(spec, params_dir, extra)]
+        children.append(Child(spec.label, argv, spec, bridge))
+    return children
+
+
+def child_env(domain_id: int | None = None, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The children's environment: discovery on this machine only unless the caller chose otherwise."""
+    env = dict(os.environ if base is None else base)
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    env["PYTHONUNBUFFERED"] = "1"  # prefixed lines appear as they are written
+    if domain_id is not None:
+        if not 0 <= domain_id <= 232:
+            raise ValueError(f"--domain-id must be between 0 and 232, got {domain_id}")
+        env["ROS_DOMAIN_ID"] = str(domain_id)
+    return env
+
+
+class _Printer:
+    """Writes whole lines from several threads without interleaving them."""
+
+    def __init__(self, write: Callable[[str], None] | None):
+        self._write = write
+        self._lock = threading.Lock()
+
+    def __call__(self, line: str) -> None:
+        with self._lock:
+            if self._write is not None:
+                self._write(line)
+            else:
+                sys.stdout.write(line + "\n")
+                sys.stdout.flush()
+
+
+def _pump(proc: subprocess.Popen[bytes], label: str, out: _Printer) -> None:
+    assert proc.stdout is not None
+    for raw in iter(proc.stdout.readline, b""):
+        out(f"[{label}] {raw.decode(errors='replace').rstrip()}")
+    proc.stdout.close()
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)  # start_new_session: the child leads its own process group
+
+
+def _exit_code(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def run(
+    children: Sequence[Child],
+    *,
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    sigint_grace: float = 5.0,
+    sigterm_grace: float = 3.0,
+    stop: threading.Event | None = None,
+    write: Callable[[str], None] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    codes: dict[str, int | None] | None = None,
+) -> int:
+    """Run ``children`` until the bridge exits, ``timeout`` elapses, ``stop`` is set or SIGINT/SIGTERM arrives
+    (handled only when called from the main thread); stop the rest and return the exit code (module docstring).
+
+    ``write`` receives every output line (default: print); ``codes``, if given, receives each child's final
+    return code by label (negative: killed by that signal; None: could not be stopped).
+    """
+    out = _Printer(write)
+    stop = stop or threading.Event()
+    hurry = threading.Event()  # a second signal: skip the grace periods
+    signalled: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if stop.is_set():
+            hurry.set()
+        signalled.append(signum)
+        stop.set()
+
+    previous: dict[int, object] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, on_signal)
+
+    running: list[_Running] = []
+    result: int | None = None
+    try:
+        for child in children:
+            proc = subprocess.Popen(
+                child.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=dict(env) if env is not None else child_env(),
+                cwd=cwd,
+                start_new_session=True,
+            )
+            reader = threading.Thread(target=_pump, args=(proc, child.label, out), daemon=True)
+            reader.start()
+            running.append(_Running(child, proc, reader))
+        has_bridge = any(r.child.bridge for r in running)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while result is None:
+            for r in running:
+                if r.returncode is None and (code := r.proc.poll()) is not None:
+                    r.returncode = code
+                    r.reader.join(timeout=0.5)  # its last lines first (unless a grandchild holds the pipe)
+                    if r.child.bridge:
+                        out(f"[{SELF}] {r.child.label} exited with code {code}: the run ends")
+                        result = _exit_code(code)
+                    else:
+                        out(f"[{SELF}] {r.child.label} exited with code {code}")
+            if result is not None:
+                break
+            if stop.is_set():
+                names = ", ".join(signal.Signals(s).name for s in signalled) or "request"
+                out(f"[{SELF}] stopping ({names})")
+                result = 0
+            elif deadline is not None and time.monotonic() >= deadline:
+                out(f"[{SELF}] timeout after {timeout:g} s")
+                result = TIMEOUT_EXIT if has_bridge else 0
+            elif not has_bridge and running and all(r.returncode is not None for r in running):
+                result = 0 if all(r.returncode == 0 for r in running) else 1
+            else:
+                stop.wait(POLL_S)
+    finally:
+        _shutdown(running, out, sigint_grace, sigterm_grace, hurry)
+        if codes is not None:
+            codes.update({r.child.label: r.returncode for r in running})
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+    return result if result is not None else 1
+
+
+def _shutdown(
+    running: list[_Running], out: _Printer, sigint_grace: float, sigterm_grace: float, hurry: threading.Event
+) -> None:
+    """SIGINT, then SIGTERM, then SIGKILL to every child's process group still running."""
+    stages = ((signal.SIGINT, sigint_grace), (signal.SIGTERM, sigterm_grace), (signal.SIGKILL, 5.0))
+    for sig, grace in stages:
+        alive = [r for r in running if r.proc.poll() is None]
+        if not alive:
+            break
+        if sig != signal.SIGINT:
+            out(f"[{SELF}] sending {sig.name} to {', '.join(r.child.label for r in alive)}")
+        for r in alive:
+            _signal_group(r.proc, sig)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(r.proc.poll() is None for r in alive):
+            if hurry.is_set() and sig != signal.SIGKILL:
+                break
+            time.sleep(POLL_S)
+    for r in running:
+        if r.returncode is None:
+            try:
+                r.returncode = r.proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:  # pragma: no cover - only if SIGKILL failed
+                out(f"[{SELF}] {r.child.label} did not exit (pid {r.proc.pid})")
+                continue
+            if not r.child.bridge and r.returncode != 0:
+                out(f"[{SELF}] {r.child.label} exited with code {r.returncode} while stopping")
+        r.reader.join(timeout=2.0)
+
+
+def launch(
+    config: str | os.PathLike[str],
+    workdir: str | os.PathLike[str],
+    *,
+    out_dir: str | os.PathLike[str] | None = None,
+    record: str | os.PathLike[str] | None = None,
+    timeout: float | None = None,
+    domain_id: int | None = None,
+    sigint_grace: float = 5.0,
+) -> tuple[int, Path | None]:
+    """Load ``config``, start its nodes and wait (see :func:`run`); params files go to ``workdir``.
+
+    Returns the exit code and the results JSON the bridge was asked to write (in ``out_dir``, default
+    ``workdir``; None without a world). The file exists only if the bridge wrote it.
+    """
+    from coteam_ros.config import load_config
+
+    cfg = load_config(config)
+    env = child_env(domain_id)
+    results = None
+    if cfg.world is not None:
+        results_dir = Path(out_dir if out_dir is not None else workdir).resolve()
+        results_dir.mkdir(parents=True, exist_ok=True)
+        results = results_dir / "results.json"
+        results.unlink(missing_ok=True)  # never show a previous run's table
+    children = plan(cfg, workdir, record=record, results_path=results)
+    code = run(children, timeout=timeout, env=env, sigint_grace=sigint_grace)
+    return code, results

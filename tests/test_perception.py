@@ -1,0 +1,147 @@
+"""coteam.perception: detections fused into a semantic map (no ROS)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from coteam.observation import ObjectView
+from coteam.perception import Detection, SemanticMapFusion, SemanticObject, detection_from_view
+from coteam.world import ObjectKind, Relation
+
+
+def det(oid: int, step: int, **kw) -> Detection:
+    fields = {
+        "name": f"obj{oid}",
+        "object_id": oid,
+        "category": "food",
+        "room": "kitchen",
+        "container": "",
+        "position": (float(oid), 0.0),
+        "confidence": 1.0,
+        "step": step,
+    }
+    return Detection(**(fields | kw))
+
+
+def test_new_objects_are_added_and_sorted_by_id():
+    fusion = SemanticMapFusion()
+    changed = fusion.update([det(31, 0, name="fridge", category="container"), det(21, 0, name="apple")], 0, "kitchen")
+    assert changed == [21, 31]
+    assert [o.object_id for o in fusion.objects()] == [21, 31]
+    apple = fusion.get(21)
+    assert apple == SemanticObject("apple", 21, "food", "kitchen", "", (21.0, 0.0), 0, "", 1.0)
+    assert 21 in fusion and len(fusion) == 2
+
+
+def test_redetection_takes_the_newest_sighting():
+    fusion = SemanticMapFusion()
+    fusion.update([det(21, 0, container="fridge", confidence=0.9)], 0, "kitchen")
+    fusion.update([det(21, 5, room="livingroom", container="coffeetable", position=(4.0, 2.5), confidence=0.6)], 5)
+    apple = fusion.get(21)
+    assert (apple.room, apple.container, apple.position) == ("livingroom", "coffeetable", (4.0, 2.5))
+    assert (apple.last_seen_step, apple.confidence) == (5, 0.6)  # newest wins, no averaging
+    assert len(fusion) == 1
+
+
+def test_late_detection_from_an_older_step_does_not_overwrite():
+    fusion = SemanticMapFusion()
+    fusion.update([det(21, 8, position=(8.0, 8.0))], 8)
+    assert fusion.update([det(21, 3, position=(3.0, 3.0))], 8) == []
+    assert fusion.get(21).position == (8.0, 8.0)
+    fusion.update([det(21, 8, position=(9.0, 9.0))], 8)  # same step, later batch: wins
+    assert fusion.get(21).position == (9.0, 9.0)
+
+
+def test_duplicate_id_in_one_batch_keeps_the_most_confident():
+    fusion = SemanticMapFusion()
+    fusion.update([det(21, 0, position=(1.0, 1.0), confidence=0.9), det(21, 0, position=(2.0, 2.0), confidence=0.4)], 0)
+    assert fusion.get(21).position == (1.0, 1.0)
+
+
+def test_holder_changes():
+    fusion = SemanticMapFusion()
+    fusion.update([det(21, 0, container="fridge")], 0, "kitchen")
+    fusion.update([det(21, 1, holder="bob", position=(2.0, 1.0))], 1, "kitchen")
+    apple = fusion.get(21)
+    assert (apple.holder, apple.container, apple.position) == ("bob", "", (2.0, 1.0))
+    fusion.update([det(21, 4, room="livingroom", container="coffeetable")], 4, "livingroom")
+    assert (fusion.get(21).holder, fusion.get(21).container) == ("", "coffeetable")
+
+
+def test_missed_object_is_kept_and_marked_unconfirmed():
+    fusion = SemanticMapFusion()
+    fusion.update([det(21, 0), det(22, 0, room="bedroom"), det(23, 0, holder="bob")], 0, "kitchen")
+    fusion.update([], 3, "kitchen")  # in the kitchen, the apple (21) is not seen
+    fusion.update([], 4, "kitchen")
+    apple = fusion.get(21)
+    assert apple is not None and apple.last_seen_step == 0 and apple.unconfirmed_since == 3
+    assert fusion.get(22).unconfirmed_since == -1  # in another room
+    assert fusion.get(23).unconfirmed_since == -1  # held: moves with its holder
+    fusion.update([det(21, 6)], 6, "kitchen")
+    assert fusion.get(21).unconfirmed_since == -1 and fusion.get(21).last_seen_step == 6
+    fusion.update([], 7)  # robot room unknown: nothing is marked
+    assert fusion.get(21).unconfirmed_since == -1
+
+
+def test_stale_objects_are_kept_by_default_and_forgotten_when_asked():
+    keep = SemanticMapFusion()
+    keep.update([det(21, 0)], 0, "kitchen")
+    keep.update([], 10_000, "bedroom")
+    assert keep.get(21).last_seen_step == 0
+
+    forget = SemanticMapFusion(forget_after_steps=10)
+    forget.update([det(21, 0), det(22, 5)], 5)
+    forget.update([], 10)
+    assert [o.object_id for o in forget.objects()] == [21, 22]  # 10 steps old: still kept
+    forget.update([], 11)
+    assert [o.object_id for o in forget.objects()] == [22]
+    with pytest.raises(ValueError):
+        SemanticMapFusion(forget_after_steps=-1)
+
+
+def test_low_confidence_detections_are_ignored():
+    fusion = SemanticMapFusion(min_confidence=0.5)
+    assert fusion.update([det(21, 0, confidence=0.49), det(22, 0, confidence=0.5)], 0) == [22]
+    assert fusion.get(21) is None
+    fusion.update([det(22, 1, position=(7.0, 7.0), confidence=0.1)], 1)
+    assert fusion.get(22).position == (22.0, 0.0)  # a weak re-detection does not move a known object
+
+
+def test_explored_rooms_accumulate_in_order():
+    fusion = SemanticMapFusion()
+    fusion.update([], 0, "kitchen", explored_rooms=["kitchen"])
+    fusion.update([], 1, "bedroom", explored_rooms=["bedroom", "kitchen"])
+    assert fusion.explored_rooms == ["kitchen", "bedroom"]
+
+
+def test_json_roundtrip():
+    fusion = SemanticMapFusion(min_confidence=0.25, forget_after_steps=50)
+    fusion.update([det(21, 0, container="fridge"), det(40, 0, name="sofa", category="surface")], 0, "kitchen")
+    fusion.update([det(21, 2, holder="alice", position=(1.5, -2.25))], 3, "kitchen", explored_rooms=["kitchen"])
+    text = fusion.to_json()
+    json.loads(text)  # plain JSON
+    copy = SemanticMapFusion.from_json(text)
+    assert copy.objects() == fusion.objects()
+    assert isinstance(copy.get(21).position, tuple)
+    assert (copy.min_confidence, copy.forget_after_steps, copy.step) == (0.25, 50, 3)
+    assert copy.explored_rooms == ["kitchen"]
+    assert copy.to_json() == text
+    # the copy keeps fusing with the same rules
+    copy.update([det(21, 1, position=(0.0, 0.0))], 4)
+    assert copy.get(21).position == (1.5, -2.25)
+    with pytest.raises(ValueError):
+        SemanticMapFusion.from_dict({**json.loads(text), "format": 99})
+
+
+def test_detection_from_view_matches_the_observation_model():
+    names = {1: "kitchen", 31: "fridge", 40: "dinnertable"}
+    inside = ObjectView(21, "apple", ObjectKind.ITEM, 1, (2, 3), "food", location=Relation.IN, holder=31)
+    held = ObjectView(22, "plate", ObjectKind.ITEM, 1, (4.0, 1.0), "", location=Relation.HELD, held_by="bob")
+    fridge = ObjectView(31, "fridge", ObjectKind.CONTAINER, 1, (0.5, 0.5), is_open=False)
+    a = detection_from_view(inside, 7, names)
+    assert a == Detection("apple", 21, "food", "kitchen", "fridge", (2.0, 3.0), 1.0, 7)
+    p = detection_from_view(held, 7, names, confidence=0.8)
+    assert (p.holder, p.container, p.category, p.confidence) == ("bob", "", "", 0.8)
+    assert detection_from_view(fridge, 7, names).category == "container"

@@ -1,0 +1,482 @@
+"""coteam_ros.config, the one loader of team YAML files: strict validation, the node list, the ``--ros-args`` of
+a node process (checked against rclpy's own parsing), and the ``ros2 launch`` files, which are executed with
+small fake ``launch`` / ``launch_ros`` modules (no wheels exist for them) and must start exactly the nodes
+``coteam launch`` starts."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "ros2_ws" / "src" / "coteam_ros"
+if importlib.util.find_spec("coteam_ros") is None:  # not pip-installed yet: use the source tree
+    sys.path.insert(0, str(PKG))
+
+from coteam_ros import launcher  # noqa: E402
+from coteam_ros.config import (  # noqa: E402
+    ConfigError,
+    NodeSpec,
+    load_config,
+    node_list,
+    parse_config,
+    ros_args,
+    write_params_file,
+)
+
+SIM = ROOT / "config" / "team_sim.yaml"
+HARDWARE = ROOT / "config" / "team_hardware.yaml"
+LAUNCH_FILES = {"sim": PKG / "launch" / "team_sim.launch.py", "hardware": PKG / "launch" / "team_hardware.launch.py"}
+
+SIM_DOC: dict[str, Any] = {
+    "world": {"suite": "cwah-test", "episode": 0, "seed": 0, "mode": "lockstep", "tick_hz": 10.0},
+    "team": {"method": "pce", "backend": "symbolic", "params": {}},
+    "navigation": "sim",
+    "robots": [{"name": "alice"}, {"name": "bob"}],
+}
+HW_DOC: dict[str, Any] = {
+    "task": {"suite": "cwah-test", "episode": 0},
+    "team": {"method": "pce"},
+    "navigation": "nav2",
+    "robots": [{"name": "robot1", "remap": {"odom": "/robot1/odometry/filtered"}}, {"name": "robot2"}],
+}
+
+
+def _write(tmp_path: Path, doc: Any, name: str = "team.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(doc if isinstance(doc, str) else yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def _edit(doc: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
+    """A deep copy of ``doc`` with ``dotted`` (e.g. "world.mode", "robots.1.name") set, or deleted for ...."""
+    out = json.loads(json.dumps(doc))
+    *parents, last = dotted.split(".")
+    node: Any = out
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    key: Any = int(last) if isinstance(node, list) else last
+    if value is Ellipsis:
+        del node[key]
+    else:
+        node[key] = value
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# loading
+
+
+def test_shipped_sim_config() -> None:
+    cfg = load_config(SIM)
+    assert cfg.world is not None and cfg.task is None
+    assert (cfg.world.suite, cfg.world.episode, cfg.world.seed, cfg.world.mode) == ("cwah-test", 0, 0, "lockstep")
+    assert (cfg.team.method, cfg.team.backend, dict(cfg.team.params)) == ("pce", "symbolic", {})
+    assert cfg.navigation == "sim"
+    assert [(r.name, r.namespace, dict(r.remap)) for r in cfg.robots] == [("alice", "/alice", {}), ("bob", "/bob", {})]
+
+
+def test_shipped_hardware_config() -> None:
+    cfg = load_config(HARDWARE)
+    assert cfg.world is None and cfg.task is not None
+    assert cfg.navigation == "nav2"
+    assert cfg.robot_names == ["robot1", "robot2"]
+    assert all(r.remap for r in cfg.robots)
+    assert cfg.robots[0].remap["odom"] == "/robot1/odometry/filtered"
+
+
+def test_defaults_and_number_coercion(tmp_path: Path) -> None:
+    doc = {"world": {"suite": "tdwmat-test", "tick_hz": 5}, "team": {"method": "rhp"}, "robots": [{"name": "alice"}]}
+    cfg = load_config(_write(tmp_path, doc))
+    assert cfg.world is not None
+    assert (cfg.world.episode, cfg.world.seed, cfg.world.mode) == (0, 0, "lockstep")
+    assert cfg.world.tick_hz == 5.0 and isinstance(cfg.world.tick_hz, float)  # an int would be a ROS int param
+    assert (cfg.team.backend, cfg.navigation) == ("symbolic", "sim")
+    hw = load_config(_write(tmp_path, {**HW_DOC, "navigation": None}, "hw.yaml"))
+    assert hw.navigation == "nav2" and hw.task is not None and hw.task.seed == 0
+
+
+@pytest.mark.parametrize(
+    ("base", "dotted", "value", "key", "words"),
+    [
+        ("sim", "colour", "red", "colour", "unknown key"),
+        ("sim", "world.modee", "lockstep", "world.modee", "unknown key"),
+        ("sim", "robots.1.nmae", "bob", "robots[1].nmae", "unknown key"),
+        ("sim", "team.temperature", 0.2, "team.temperature", "unknown key"),
+        ("sim", "world.episode", "0", "world.episode", "expected an integer"),
+        ("sim", "world.episode", True, "world.episode", "expected an integer"),
+        ("sim", "world.seed", -1, "world.seed", ">= 0"),
+        ("sim", "world.episode", 10, "world.episode", "has 10 episodes"),
+        ("sim", "world.tick_hz", "fast", "world.tick_hz", "expected a number"),
+        ("sim", "world.tick_hz", 0, "world.tick_hz", "positive"),
+        ("sim", "world.mode", "turbo", "world.mode", "lockstep, realtime"),
+        ("sim", "world.suite", "nope", "world.suite", "unknown suite"),
+        ("sim", "world.suite", ..., "world.suite", "required"),
+        ("sim", "world", [1, 2], "world", "expected a mapping"),
+        ("sim", "team.method", "telepathy", "team.method", "expected one of"),
+        ("sim", "team.backend", "oracle", "team.backend", "expected one of"),
+        ("sim", "team.params", [1], "team.params", "mapping"),
+        ("sim", "team", ..., "team", "required"),
+        ("sim", "navigation", "teleport", "navigation", "sim, nav2"),
+        ("sim", "robots", [], "robots", "non-empty list"),
+        ("sim", "robots.1.name", "carol", "robots", "alice, bob"),
+        ("sim", "robots.1.name", "al ice", "robots[1].name", "not a valid ROS name"),
+        ("sim", "robots.1.namespace", "bob", "robots[1].namespace", "absolute"),
+        ("sim", "robots.1.namespace", "/alice", "robots", "duplicate namespace"),
+        ("sim", "robots.1.remap", {"odom": "bad name"}, "robots[1].remap.odom", "not a valid ROS"),
+        ("sim", "task", {"suite": "cwah-test"}, "task", "only without a world"),
+        ("hw", "navigation", "sim", "navigation", "must be nav2"),
+        ("hw", "task", ..., "task", "required without a world"),
+        ("hw", "task.episode", 99, "task.episode", "has 10 episodes"),
+        ("hw", "robots.1.name", "robot1", "robots", "duplicate name"),
+    ],
+)
+def test_strict_errors_name_the_file_and_key(
+    tmp_path: Path, base: str, dotted: str, value: Any, key: str, words: str
+) -> None:
+    path = _write(tmp_path, _edit(SIM_DOC if base == "sim" else HW_DOC, dotted, value))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}: {key}: "), msg
+    assert words in msg, msg
+
+
+def test_yaml_level_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="duplicate key 'robots'"):
+        load_config(_write(tmp_path, "robots: []\nrobots: []\n"))
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(_write(tmp_path, "world: [unclosed\n"))
+    with pytest.raises(ConfigError, match="top level: expected a mapping"):
+        load_config(_write(tmp_path, "- 1\n"))
+    with pytest.raises(FileNotFoundError, match="team config not found"):
+        load_config(tmp_path / "missing.yaml")
+    assert issubclass(ConfigError, ValueError)  # `coteam` prints ValueErrors as "coteam launch: error: ..."
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# node list
+
+
+def _is_ros_value(value: Any) -> bool:
+    if isinstance(value, bool | int | float | str):
+        return True
+    return isinstance(value, list) and bool(value) and len({type(v) for v in value}) == 1
+
+
+def test_node_list_sim() -> None:
+    specs = node_list(load_config(SIM))
+    assert [(s.name, s.namespace) for s in specs] == [
+        ("sim_bridge", "/"),
+        ("perception", "/alice"),
+        ("planner", "/alice"),
+        ("executor", "/alice"),
+        ("perception", "/bob"),
+        ("planner", "/bob"),
+        ("executor", "/bob"),
+    ]
+    assert all(s.name == s.executable for s in specs)
+    bridge, _, alice_planner, alice_exec, *_ = specs
+    episode = {"suite": "cwah-test", "episode": 0, "seed": 0}
+    assert bridge.parameters == {**episode, "mode": "lockstep", "tick_hz": 10.0, "robots": ["alice", "bob"]}
+    assert alice_planner.parameters == {
+        "robot": "alice",
+        "teammates": ["bob"],
+        "method": "pce",
+        "backend": "symbolic",
+        "params_json": "{}",
+        **episode,
+    }
+    assert alice_exec.parameters == {"robot": "alice", "navigation": "sim", **episode}
+    assert specs[4].parameters == {"robot": "bob"}
+    assert all(s.remappings == [] for s in specs)
+    assert all(_is_ros_value(v) for s in specs for v in s.parameters.values())
+
+
+def test_node_list_hardware() -> None:
+    cfg = load_config(HARDWARE)
+    specs = node_list(cfg)
+    assert "sim_bridge" not in [s.name for s in specs]
+    assert [(s.name, s.namespace) for s in specs[:3]] == [
+        ("perception", "/robot1"),
+        ("planner", "/robot1"),
+        ("executor", "/robot1"),
+    ]
+    for spec in specs:
+        robot = next(r for r in cfg.robots if r.namespace == spec.namespace)
+        assert spec.remappings == list(robot.remap.items())
+    planner, executor = specs[1], specs[2]
+    assert planner.parameters["teammates"] == ["robot2"]
+    assert (planner.parameters["suite"], planner.parameters["episode"]) == ("cwah-test", 0)
+    assert executor.parameters["navigation"] == "nav2"
+
+
+def test_params_json_and_one_robot_team() -> None:
+    doc = _edit(SIM_DOC, "robots", [{"name": "alice"}])
+    doc["team"]["params"] = {"depth": 3, "weights": {"a": 0.5}, "tags": ["x"]}
+    specs = node_list(parse_config(doc, "inline"))
+    planner = next(s for s in specs if s.name == "planner")
+    assert json.loads(planner.parameters["params_json"]) == {"depth": 3, "weights": {"a": 0.5}, "tags": ["x"]}
+    # ROS has no empty-list parameter value (launch_ros raises, rcl drops it): a lone robot has no teammates key
+    assert "teammates" not in planner.parameters
+    assert all(_is_ros_value(v) for s in specs for v in s.parameters.values())
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# --ros-args
+
+
+TRICKY = NodeSpec(
+    "probe",
+    "probe",
+    "/ns1",
+    {
+        "s": "cwah-test",
+        "s_num": "0",
+        "s_float": "1.5",
+        "s_bool": "true",
+        "s_yes": "yes",
+        "s_null": "null",
+        "s_empty": "",
+        "s_json": '{"a": [1, 2], "b": "x: y", "c": null}',
+        "s_colon": "a: b # not a comment",
+        "s_unicode": "café ☕",
+        "i": -3,
+        "f": 10.0,
+        "f_big": 1e20,
+        "f_small": 2.5e-7,
+        "b": False,
+        "ls": ["a", "1", "yes", "b c"],
+        "li": [1, 2, 3],
+        "lf": [0.5, 2.0],
+        "lb": [True, False],
+    },
+    [("odom", "/ns1/odometry/filtered"), ("camera", "cam/image_raw")],
+)
+
+
+def test_ros_args_shape(tmp_path: Path) -> None:
+    args = ros_args(TRICKY, tmp_path, {"results_path": "/tmp/r.json"})
+    assert args[:5] == ["--ros-args", "-r", "__node:=probe", "-r", "__ns:=/ns1"]
+    assert args[5] == "--params-file"
+    assert args[7:] == ["-r", "odom:=/ns1/odometry/filtered", "-r", "camera:=cam/image_raw"]
+    doc = yaml.safe_load(Path(args[6]).read_text())
+    assert doc == {"/ns1/probe": {"ros__parameters": {**TRICKY.parameters, "results_path": "/tmp/r.json"}}}
+    assert Path(args[6]) == write_params_file(TRICKY, tmp_path, {"results_path": "/tmp/r.json"})
+    inline = ros_args(TRICKY)
+    assert "--params-file" not in inline and inline.count("-p") == len(TRICKY.parameters)
+    assert "s_num:='0'" in inline and "i:=-3" in inline and "ls:=[a, '1', 'yes', b c]" in inline
+
+
+PROBE = """
+import json, sys
+import rclpy
+from rclpy.node import Node
+
+names = sys.argv[1:sys.argv.index("--ros-args")]
+rclpy.init(args=sys.argv)
+node = Node("unnamed", automatically_declare_parameters_from_overrides=True)
+params = {}
+for name, p in node.get_parameters_by_prefix("").items():
+    v = p.value
+    params[name] = v if isinstance(v, (bool, int, float, str)) else list(v)
+for builtin in ("use_sim_time", "start_type_description_service"):
+    params.pop(builtin, None)
+print(json.dumps({"name": node.get_name(), "ns": node.get_namespace(), "params": params,
+                  "resolved": {n: node.resolve_topic_name(n) for n in names}}))
+node.destroy_node()
+rclpy.shutdown()
+"""
+
+
+@pytest.mark.parametrize("form", ["params-file", "inline"])
+def test_ros_args_round_trip_through_rclpy(tmp_path: Path, form: str) -> None:
+    """rclpy parses the arguments back to the same name, namespace, values *and types*, and remappings."""
+    pytest.importorskip("rclpy")
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    args = ros_args(TRICKY, tmp_path if form == "params-file" else None)
+    env = {
+        **os.environ,
+        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+        "ROS_DOMAIN_ID": str(150 + os.getpid() % 60),
+        "ROS_LOG_DIR": str(tmp_path / "log"),
+        "ROS_HOME": str(tmp_path),
+    }
+    proc = subprocess.run(
+        [sys.executable, str(probe), "odom", "camera", "other", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (got["name"], got["ns"]) == ("probe", "/ns1")
+    assert got["resolved"] == {"odom": "/ns1/odometry/filtered", "camera": "/ns1/cam/image_raw", "other": "/ns1/other"}
+    assert got["params"] == TRICKY.parameters
+    for key, value in TRICKY.parameters.items():
+        sample = value[0] if isinstance(value, list) else value
+        got_sample = got["params"][key][0] if isinstance(value, list) else got["params"][key]
+        assert type(got_sample) is type(sample), key
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# launch files
+
+
+def test_launch_files_compile() -> None:
+    for path in LAUNCH_FILES.values():
+        source = path.read_text()
+        tree = ast.parse(source, str(path))
+        compile(tree, str(path), "exec")
+        functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert "generate_launch_description" in functions
+    assert (ROOT / "launch").is_symlink() and (ROOT / "launch" / "team_sim.launch.py").is_file()
+
+
+class _Fake:
+    """Fake ``launch`` / ``launch_ros`` with the real constructors' keyword signatures."""
+
+    nodes: ClassVar[list[dict[str, Any]]] = []
+
+    class LaunchDescription:
+        def __init__(self, initial_entities=None, *, deprecated_reason=None):
+            self.entities = list(initial_entities or [])
+
+    class DeclareLaunchArgument:
+        def __init__(self, name, *, default_value=None, description=None, choices=None, **kwargs):
+            self.name, self.default_value = name, default_value
+
+    class OpaqueFunction:
+        def __init__(self, *, function, args=None, kwargs=None, **left_over_kwargs):
+            self.function, self.args, self.kwargs = function, args or [], kwargs or {}
+
+        def execute(self, context):
+            return self.function(context, *self.args, **self.kwargs)
+
+    class LaunchConfiguration:
+        def __init__(self, variable_name, *, default=None):
+            self.variable_name = variable_name
+
+        def perform(self, context):
+            return context.launch_configurations[self.variable_name]
+
+    class Node:
+        def __init__(
+            self,
+            *,
+            executable,
+            package=None,
+            name=None,
+            namespace=None,
+            exec_name=None,
+            parameters=None,
+            remappings=None,
+            ros_arguments=None,
+            arguments=None,
+            **kwargs,
+        ):
+            # What launch_ros accepts in a parameters dict (evaluate_parameter_dict): no None, no dicts (they
+            # would be flattened to dotted names), no empty or mixed lists.
+            for params in parameters or []:
+                for key, value in params.items():
+                    assert _is_ros_value(value), (key, value)
+            _Fake.nodes.append(
+                dict(
+                    package=package,
+                    executable=executable,
+                    name=name,
+                    namespace=namespace,
+                    parameters=parameters,
+                    remappings=remappings,
+                    **kwargs,
+                )
+            )
+
+
+def _fake_modules(monkeypatch: pytest.MonkeyPatch) -> None:
+    mods = {name: types.ModuleType(name) for name in ("launch", "launch.actions", "launch.substitutions")}
+    mods |= {name: types.ModuleType(name) for name in ("launch_ros", "launch_ros.actions")}
+    mods["launch"].LaunchDescription = _Fake.LaunchDescription
+    mods["launch.actions"].DeclareLaunchArgument = _Fake.DeclareLaunchArgument
+    mods["launch.actions"].OpaqueFunction = _Fake.OpaqueFunction
+    mods["launch.substitutions"].LaunchConfiguration = _Fake.LaunchConfiguration
+    mods["launch_ros.actions"].Node = _Fake.Node
+    mods["launch"].actions = mods["launch.actions"]
+    mods["launch"].substitutions = mods["launch.substitutions"]
+    mods["launch_ros"].actions = mods["launch_ros.actions"]
+    for name, mod in mods.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    _Fake.nodes = []
+
+
+def _run_launch_file(path: Path, config: Path) -> list[NodeSpec]:
+    spec = importlib.util.spec_from_file_location(f"launch_file_{path.stem.replace('.', '_')}", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    description = module.generate_launch_description()
+    (arg,) = [e for e in description.entities if isinstance(e, _Fake.DeclareLaunchArgument)]
+    assert arg.name == "config" and arg.default_value
+    context = types.SimpleNamespace(launch_configurations={"config": str(config)})
+    actions = []
+    for entity in description.entities:
+        if isinstance(entity, _Fake.OpaqueFunction):
+            actions += entity.execute(context)
+    assert len(actions) == len(_Fake.nodes)
+    out = []
+    for kw in _Fake.nodes:
+        assert kw["package"] == "coteam_ros" and kw["output"] == "screen"
+        (params,) = kw["parameters"]
+        out.append(NodeSpec(kw["name"], kw["executable"], kw["namespace"], params, kw["remappings"]))
+    return out
+
+
+@pytest.mark.parametrize(("which", "config"), [("sim", SIM), ("hardware", HARDWARE)])
+def test_launch_file_and_pip_launcher_start_the_same_nodes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, which: str, config: Path
+) -> None:
+    """The YAML loader produces the same node list for both launchers."""
+    _fake_modules(monkeypatch)
+    from_launch_file = _run_launch_file(LAUNCH_FILES[which], config)
+    expected = node_list(load_config(config))
+    assert from_launch_file == expected
+    # the pip launcher's children come from the same node_list call, with the same parameters on their command line
+    children = launcher.plan(load_config(config), tmp_path)
+    assert [c.spec for c in children] == expected
+    for child, spec in zip(children, expected, strict=True):
+        assert child.argv[:3] == [sys.executable, "-m", f"coteam_ros.nodes.{spec.executable}"]
+        assert child.argv[3:] == ros_args(spec, tmp_path)
+        assert child.label == f"{spec.name}@{spec.namespace}"
+
+
+@pytest.mark.parametrize(
+    ("which", "config", "words"), [("sim", HARDWARE, "needs a `world:`"), ("hardware", SIM, "without")]
+)
+def test_launch_file_rejects_the_other_kind(
+    monkeypatch: pytest.MonkeyPatch, which: str, config: Path, words: str
+) -> None:
+    _fake_modules(monkeypatch)
+    with pytest.raises(RuntimeError, match=words):
+        _run_launch_file(LAUNCH_FILES[which], config)
+
+
+def test_package_files() -> None:
+    xml = (PKG / "package.xml").read_text()
+    for dep in ("rclpy", "coteam_interfaces", "launch_ros", "python3-yaml", "visualization_msgs"):
+        assert f"<exec_depend>{dep}</exec_depend>" in xml
+    assert "<build_type>ament_python</build_type>" in xml and 'format="3"' in xml
+    assert (PKG / "resource" / "coteam_ros").is_file()
+    setup = (PKG / "setup.py").read_text()
+    assert "coteam.commands" in setup and "share/ament_index/resource_index/packages" in setup

@@ -1,0 +1,380 @@
+"""coteam_ros.launcher (``coteam launch``): process management with tiny fake node scripts, independent of the
+real nodes. Children that exit on SIGINT, that ignore SIGINT (SIGTERM), that ignore both (SIGKILL), a bridge
+whose exit ends the run and sets the exit code, a crashing teammate that must not stop the team, timeouts,
+SIGINT to the launcher itself, and ``coteam launch`` end to end with fake nodes standing in for the real ones."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "ros2_ws" / "src" / "coteam_ros"
+if importlib.util.find_spec("coteam_ros") is None:  # not pip-installed yet: use the source tree
+    sys.path.insert(0, str(PKG))
+
+from coteam_ros import launcher  # noqa: E402
+from coteam_ros.config import load_config, node_list  # noqa: E402
+from coteam_ros.launcher import Child, child_env, plan, run  # noqa: E402
+
+WAIT_S = 15.0  # upper bound of every explicit wait (generous: tests run under `pytest -n 2`)
+
+FAKE = r"""
+import os, signal, sys, time
+
+mode = sys.argv[1]
+
+def ready():
+    print(f"ready pid={os.getpid()}", flush=True)
+
+def idle():
+    while True:
+        time.sleep(0.05)
+
+if mode == "polite":        # a well-behaved node: exit 0 on SIGINT
+    signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+    ready(); idle()
+elif mode == "stubborn":    # ignores SIGINT; SIGTERM's default action ends it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ready(); idle()
+elif mode == "mule":        # ignores SIGINT and SIGTERM: only SIGKILL ends it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ready(); idle()
+elif mode == "bridge":      # bridge CODE SECONDS: ends the episode with CODE after SECONDS
+    signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+    ready()
+    time.sleep(float(sys.argv[3]))
+    print("bridge done", flush=True)
+    sys.exit(int(sys.argv[2]))
+elif mode == "crash":
+    print("about to crash", flush=True)
+    sys.exit(1)
+elif mode == "node":        # stands in for coteam_ros.nodes.*: reads its --ros-args like a node would
+    import json, yaml
+    argv = sys.argv
+    name = next(a.split(":=")[1] for a in argv if a.startswith("__node:="))
+    params = {}
+    if "--params-file" in argv:
+        doc = yaml.safe_load(open(argv[argv.index("--params-file") + 1]))
+        (params,) = [v["ros__parameters"] for v in doc.values()]
+    print(f"{name} robot={params.get('robot')} ready", flush=True)
+    if name == "sim_bridge":
+        time.sleep(0.5)
+        with open(params["results_path"], "w") as f:
+            f.write(os.environ["FAKE_RESULTS"])
+        sys.exit(0)
+    signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+    idle()
+"""
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Callable[..., list[str]]:
+    script = tmp_path / "fake_node.py"
+    script.write_text(FAKE)
+
+    def command(mode: str, *args: object) -> list[str]:
+        return [sys.executable, str(script), mode, *map(str, args)]
+
+    return command
+
+
+class Output:
+    """Collects the launcher's lines and waits for them (explicitly, with a timeout)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._cond = threading.Condition()
+
+    def __call__(self, line: str) -> None:
+        with self._cond:
+            self.lines.append(line)
+            self._cond.notify_all()
+
+    def wait_for(self, predicate: Callable[[list[str]], bool], timeout: float = WAIT_S) -> None:
+        with self._cond:
+            assert self._cond.wait_for(lambda: predicate(self.lines), timeout), "\n".join(self.lines)
+
+    def count(self, text: str) -> int:
+        return sum(text in line for line in self.lines)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+class Background:
+    """run() in a thread, so the test can watch the output and stop it."""
+
+    def __init__(self, children: list[Child], **kwargs: object) -> None:
+        self.out = Output()
+        self.stop = threading.Event()
+        self.codes: dict[str, int | None] = {}
+        self.result: int | None = None
+        self.started = time.monotonic()
+        self.elapsed = 0.0
+
+        def target() -> None:
+            self.result = run(children, stop=self.stop, write=self.out, codes=self.codes, **kwargs)  # type: ignore[arg-type]
+            self.elapsed = time.monotonic() - self.started
+
+        self.thread = threading.Thread(target=target, daemon=True)
+        self.thread.start()
+
+    def join(self, timeout: float = WAIT_S) -> int:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "launcher did not return:\n" + self.out.text
+        assert self.result is not None
+        return self.result
+
+
+def _ready(n: int) -> Callable[[list[str]], bool]:
+    return lambda lines: sum(" ready" in line for line in lines) >= n
+
+
+def test_children_stopped_with_sigint(fake: Callable[..., list[str]]) -> None:
+    children = [Child("a@/x", fake("polite")), Child("b@/y", fake("polite"))]
+    bg = Background(children, sigint_grace=10.0)
+    bg.out.wait_for(_ready(2))
+    bg.stop.set()
+    assert bg.join() == 0
+    assert bg.codes == {"a@/x": 0, "b@/y": 0}
+    assert bg.elapsed < 8.0  # well inside the SIGINT grace: nobody needed SIGTERM
+    assert "SIGTERM" not in bg.out.text
+    assert bg.out.count("[a@/x] ready pid=") == 1 and bg.out.count("[b@/y] ready pid=") == 1
+
+
+def test_sigint_ignored_then_sigterm_then_sigkill(fake: Callable[..., list[str]]) -> None:
+    children = [
+        Child("polite@/p", fake("polite")),
+        Child("stubborn@/s", fake("stubborn")),
+        Child("mule@/m", fake("mule")),
+    ]
+    bg = Background(children, sigint_grace=0.5, sigterm_grace=0.5)
+    bg.out.wait_for(_ready(3))
+    bg.stop.set()
+    assert bg.join() == 0
+    assert bg.codes == {"polite@/p": 0, "stubborn@/s": -signal.SIGTERM, "mule@/m": -signal.SIGKILL}
+    assert "sending SIGTERM to stubborn@/s, mule@/m" in bg.out.text
+    assert "sending SIGKILL to mule@/m" in bg.out.text
+    assert bg.elapsed < 10.0
+
+
+def test_bridge_exit_code_ends_the_run(fake: Callable[..., list[str]]) -> None:
+    children = [
+        Child("sim_bridge@/", fake("bridge", 3, 1.0), bridge=True),
+        Child("planner@/alice", fake("polite")),
+        Child("planner@/bob", fake("stubborn")),
+    ]
+    bg = Background(children, sigint_grace=0.5, sigterm_grace=2.0)
+    assert bg.join() == 3
+    assert "[sim_bridge@/] bridge done" in bg.out.text
+    assert "sim_bridge@/ exited with code 3: the run ends" in bg.out.text
+    assert bg.codes["planner@/alice"] in (0, 1)  # 1 only if SIGINT beat its handler on a very slow machine
+    assert bg.codes["planner@/bob"] is not None and bg.codes["planner@/bob"] != 0
+    assert 1.0 <= bg.elapsed < 10.0
+
+
+def test_dead_teammate_does_not_stop_the_team(fake: Callable[..., list[str]]) -> None:
+    children = [
+        Child("sim_bridge@/", fake("bridge", 0, 1.5), bridge=True),
+        Child("planner@/bob", fake("crash")),
+        Child("planner@/alice", fake("polite")),
+    ]
+    bg = Background(children, sigint_grace=5.0)
+    bg.out.wait_for(lambda lines: any("planner@/bob exited with code 1" in line for line in lines))
+    assert bg.thread.is_alive() or "bridge done" in bg.out.text  # the run went on after the crash
+    assert bg.join() == 0
+    assert "[planner@/bob] about to crash" in bg.out.text
+    assert "[sim_bridge@/] bridge done" in bg.out.text  # the episode ran to its end
+    assert bg.codes == {"sim_bridge@/": 0, "planner@/bob": 1, "planner@/alice": 0}
+
+
+def test_timeout(fake: Callable[..., list[str]]) -> None:
+    with_bridge = Background([Child("sim_bridge@/", fake("bridge", 0, 60), bridge=True)], timeout=1.0, sigint_grace=2.0)
+    hardware = Background([Child("planner@/r1", fake("polite"))], timeout=1.0, sigint_grace=2.0)
+    assert with_bridge.join() == launcher.TIMEOUT_EXIT  # the episode did not finish
+    assert hardware.join() == 0  # no bridge: the timeout is the ordinary end of a session
+    assert "timeout after 1 s" in with_bridge.out.text and "timeout after 1 s" in hardware.out.text
+    assert with_bridge.elapsed < 10.0 and hardware.elapsed < 10.0
+
+
+def test_all_children_gone_without_bridge(fake: Callable[..., list[str]]) -> None:
+    bg = Background([Child("a@/x", fake("crash")), Child("b@/y", fake("crash"))])
+    assert bg.join() == 1
+    assert bg.out.count("exited with code 1") == 2
+
+
+DRIVER = r"""
+import sys
+from coteam_ros.launcher import Child, run
+fake = sys.argv[1]
+children = [
+    Child("polite@/p", [sys.executable, fake, "polite"]),
+    Child("stubborn@/s", [sys.executable, fake, "stubborn"]),
+]
+sys.exit(run(children, sigint_grace=0.5, sigterm_grace=2.0))
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_to_the_launcher_stops_children(tmp_path: Path, fake: Callable[..., list[str]], sig: int) -> None:
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PKG), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(
+        [sys.executable, str(driver), fake("polite")[1]],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    pids: list[int] = []
+    try:
+        deadline = time.monotonic() + WAIT_S
+        assert proc.stdout is not None
+        while len(pids) < 2 and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if " ready pid=" in line:
+                pids.append(int(line.rsplit("=", 1)[1]))
+        assert len(pids) == 2, "".join(lines)
+        os.kill(proc.pid, sig)
+        rest, _ = proc.communicate(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    output = "".join(lines) + rest
+    assert proc.returncode == 0, output
+    assert f"stopping ({signal.Signals(sig).name})" in output
+    for pid in pids:  # the children are gone (reaped by the launcher)
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_child_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ROS_AUTOMATIC_DISCOVERY_RANGE", raising=False)
+    monkeypatch.delenv("ROS_DOMAIN_ID", raising=False)
+    env = child_env()
+    assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST" and "ROS_DOMAIN_ID" not in env
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET")
+    env = child_env(42)
+    assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SUBNET" and env["ROS_DOMAIN_ID"] == "42"
+    with pytest.raises(ValueError, match="domain-id"):
+        child_env(300)
+
+
+def test_plan_record_and_results(tmp_path: Path) -> None:
+    cfg = load_config(ROOT / "config" / "team_sim.yaml")
+    results = tmp_path / "out" / "results.json"
+    children = plan(cfg, tmp_path, record=tmp_path / "run.mcap", results_path=results)
+    recorder, *nodes = children
+    assert recorder.argv == [sys.executable, "-m", "coteam_ros.recording", "--out", str(tmp_path / "run.mcap")]
+    assert recorder.spec is None and not recorder.bridge
+    assert [c.spec for c in nodes] == node_list(cfg)
+    assert [c.bridge for c in nodes] == [True] + [False] * 6
+    params_file = Path(nodes[0].argv[nodes[0].argv.index("--params-file") + 1])
+    doc = yaml.safe_load(params_file.read_text())
+    assert doc["/sim_bridge"]["ros__parameters"]["results_path"] == str(results)
+    other = Path(nodes[1].argv[nodes[1].argv.index("--params-file") + 1])
+    assert "results_path" not in yaml.safe_load(other.read_text())["/alice/perception"]["ros__parameters"]
+    hardware = plan(load_config(ROOT / "config" / "team_hardware.yaml"), tmp_path)
+    assert not any(c.bridge for c in hardware)
+
+
+def _fake_results() -> str:
+    from coteam_sim.runner import EpisodeResult, summarize
+
+    r = EpisodeResult(
+        episode="cwah-test/0",
+        scene="cwah-test/0",
+        task="setup_table",
+        benchmark="cwah",
+        agents=2,
+        team="pce",
+        success=True,
+        steps=42,
+        transport_rate=1.0,
+        food_rate=None,
+        stuff_rate=None,
+        messages=3,
+        message_chars=120,
+        tokens=0,
+        llm_calls=0,
+        llm_fallbacks=0,
+        decisions=20,
+        decision_ms_mean=1.5,
+        decision_ms_median=1.2,
+        decision_ms_p95=3.0,
+        wall_s=2.0,
+    )
+    return json.dumps(
+        {"meta": {"suite": "cwah-test", "team": "pce"}, "summary": summarize([r]), "episodes": [asdict(r)]}
+    )
+
+
+def test_coteam_launch_end_to_end_with_fake_nodes(
+    tmp_path: Path, fake: Callable[..., list[str]], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`coteam launch config/team_sim.yaml`: every node starts with its parameters, the bridge's exit ends the
+    run, and its results JSON is printed as the `coteam run` table."""
+    from coteam.cli import main
+
+    monkeypatch.setattr(launcher, "node_command", lambda spec: fake("node"))
+    monkeypatch.setenv("FAKE_RESULTS", _fake_results())
+    out = tmp_path / "out"
+    code = main(
+        ["launch", str(ROOT / "config" / "team_sim.yaml"), "--out", str(out), "--grace", "5", "--domain-id", "7"]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "[sim_bridge@/] sim_bridge robot=None ready" in printed
+    for robot in ("alice", "bob"):
+        for node in ("perception", "planner", "executor"):
+            assert f"[{node}@/{robot}] {node} robot={robot} ready" in printed
+    assert "sim_bridge@/ exited with code 0" in printed
+    assert "setup_table" in printed and "cwah-test · pce (ROS)" in printed  # the results table
+    assert (out / "results.json").is_file()
+
+
+def test_print_results_is_tolerant(tmp_path: Path) -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from coteam_ros.cli import print_results
+
+    buf = StringIO()
+    console = Console(file=buf, width=200)
+    print_results(tmp_path / "results.json", console)
+    (tmp_path / "bad.json").write_text("{not json")
+    print_results(tmp_path / "bad.json", console)
+    (tmp_path / "odd.json").write_text(json.dumps({"success": True}))
+    print_results(tmp_path / "odd.json", console)
+    text = buf.getvalue()
+    assert "wrote no results.json" in text and "unreadable" in text and '"success": true' in text
+
+
+def test_launch_subcommand_registered() -> None:
+    from coteam.cli import build_parser
+
+    args = build_parser().parse_args(["launch", "config/team_sim.yaml", "--record", "x.mcap", "--timeout", "3"])
+    assert (args.config, args.record, args.timeout, args.domain_id) == ("config/team_sim.yaml", "x.mcap", 3.0, None)
