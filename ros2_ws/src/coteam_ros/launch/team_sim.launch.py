@@ -7,45 +7,8 @@ launchers start the same nodes with the same parameters. The coteam core (`pip i
 root) must be importable.
 """
 
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
-
-from coteam_ros.config import load_config, node_list
-from launch import LaunchDescription
-
-NEEDS_WORLD = True
-
-
-def _nodes(context, *args, **kwargs):
-    path = LaunchConfiguration("config").perform(context)
-    cfg = load_config(path)
-    if (cfg.world is not None) != NEEDS_WORLD:
-        raise RuntimeError(
-            f"{path}: team_sim.launch.py needs a `world:` section; without one use team_hardware.launch.py"
-        )
-    return [
-        Node(
-            package="coteam_ros",
-            executable=spec.executable,
-            name=spec.name,
-            namespace=spec.namespace,
-            parameters=[spec.parameters],
-            remappings=spec.remappings,
-            output="screen",
-        )
-        for spec in node_list(cfg)
-    ]
+from coteam_ros.launch_description import team_launch_description
 
 
 def generate_launch_description():
-    return LaunchDescription(
-        [
-            DeclareLaunchArgument(
-                "config",
-                default_value="config/team_sim.yaml",
-                description="team YAML file with a world: section (relative to the current directory)",
-            ),
-            OpaqueFunction(function=_nodes),
-        ]
-    )
+    return team_launch_description("sim")

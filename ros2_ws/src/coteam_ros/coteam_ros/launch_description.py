@@ -1,0 +1,59 @@
+"""The ``ros2 launch`` side of the team YAML: one launch description for the sim and the hardware launch files.
+
+``launch`` and ``launch_ros`` exist only on apt-installed ROS 2 (no wheels), so they are imported when a launch
+file asks for its description, never when ``coteam_ros`` is imported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coteam_ros.config import load_config, node_list
+
+_KINDS = {
+    # kind: (needs a world: section, default config, what to use instead)
+    "sim": (True, "config/team_sim.yaml", "without one use team_hardware.launch.py"),
+    "hardware": (False, "config/team_hardware.yaml", "remove `world:` or use team_sim.launch.py"),
+}
+
+
+def team_launch_description(kind: str) -> Any:
+    """A LaunchDescription with a ``config`` argument that starts ``node_list(load_config(config))``."""
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+    from launch.substitutions import LaunchConfiguration
+    from launch_ros.actions import Node
+
+    from launch import LaunchDescription
+
+    needs_world, default_config, instead = _KINDS[kind]
+
+    def nodes(context: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        path = LaunchConfiguration("config").perform(context)
+        cfg = load_config(path)
+        if (cfg.world is not None) != needs_world:
+            need = "needs a `world:` section" if needs_world else "runs without a simulator"
+            raise RuntimeError(f"{path}: team_{kind}.launch.py {need}; {instead}")
+        return [
+            Node(
+                package="coteam_ros",
+                executable=spec.executable,
+                name=spec.name,
+                namespace=spec.namespace,
+                parameters=[spec.parameters],
+                remappings=spec.remappings,
+                output="screen",
+            )
+            for spec in node_list(cfg)
+        ]
+
+    world = "with" if needs_world else "without"
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(
+                "config",
+                default_value=default_config,
+                description=f"team YAML file {world} a world: section (relative to the current directory)",
+            ),
+            OpaqueFunction(function=nodes),
+        ]
+    )
