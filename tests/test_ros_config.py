@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 import types
@@ -17,6 +16,8 @@ from typing import Any, ClassVar
 
 import pytest
 import yaml
+
+from ros_isolation import isolate_ros
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "ros2_ws" / "src" / "coteam_ros"
@@ -300,25 +301,18 @@ rclpy.shutdown()
 
 
 @pytest.mark.parametrize("form", ["params-file", "inline"])
-def test_ros_args_round_trip_through_rclpy(tmp_path: Path, form: str) -> None:
+def test_ros_args_round_trip_through_rclpy(tmp_path: Path, form: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """rclpy parses the arguments back to the same name, namespace, values *and types*, and remappings."""
     pytest.importorskip("rclpy")
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
     args = ros_args(TRICKY, tmp_path if form == "params-file" else None)
-    env = {
-        **os.environ,
-        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
-        "ROS_DOMAIN_ID": str(150 + os.getpid() % 60),
-        "ROS_LOG_DIR": str(tmp_path / "log"),
-        "ROS_HOME": str(tmp_path),
-    }
+    isolate_ros(tmp_path, monkeypatch)
     proc = subprocess.run(
         [sys.executable, str(probe), "odom", "camera", "other", *args],
         capture_output=True,
         text=True,
         timeout=60,
-        env=env,
     )
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from ros_isolation import isolate_ros
+
 rclpy = pytest.importorskip("rclpy")
 
 from builtin_interfaces.msg import Duration, Time  # noqa: E402
@@ -263,13 +265,6 @@ rclpy.try_shutdown()
 """
 
 
-def _domain_id() -> int:
-    """A ROS domain in 1..100 for this test process (Fast DDS ports stay below Linux's ephemeral range)."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
-    index = int(worker) if worker.isdigit() else 0
-    return 1 + (os.getpid() + 37 * index) % 100
-
-
 def test_team_message_crosses_processes(tmp_path: Path, monkeypatch):
     msg, _ = _interfaces()
     from rclpy.context import Context
@@ -277,15 +272,7 @@ def test_team_message_crosses_processes(tmp_path: Path, monkeypatch):
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from rclpy.signals import SignalHandlerOptions
 
-    domain = _domain_id()
-    env_vars = {
-        "ROS_DOMAIN_ID": str(domain),
-        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
-        "ROS_HOME": str(tmp_path / "ros_home"),
-        "ROS_LOG_DIR": str(tmp_path / "ros_log"),
-    }
-    for key, value in env_vars.items():
-        monkeypatch.setenv(key, value)
+    domain = isolate_ros(tmp_path, monkeypatch)
     topic = f"/coteam_test/team_{uuid.uuid4().hex[:12]}"  # unique, so a colliding domain cannot cross-talk
     text = "I take the apple (21); bob, check the fridge — ok?"
     script = tmp_path / "publisher.py"
@@ -299,7 +286,7 @@ def test_team_message_crosses_processes(tmp_path: Path, monkeypatch):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, **env_vars},
+        env=dict(os.environ),
     )
     received: list = []
     try:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from ros_isolation import isolate_ros
+
 rclpy = pytest.importorskip("rclpy")
 
 from builtin_interfaces.msg import Time  # noqa: E402
@@ -26,13 +28,6 @@ ROS_PKG = ROOT / "ros2_ws" / "src" / "coteam_ros"
 TIMEOUT_S = 20.0
 
 pytestmark = pytest.mark.filterwarnings("ignore:module 'sre_(parse|constants)' is deprecated:DeprecationWarning")
-
-
-def _domain_id() -> int:
-    """A ROS domain in 1..100 for this test process (Fast DDS ports stay below Linux's ephemeral range)."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
-    index = int(worker) if worker.isdigit() else 0
-    return 1 + (os.getpid() + 37 * index) % 100
 
 
 def _tail(path: Path, chars: int = 3000) -> str:
@@ -51,18 +46,12 @@ def test_perception_node_publishes_map_and_markers(tmp_path: Path, monkeypatch):
     from coteam.perception import Detection
     from coteam_ros.convert import detections_to_msg
 
-    domain = _domain_id()
+    domain = isolate_ros(tmp_path, monkeypatch)
     env = {
         **os.environ,
-        "ROS_DOMAIN_ID": str(domain),
-        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
-        "ROS_HOME": str(tmp_path / "ros_home"),
-        "ROS_LOG_DIR": str(tmp_path / "ros_log"),
         "PYTHONPATH": os.pathsep.join(p for p in (str(ROS_PKG), os.environ.get("PYTHONPATH", "")) if p),
         "PYTHONUNBUFFERED": "1",
     }
-    for key in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_HOME", "ROS_LOG_DIR"):
-        monkeypatch.setenv(key, env[key])
     out_path, err_path = tmp_path / "node.out", tmp_path / "node.err"
     cmd = [sys.executable, "-m", "coteam_ros.nodes.perception", "--ros-args", "-r", "__ns:=/alice"]
     cmd += ["-p", "robot:=alice", "-p", "min_confidence:=0.5"]

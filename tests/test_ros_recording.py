@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from ros_isolation import isolate_ros
+
 rclpy = pytest.importorskip("rclpy")
 
 ROS_PKG_DIR = Path(__file__).resolve().parents[1] / "ros2_ws" / "src" / "coteam_ros"
@@ -119,15 +121,7 @@ def _odom(i: int) -> Odometry:
 
 
 def test_recorder_process_writes_decodable_mcap(tmp_path, monkeypatch):
-    domain_id = 1 + os.getpid() % 100
-    ros_env = {
-        "ROS_DOMAIN_ID": str(domain_id),
-        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
-        "ROS_HOME": str(tmp_path / "ros_home"),
-        "ROS_LOG_DIR": str(tmp_path / "ros_log"),
-    }
-    for key, value in ros_env.items():
-        monkeypatch.setenv(key, value)
+    domain_id = isolate_ros(tmp_path, monkeypatch)
     profile = tmp_path / "fastdds_test_profile.xml"
     profile.write_text(FAST_HEARTBEAT_PROFILE)
     monkeypatch.setenv("FASTDDS_DEFAULT_PROFILES_FILE", str(profile))  # this process only, see above
@@ -160,7 +154,6 @@ def test_recorder_process_writes_decodable_mcap(tmp_path, monkeypatch):
 
         started_ns = time.time_ns()
         env = dict(os.environ)
-        env.update(ros_env)
         env.pop("FASTDDS_DEFAULT_PROFILES_FILE")  # the recorder runs with stock Fast DDS settings
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROS_PKG_DIR), env.get("PYTHONPATH")) if p)
         with open(log, "wb") as log_file:
