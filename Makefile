@@ -14,6 +14,7 @@ IFACES_SRC := $(wildcard $(IFACES)/msg/* $(IFACES)/action/* $(IFACES)/CMakeLists
 
 $(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt requirements/ros-build.txt $(IFACES_SRC)
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need Python 3.11 (python3.11 or python3) on PATH"; exit 1; }
+	@for tool in cmake cc; do command -v $$tool >/dev/null 2>&1 || { echo "need $$tool to build the ROS 2 interfaces (Debian: apt install cmake gcc)"; exit 1; }; done
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements/ros.txt

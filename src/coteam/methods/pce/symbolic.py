@@ -95,7 +95,6 @@ class SymbolicContext:
         if not m.teammates:
             return -1
         mate = max(m.teammates.items(), key=lambda kv: kv[1].step)[0]
-        cost_scale = house_walk_m(m.floorplan)
         w = self.weights
         best: ActionOption | None = None
         best_value = -math.inf
@@ -105,7 +104,7 @@ class SymbolicContext:
             g = self._own_gain(o)
             if g <= USEFUL_GAIN:
                 continue
-            value = g - w.lam * w.alpha * normalize(distance_penalty(o.teammate_distance, cost_scale))
+            value = g - w.lam * w.alpha * normalize(self.travel_penalty(o.teammate_distance))
             if value > best_value:
                 best, best_value = o, value
         if best is None or best.action.target is None:
@@ -210,7 +209,11 @@ class SymbolicContext:
     def cost_penalty(self, option: ActionOption, message: str = "") -> float:
         if option.action.is_message:
             return message_penalty(len(message or status_message(self.memory)))
-        return distance_penalty(option.my_distance, house_walk_m(self.memory.floorplan))
+        return self.travel_penalty(option.my_distance)
+
+    def travel_penalty(self, metres: float) -> float:
+        """A walk on the 1–5 cost scale, relative to the size of this house."""
+        return distance_penalty(metres, house_walk_m(self.memory.floorplan))
 
     def ranked(self, assumptions: Assumptions = {}) -> list[ActionOption]:  # noqa: B006
         """Options by utility ``gain − λ·cost`` under ``assumptions``, best first (memoised: the Composer asks
