@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt re
 	@touch $(STAMP)
 
 demo: venv
-	$(VENV)/bin/coteam demo --out runs/demo
+	$(VENV)/bin/coteam launch config/team_sim.yaml --out runs/demo --timeout 600
 
 test: venv
 	$(PY) -m pytest -q -n 2

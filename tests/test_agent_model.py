@@ -10,7 +10,7 @@ from coteam.actions import Verb
 from coteam.goals import goal_status
 from coteam.memory import AgentMemory
 from coteam.navigation import NavGrid
-from coteam.options import available_actions
+from coteam.options import UNREACHABLE_RETRY_STEPS, available_actions
 from coteam.progress import progress_text, status_message
 from coteam.world import Benchmark, ObjectKind
 from coteam_sim.engine import Simulator
@@ -83,6 +83,19 @@ def test_available_actions_are_annotated_with_distances(cwah_scene):
             assert "my cost:" in o.annotated()
     # Without teammates no message option is offered.
     assert not any(o.action.is_message for o in available_actions(mem, nav, allow_messages=False))
+
+
+def test_an_unreachable_action_is_not_offered_again_for_a_while(cwah_scene):
+    sim = Simulator(cwah_scene, ("alice", "bob"))
+    mem = _memory(sim, "alice")
+    nav = NavGrid(cwah_scene.floorplan)
+    explore = next(o for o in available_actions(mem, nav) if o.action.verb == Verb.EXPLORE)
+    mem.record_action(explore.text, "failed: not reachable")
+    assert explore.text not in {o.text for o in available_actions(mem, nav)}
+    mem.step += UNREACHABLE_RETRY_STEPS
+    assert explore.text in {o.text for o in available_actions(mem, nav)}
+    mem.record_action(explore.text, "failed: object taken")  # other failures do not hide it
+    assert explore.text in {o.text for o in available_actions(mem, nav)}
 
 
 def test_put_offered_only_while_holding_a_goal_item(cwah_scene):

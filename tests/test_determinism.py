@@ -107,7 +107,7 @@ def test_replay_ends_in_recorded_final_state(traces: dict, case: str) -> None:
 
 def _tamper(trace: dict[str, Any], benchmark: str, late: bool) -> tuple[dict[str, Any], int]:
     """Change one successful movement action of alice (the first, or one in the second half of the episode)."""
-    moving = "[walktowards]" if benchmark == "cwah" else "[move_forward]"
+    moving = "[walkto]" if benchmark == "cwah" else "[move_forward]"
     replacement = "[wait]" if benchmark == "cwah" else "[turn_left]"
     candidates = [
         k

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from coteam.actions import HighLevelAction, ObjectRef, Verb
 from coteam.memory import AgentMemory
+from coteam.skills import SkillOutcome
 from coteam.world import AgentStart, Placement, Relation, Scene
 from coteam_sim.engine import Simulator
-from coteam_sim.executor import SkillExecutor, SkillOutcome
+from coteam_sim.executor import SkillExecutor
 from coteam_sim.primitives import Primitive, PrimitiveKind
 from coteam_sim.suites import get_suite
 
@@ -178,7 +179,7 @@ def test_cwah_grab_of_object_that_vanished_on_the_way() -> None:
     w.placements[item] = Placement(Relation.IN, closed.id)  # someone put it away
     outcome, prims, failures = h.run("alice", HighLevelAction(Verb.GRAB, ref(scene, item)))
     assert (outcome.success, outcome.reason) == (False, "object not found")
-    assert prims and all(p.kind == K.WALK for p in prims), "she walked there and never tried to grab"
+    assert prims and all(p.kind == K.WALK_TO for p in prims), "she walked there and never tried to grab"
     assert h.memory["alice"].room == room
     assert item not in h.memory["alice"].objects
     assert set(failures) == {""}

@@ -189,16 +189,24 @@ def test_node_list_sim() -> None:
     assert all(s.name == s.executable for s in specs)
     bridge, _, alice_planner, alice_exec, *_ = specs
     episode = {"suite": "cwah-test", "episode": 0, "seed": 0}
-    assert bridge.parameters == {**episode, "mode": "lockstep", "tick_hz": 10.0, "robots": ["alice", "bob"]}
+    assert bridge.parameters == {
+        **episode,
+        "mode": "lockstep",
+        "tick_hz": 10.0,
+        "robots": ["alice", "bob"],
+        "namespaces": ["/alice", "/bob"],
+        "method": "pce",
+    }
     assert alice_planner.parameters == {
         "robot": "alice",
+        "robots": ["alice", "bob"],
         "teammates": ["bob"],
         "method": "pce",
         "backend": "symbolic",
         "params_json": "{}",
         **episode,
     }
-    assert alice_exec.parameters == {"robot": "alice", "navigation": "sim", **episode}
+    assert alice_exec.parameters == {"robot": "alice", "robots": ["alice", "bob"], "navigation": "sim", **episode}
     assert specs[4].parameters == {"robot": "bob"}
     assert all(s.remappings == [] for s in specs)
     assert all(_is_ros_value(v) for s in specs for v in s.parameters.values())

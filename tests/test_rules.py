@@ -63,8 +63,12 @@ class RandomDriver:
         return self._tdw(agent, rng, tag)
 
     def _cwah(self, agent: str, rng: random.Random, tag: str) -> Primitive:
-        kinds = [K.WALK, K.OPEN, K.CLOSE, K.GRAB, K.PUT_IN, K.PUT_ON, K.SEND_MESSAGE, K.WAIT]
-        kind = rng.choices(kinds, weights=[45, 10, 4, 15, 8, 8, 5, 5])[0]
+        kinds = [K.WALK, K.WALK_TO, K.OPEN, K.CLOSE, K.GRAB, K.PUT_IN, K.PUT_ON, K.SEND_MESSAGE, K.WAIT]
+        kind = rng.choices(kinds, weights=[35, 10, 10, 4, 15, 8, 8, 5, 5])[0]
+        if kind == K.WALK_TO:  # a random point of the house, walls and outside included
+            fp = self.sim.scene.floorplan
+            x, y = rng.uniform(-1, fp.width * fp.cell_size + 1), rng.uniform(-1, fp.height * fp.cell_size + 1)
+            return Primitive(kind, (round(x * 1000), round(y * 1000)))
         if kind == K.WALK:
             if agent not in self.focus or rng.random() < 0.12:
                 pool = self.fixtures + self.items if rng.random() < 0.8 else self.rooms
@@ -267,7 +271,7 @@ def test_driver_exercises_the_interesting_rules() -> None:
     for i in range(4):
         spec = get_suite("cwah-test").episodes()[2 * i]
         cwah += drive(Simulator(spec.build(), NAMES[:2], seed=i), random.Random(i), 200)
-    for kind in ("grab", "open", "close", "putin", "putback", "send_message", "walktowards"):
+    for kind in ("grab", "open", "close", "putin", "putback", "send_message", "walktowards", "walkto"):
         assert cwah[(kind, "")] > 0, f"no successful [{kind}] in C-WAH: {cwah}"
     assert cwah[("grab", "object taken")] + cwah[("grab", "too far")] + cwah[("grab", "container closed")] > 0
     tdw: Counter = Counter()

@@ -23,6 +23,7 @@ from coteam.world import (
     Placement,
     Relation,
     Scene,
+    Vec2,
     WorldState,
     distance,
 )
@@ -62,7 +63,7 @@ class Simulator:
         self.busy_until = dict.fromkeys(self.agents, 0)
         self.last_failure = dict.fromkeys(self.agents, "")
         self._mail: list[_Envelope] = []
-        self._walk_paths: dict[str, tuple[int, list]] = {}
+        self._walk_paths: dict[str, tuple[Vec2, list[Vec2]]] = {}
 
     # --- clock -----------------------------------------------------------------------------------------------
     @property
@@ -131,6 +132,21 @@ class Simulator:
     def _known_object(self, object_id: int) -> bool:
         return self.world.is_item(object_id) or self.world.is_fixture(object_id)
 
+    def _walk_towards(self, agent: str, goal: Vec2) -> str:
+        """One walking step along the shortest path to ``goal`` (the path is kept while the goal stays put)."""
+        st = self.world.agents[agent]
+        cached = self._walk_paths.get(agent)
+        if cached is None or cached[0] != goal or not cached[1] or cached[1][-1] != goal:
+            try:
+                path = self.nav.path(st.position, goal)
+            except Exception:
+                return "not reachable"
+        else:
+            path = cached[1]
+        st.position, rest = walk_along(path, st.position, self.config.cwah_walk_step_m)
+        self._walk_paths[agent] = (goal, rest)
+        return ""
+
     def _apply_cwah(self, agent: str, prim: Primitive) -> str:
         w = self.world
         st = w.agents[agent]
@@ -140,18 +156,9 @@ class Simulator:
         if k == PrimitiveKind.WALK:
             if not (self._known_object(target) or any(r.id == target for r in self.scene.floorplan.rooms)):
                 return "unknown object"
-            goal = w.position_of(target)
-            cached = self._walk_paths.get(agent)
-            if cached is None or cached[0] != target or not cached[1] or cached[1][-1] != goal:
-                try:
-                    path = self.nav.path(st.position, goal)
-                except Exception:
-                    return "not reachable"
-            else:
-                path = cached[1]
-            st.position, rest = walk_along(path, st.position, self.config.cwah_walk_step_m)
-            self._walk_paths[agent] = (target, rest)
-            return ""
+            return self._walk_towards(agent, w.position_of(target))
+        if k == PrimitiveKind.WALK_TO:
+            return self._walk_towards(agent, (prim.args[0] / 1000, prim.args[1] / 1000))
         if not self._known_object(target):
             return "unknown object"
         if k in (PrimitiveKind.OPEN, PrimitiveKind.CLOSE):

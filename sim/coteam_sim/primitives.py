@@ -1,6 +1,7 @@
 """Low-level primitives the simulator executes, one per agent per step (C-WAH) or per action (TDW-MAT).
 
-Text form: ``[walktowards] 12``, ``[open] 31``, ``[close] 31``, ``[grab] 52``, ``[putin] 52 31``,
+Text form: ``[walktowards] 12``, ``[walkto] 10500 3250`` (towards a point, x y in millimetres), ``[open] 31``,
+``[close] 31``, ``[grab] 52``, ``[putin] 52 31``,
 ``[putback] 52 40``, ``[move_forward]``, ``[turn_left]``, ``[turn_right]``, ``[grasp] 52 0``,
 ``[put_in] 0``, ``[drop] 1``, ``[send_message] text``, ``[wait]``.
 """
@@ -16,6 +17,7 @@ from coteam.world import Benchmark
 
 class PrimitiveKind(StrEnum):
     WALK = "walktowards"
+    WALK_TO = "walkto"  # towards a point: x y in millimetres (map frame)
     OPEN = "open"
     CLOSE = "close"
     GRAB = "grab"
@@ -34,6 +36,7 @@ class PrimitiveKind(StrEnum):
 CWAH_KINDS = frozenset(
     {
         PrimitiveKind.WALK,
+        PrimitiveKind.WALK_TO,
         PrimitiveKind.OPEN,
         PrimitiveKind.CLOSE,
         PrimitiveKind.GRAB,
@@ -57,6 +60,7 @@ TDW_KINDS = frozenset(
 )
 _ARITY = {
     PrimitiveKind.WALK: 1,
+    PrimitiveKind.WALK_TO: 2,
     PrimitiveKind.OPEN: 1,
     PrimitiveKind.CLOSE: 1,
     PrimitiveKind.GRAB: 1,

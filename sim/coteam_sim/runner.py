@@ -11,16 +11,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coteam.actions import format_action, truncate_message
+from coteam.actions import truncate_message
 from coteam.physics import Physics
-from coteam.reasoning import AgentBrain, EpisodeInfo, Team, make_team
+from coteam.reasoning import AgentBrain, EpisodeInfo, StartSkill, Team, agent_turn, make_team
 from coteam.world import Benchmark, Scene
+from coteam_sim.engine import Simulator
 from coteam_sim.env import CoteamParallelEnv
 from coteam_sim.executor import SkillExecutor
 from coteam_sim.primitives import Primitive, PrimitiveKind
 from coteam_sim.trace import TraceRecorder
-
-MAX_INSTANT_DECISIONS = 4  # decisions allowed in one step when skills end before issuing a primitive
 
 
 @dataclass
@@ -60,25 +59,35 @@ class AgentRuntime:
         self.tokens = self.llm_calls = self.llm_fallbacks = 0
 
     def next_primitive(self) -> Primitive:
-        memory = self.brain.memory
-        for _ in range(MAX_INSTANT_DECISIONS):
-            if not self.executor.busy:
-                decision, options = self.brain.decide()
-                self.tokens += decision.tokens
-                self.llm_calls += decision.llm_calls
-                self.llm_fallbacks += decision.llm_fallbacks
+        turn = agent_turn(self.brain, self.executor.busy)
+        try:
+            request = next(turn)
+            while True:
+                if isinstance(request, StartSkill):
+                    decision = request.decision
+                    self.tokens += decision.tokens
+                    self.llm_calls += decision.llm_calls
+                    self.llm_fallbacks += decision.llm_fallbacks
+                    if self.recorder:
+                        self.recorder.decision(self.brain.agent, self.brain.memory, decision, request.options)
+                    self.executor.start(decision.action, self.brain.memory)
+                    request = next(turn)
+                    continue
+                prim, outcome = self.executor.next_primitive()
+                if prim is not None:
+                    return prim
+                assert outcome is not None
                 if self.recorder:
-                    self.recorder.decision(self.brain.agent, memory, decision, options)
-                self.executor.start(decision.action, memory)
-            prim, outcome = self.executor.next_primitive()
-            if prim is not None:
-                return prim
-            assert outcome is not None
-            text = format_action(outcome.action, self.brain.info.benchmark)
-            memory.record_action(text, "done" if outcome.success else f"failed: {outcome.reason}")
-            if self.recorder:
-                self.recorder.outcome(self.brain.agent, memory.step, outcome)
-        return Primitive(PrimitiveKind.WAIT)
+                    self.recorder.outcome(self.brain.agent, self.brain.memory.step, outcome)
+                request = turn.send(outcome)
+        except StopIteration:
+            return Primitive(PrimitiveKind.WAIT)
+
+
+def episode_info(sim: Simulator, seed: int) -> EpisodeInfo:
+    """What every agent knows at reset about the simulator's episode."""
+    scene = sim.scene
+    return EpisodeInfo(scene.benchmark, scene.task, scene.floorplan, sim.agents, seed, sim.landmarks(), sim.config)
 
 
 def run_episode(
@@ -99,9 +108,7 @@ def run_episode(
     obs, _ = env.reset(seed=seed, options={"scene": scene})
     sim = env.sim
     assert sim is not None
-    info = EpisodeInfo(
-        scene.benchmark, scene.task, scene.floorplan, tuple(env.agents), seed, sim.landmarks(), sim.config
-    )
+    info = episode_info(sim, seed)
     team_obj.reset(info)
     recorder = TraceRecorder(scene, info.agents, team_obj.name, dict(params or {}), seed) if trace_path else None
     runtimes = {
@@ -141,7 +148,7 @@ def run_episode(
     done, total = sim.world.progress()
     success = done == total
     decision_s = [s for r in runtimes.values() for s in r.brain.decision_seconds]
-    rates = _category_rates(scene, done, total)
+    rates = category_rates(scene, done, total)
     result = EpisodeResult(
         episode=episode_name or scene.name,
         scene=scene.name,
@@ -162,7 +169,7 @@ def run_episode(
         decisions=len(decision_s),
         decision_ms_mean=1000 * statistics.fmean(decision_s) if decision_s else 0.0,
         decision_ms_median=1000 * statistics.median(decision_s) if decision_s else 0.0,
-        decision_ms_p95=1000 * _p95(decision_s),
+        decision_ms_p95=1000 * p95(decision_s),
         wall_s=wall,
         failures=failures,
     )
@@ -173,13 +180,13 @@ def run_episode(
     return result
 
 
-def _category_rates(scene: Scene, done: int, total: int) -> dict[str, float]:
+def category_rates(scene: Scene, done: int, total: int) -> dict[str, float]:
     if scene.benchmark != Benchmark.TDWMAT:
         return {}
     return {scene.task.category: done / total}
 
 
-def _p95(values: list[float]) -> float:
+def p95(values: list[float]) -> float:
     if not values:
         return 0.0
     ordered = sorted(values)

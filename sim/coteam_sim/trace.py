@@ -14,9 +14,9 @@ from coteam.options import ActionOption
 from coteam.physics import Physics
 from coteam.reasoning import Decision
 from coteam.scene_io import scene_from_dict, scene_to_dict
+from coteam.skills import SkillOutcome
 from coteam.world import Scene
 from coteam_sim.engine import Simulator
-from coteam_sim.executor import SkillOutcome
 from coteam_sim.primitives import Primitive, parse_primitive
 
 TRACE_FORMAT = "coteam-trace/1"
@@ -24,6 +24,20 @@ TRACE_FORMAT = "coteam-trace/1"
 
 def state_digest(sim: Simulator) -> str:
     return hashlib.sha1(json.dumps(sim.world.to_snapshot(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def decision_record(agent: str, memory: AgentMemory, decision: Decision, options: list[ActionOption]) -> dict[str, Any]:
+    """One decision as a trace records it (JSON-ready)."""
+    return {
+        "agent": agent,
+        "step": memory.step,
+        "clock": memory.frames,
+        "position": list(memory.position),
+        "action": format_action(decision.action, memory.benchmark),
+        "options": [o.annotated() for o in options],
+        "rationale": decision.rationale,
+        "tokens": decision.tokens,
+    }
 
 
 class TraceRecorder:
@@ -43,18 +57,11 @@ class TraceRecorder:
         }
 
     def decision(self, agent: str, memory: AgentMemory, decision: Decision, options: list[ActionOption]) -> None:
-        self.data["decisions"].append(
-            {
-                "agent": agent,
-                "step": memory.step,
-                "clock": memory.frames,
-                "position": list(memory.position),
-                "action": format_action(decision.action, memory.benchmark),
-                "options": [o.annotated() for o in options],
-                "rationale": decision.rationale,
-                "tokens": decision.tokens,
-            }
-        )
+        self.data["decisions"].append(decision_record(agent, memory, decision, options))
+
+    def add_decision(self, record: dict[str, Any]) -> None:
+        """A decision recorded elsewhere (a ROS planner's :func:`decision_record`)."""
+        self.data["decisions"].append(record)
 
     def outcome(self, agent: str, step: int, outcome: SkillOutcome) -> None:
         self.data["outcomes"].append(

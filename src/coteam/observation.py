@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from coteam.world import ObjectKind, Relation, Vec2
 
@@ -57,3 +58,72 @@ class Observation:
     ready: bool = True
     # Headings (degrees) this observation covered, for room-exploration bookkeeping (TDW-MAT field of view).
     view_headings: tuple[int, ...] = field(default=())
+
+
+# --- JSON form (what the ROS sim bridge publishes as a robot's status) ---------------------------------------------
+def observation_to_dict(obs: Observation) -> dict[str, Any]:
+    """A JSON-ready dict that :func:`observation_from_dict` turns back into an equal :class:`Observation`."""
+    return {
+        "agent": obs.agent,
+        "step": obs.step,
+        "frames": obs.frames,
+        "position": list(obs.position),
+        "heading": obs.heading,
+        "room": obs.room,
+        "holding": list(obs.holding),
+        "visible": [
+            {
+                **{k: getattr(v, k) for k in _VIEW_PLAIN},
+                "kind": v.kind.value,
+                "position": list(v.position),
+                "location": v.location.value if v.location is not None else None,
+            }
+            for v in obs.visible
+        ],
+        "teammates": [[t.name, list(t.position), t.room, list(t.holding)] for t in obs.teammates],
+        "messages": [[m.sender, m.text, m.step] for m in obs.messages],
+        "last_failure": obs.last_failure,
+        "ready": obs.ready,
+        "view_headings": list(obs.view_headings),
+    }
+
+
+_VIEW_PLAIN = ("id", "name", "room", "category", "is_open", "holder", "held_by", "capacity")
+
+
+def observation_from_dict(d: dict[str, Any]) -> Observation:
+    """Inverse of :func:`observation_to_dict`; raises ``ValueError`` naming the problem on malformed input."""
+    try:
+        return Observation(
+            agent=str(d["agent"]),
+            step=int(d["step"]),
+            frames=int(d["frames"]),
+            position=_vec(d["position"]),
+            heading=int(d["heading"]),
+            room=int(d["room"]),
+            holding=tuple(None if h is None else int(h) for h in d["holding"]),
+            visible=tuple(
+                ObjectView(
+                    **{k: v[k] for k in _VIEW_PLAIN},
+                    kind=ObjectKind(v["kind"]),
+                    position=_vec(v["position"]),
+                    location=None if v["location"] is None else Relation(v["location"]),
+                )
+                for v in d["visible"]
+            ),
+            teammates=tuple(
+                TeammateView(str(n), _vec(p), int(r), tuple(None if h is None else int(h) for h in held))
+                for n, p, r, held in d["teammates"]
+            ),
+            messages=tuple(Message(str(s), str(t), int(k)) for s, t, k in d["messages"]),
+            last_failure=str(d["last_failure"]),
+            ready=bool(d["ready"]),
+            view_headings=tuple(int(h) for h in d["view_headings"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"malformed observation: {exc!r}") from None
+
+
+def _vec(value: Any) -> Vec2:
+    x, y = value
+    return (float(x), float(y))

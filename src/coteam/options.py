@@ -44,6 +44,11 @@ def target_position(action: HighLevelAction, memory: AgentMemory) -> Vec2 | None
     return None
 
 
+# An action whose skill failed "not reachable" is not offered again for this many steps (the way may open up:
+# a teammate moves out of a doorway, a door is opened on a real robot).
+UNREACHABLE_RETRY_STEPS = 20
+
+
 def available_actions(memory: AgentMemory, nav: NavGrid, *, allow_messages: bool = True) -> list[ActionOption]:
     """Every action the agent may choose now, in a stable order, with distance annotations."""
     actions = (
@@ -52,13 +57,26 @@ def available_actions(memory: AgentMemory, nav: NavGrid, *, allow_messages: bool
         else _tdw_actions(memory, allow_messages)
     )
     mate = _closest_teammate_position(memory)
+    unreachable = recently_unreachable(memory)
     out = []
     for action in actions:
+        text = format_action(action, memory.benchmark)
+        if text in unreachable:
+            continue
         pos = target_position(action, memory)
         mine = 0.0 if pos is None else nav.path_length(memory.position, pos)
         theirs = None if (pos is None or mate is None) else nav.path_length(mate, pos)
-        out.append(ActionOption(action, format_action(action, memory.benchmark), mine, theirs))
+        out.append(ActionOption(action, text, mine, theirs))
     return out
+
+
+def recently_unreachable(memory: AgentMemory) -> set[str]:
+    """Actions (in text form) that failed "not reachable" within the last :data:`UNREACHABLE_RETRY_STEPS`."""
+    return {
+        r.action
+        for r in memory.actions
+        if r.outcome == "failed: not reachable" and memory.step - r.step < UNREACHABLE_RETRY_STEPS
+    }
 
 
 def _closest_teammate_position(memory: AgentMemory) -> Vec2 | None:

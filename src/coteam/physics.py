@@ -11,7 +11,7 @@ class Physics:
     object (``EpisodeInfo.physics``) to estimate costs, so the two never disagree. Defaults are calibrated
     against the published baselines (docs/benchmarks.md)."""
 
-    cwah_walk_step_m: float = 0.27  # distance covered by one [walktowards] step
+    cwah_walk_step_m: float = 0.27  # distance covered by one [walktowards] or [walkto] step
     cwah_reach_m: float = 1.0  # "close to" threshold for open / grab / put
     tdw_forward_m: float = 0.5
     tdw_turn_deg: int = 15

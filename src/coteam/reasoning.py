@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,7 +27,10 @@ from coteam.navigation import NavGrid
 from coteam.observation import ObjectView, Observation
 from coteam.options import ActionOption, available_actions
 from coteam.physics import Physics
+from coteam.skills import SkillOutcome
 from coteam.world import Benchmark, FloorPlan, Task
+
+MAX_INSTANT_DECISIONS = 4  # decisions allowed in one step when skills end before the robot acts
 
 
 @dataclass(frozen=True)
@@ -173,3 +176,39 @@ class AgentBrain:
         self.decision_seconds.append(time.perf_counter() - start)
         self.memory.record_action(format_action(action, self.info.benchmark), "started")
         return decision, options
+
+
+@dataclass(frozen=True)
+class StartSkill:
+    """Turn request: start running ``decision.action`` (the skill replaces nothing: the agent was idle)."""
+
+    decision: Decision
+    options: list[ActionOption]
+
+
+@dataclass(frozen=True)
+class PollSkill:
+    """Turn request: step the running skill. Answer ``None`` when it made the robot act this step, or its
+    :class:`~coteam.skills.SkillOutcome` when it ended without acting."""
+
+
+def agent_turn(brain: AgentBrain, skill_running: bool) -> Generator[StartSkill | PollSkill, SkillOutcome | None, bool]:
+    """One agent's turn at one step, shared by every runtime (in-process runner, ROS planner node).
+
+    Decides when no skill runs, steps the skill, records how skills ended in the agent's memory and decides
+    again -- at most :data:`MAX_INSTANT_DECISIONS` times. Returns True when the robot acts this step, False
+    when it waits (every decision ended at once).
+    """
+    for _ in range(MAX_INSTANT_DECISIONS):
+        if not skill_running:
+            decision, options = brain.decide()
+            yield StartSkill(decision, options)
+        outcome = yield PollSkill()
+        if outcome is None:
+            return True
+        brain.memory.record_action(
+            format_action(outcome.action, brain.info.benchmark),
+            "done" if outcome.success else f"failed: {outcome.reason}",
+        )
+        skill_running = False
+    return False

@@ -8,6 +8,8 @@ A file describes one team run::
       seed: 0
       mode: lockstep        # lockstep | realtime
       tick_hz: 10.0         # realtime only: simulator steps per second
+      scene: my_scene.json  # optional: a saved scene (coteam.scene_io) instead of the episode (path relative
+                            #   to this file); suite and episode then only label the run
     task:             # hardware only (forbidden with a world, whose suite/episode define the task):
       suite: cwah-test      #   the task definition (goal, horizon) is episode `episode` of `suite`
       episode: 0
@@ -81,6 +83,7 @@ class WorldConfig:
     seed: int = 0
     mode: str = "lockstep"
     tick_hz: float = 10.0
+    scene: str = ""  # a saved scene (coteam.scene_io JSON) run instead of the suite's episode; absolute path
 
 
 @dataclass(frozen=True)
@@ -290,13 +293,19 @@ def _check_episode(reader: _Reader, suite_name: str, episode: int) -> None:
 
 
 def _parse_world(top: _Reader, source: str) -> WorldConfig:
-    r = _Reader(source, top.data["world"], "world", ("suite", "episode", "seed", "mode", "tick_hz"))
+    r = _Reader(source, top.data["world"], "world", ("suite", "episode", "seed", "mode", "tick_hz", "scene"))
+    scene = ""
+    if r.data.get("scene") is not None:  # relative to the YAML file
+        scene = str((Path(source).parent / r.text("scene")).resolve())
+        if not Path(scene).is_file():
+            raise r.error(r.key("scene"), f"no scene file {scene}")
     world = WorldConfig(
         suite=r.text("suite"),
         episode=r.integer("episode", 0),
         seed=r.integer("seed", 0),
         mode=r.text("mode", "lockstep", MODES),
         tick_hz=r.number("tick_hz", 10.0),
+        scene=scene,
     )
     _check_episode(r, world.suite, world.episode)
     return world
@@ -364,7 +373,9 @@ def node_list(cfg: TeamConfig) -> list[NodeSpec]:
     """The nodes of a team run, in start order: the ``sim_bridge`` (with a world), then per robot its
     ``perception``, ``planner`` and ``executor`` in the robot's namespace."""
     ref = cfg.episode_ref
-    episode = {"suite": ref.suite, "episode": ref.episode, "seed": ref.seed}
+    episode: dict[str, ParamValue] = {"suite": ref.suite, "episode": ref.episode, "seed": ref.seed}
+    if cfg.world is not None and cfg.world.scene:
+        episode["scene_path"] = cfg.world.scene
     names = cfg.robot_names
     specs: list[NodeSpec] = []
     if cfg.world is not None:
@@ -374,13 +385,20 @@ def node_list(cfg: TeamConfig) -> list[NodeSpec]:
                 "sim_bridge",
                 "sim_bridge",
                 "/",
-                {**episode, "mode": w.mode, "tick_hz": w.tick_hz, "robots": list(names)},
+                {
+                    **episode,
+                    "mode": w.mode,
+                    "tick_hz": w.tick_hz,
+                    "robots": list(names),
+                    "namespaces": [r.namespace for r in cfg.robots],
+                    "method": cfg.team.method,
+                },
             )
         )
     for robot in cfg.robots:
         remappings = list(robot.remap.items())
         teammates = [n for n in names if n != robot.name]
-        planner: dict[str, ParamValue] = {"robot": robot.name}
+        planner: dict[str, ParamValue] = {"robot": robot.name, "robots": list(names)}
         if teammates:  # an empty list is not a valid ROS parameter value (one-robot team: left out)
             planner["teammates"] = teammates
         planner.update(
@@ -396,7 +414,7 @@ def node_list(cfg: TeamConfig) -> list[NodeSpec]:
                 "executor",
                 "executor",
                 robot.namespace,
-                {"robot": robot.name, "navigation": cfg.navigation, **episode},
+                {"robot": robot.name, "robots": list(names), "navigation": cfg.navigation, **episode},
                 list(remappings),
             ),
         ]

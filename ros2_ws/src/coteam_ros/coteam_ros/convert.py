@@ -6,14 +6,17 @@ Small pure functions, no node state. Messages carry 3-D points in the map frame;
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 
 from builtin_interfaces.msg import Time
 from coteam_interfaces import msg as ci
-from geometry_msgs.msg import Point
+from geometry_msgs.msg import Point, Pose, Quaternion
 from std_msgs.msg import Header
 
+from coteam.memory import bearing
 from coteam.perception import Detection, SemanticObject
+from coteam.skills import NavGoal
 from coteam.world import Vec2
 
 
@@ -26,9 +29,32 @@ def point_from_msg(point: Point) -> Vec2:
     return (point.x, point.y)
 
 
+def yaw_quaternion(heading_deg: float) -> Quaternion:
+    """A rotation about +z by ``heading_deg`` degrees (counter-clockwise from +x, the core's heading)."""
+    half = math.radians(heading_deg) / 2
+    return Quaternion(z=math.sin(half), w=math.cos(half))
+
+
+def heading_from_quaternion(q: Quaternion) -> float:
+    """The yaw of ``q`` in degrees in [0, 360), rounded to 1e-6 degree (the skills' heading precision)."""
+    yaw = math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
+    return round(math.degrees(yaw) % 360, 6) % 360
+
+
+def nav_goal_to_pose(goal: NavGoal, robot_position: Vec2) -> Pose:
+    """A navigation goal as a Nav2 goal pose. A goal without a heading faces the way from the robot to it
+    (Nav2 needs an orientation; coteam's navigator ignores it for travel goals)."""
+    heading = goal.heading if goal.heading is not None else bearing(robot_position, goal.position)
+    return Pose(position=point_to_msg(goal.position), orientation=yaw_quaternion(heading))
+
+
+def pose_to_nav_goal(pose: Pose) -> NavGoal:
+    return NavGoal(point_from_msg(pose.position), heading_from_quaternion(pose.orientation))
+
+
 # --- detections ----------------------------------------------------------------------------------------------
 def detection_to_msg(detection: Detection) -> ci.DetectedObject:
-    """``DetectedObject`` has neither step (it is the observation's) nor holder: both are dropped."""
+    """The step is the observation's (``ObjectDetections.step``), not the object's: it is dropped here."""
     return ci.DetectedObject(
         name=detection.name,
         object_id=detection.object_id,
@@ -37,11 +63,12 @@ def detection_to_msg(detection: Detection) -> ci.DetectedObject:
         container=detection.container,
         position=point_to_msg(detection.position),
         confidence=float(detection.confidence),
+        holder=detection.holder,
     )
 
 
 def detection_from_msg(obj: ci.DetectedObject, step: int) -> Detection:
-    """The core detection of ``obj`` observed at ``step`` (the message has no holder: ``holder`` is "")."""
+    """The core detection of ``obj`` observed at ``step``."""
     return Detection(
         name=obj.name,
         object_id=obj.object_id,
@@ -51,11 +78,27 @@ def detection_from_msg(obj: ci.DetectedObject, step: int) -> Detection:
         position=point_from_msg(obj.position),
         confidence=float(obj.confidence),
         step=step,
+        holder=obj.holder,
     )
 
 
-def detections_to_msg(robot: str, detections: Iterable[Detection], header: Header) -> ci.ObjectDetections:
-    return ci.ObjectDetections(header=header, robot=robot, objects=[detection_to_msg(d) for d in detections])
+def detections_to_msg(
+    robot: str,
+    detections: Iterable[Detection],
+    header: Header,
+    *,
+    step: int = -1,
+    room: str = "",
+    explored_rooms: Iterable[str] = (),
+) -> ci.ObjectDetections:
+    return ci.ObjectDetections(
+        header=header,
+        robot=robot,
+        objects=[detection_to_msg(d) for d in detections],
+        step=step,
+        room=room,
+        explored_rooms=list(explored_rooms),
+    )
 
 
 def detections_from_msg(message: ci.ObjectDetections, step: int) -> list[Detection]:

@@ -68,7 +68,8 @@ def plan(
 ) -> list[Child]:
     """The children of a team run: the recorder first (when ``record``), then ``node_list(cfg)`` in order.
 
-    Parameters go to per-node params files in ``params_dir``; the bridge also gets ``results_path``.
+    Parameters go to per-node params files in ``params_dir``; the bridge also gets ``results_path`` and
+    ``trace_path`` (``trace.json`` in the same directory).
     """
     children: list[Child] = []
     if record is not None:
@@ -77,7 +78,9 @@ def plan(
         )
     for spec in node_list(cfg):
         bridge = spec.executable == "sim_bridge"
-        extra = {"results_path": str(results_path)} if bridge and results_path is not None else {}
+        extra = {}
+        if bridge and results_path is not None:  # the episode's trace goes next to the results
+            extra = {"results_path": str(results_path), "trace_path": str(Path(results_path).with_name("trace.json"))}
         argv = [*node_command(spec), *ros_args(spec, params_dir, extra)]
         children.append(Child(spec.label, argv, spec, bridge))
     return children

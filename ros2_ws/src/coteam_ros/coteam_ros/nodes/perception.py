@@ -13,9 +13,10 @@ Parameters: ``robot`` (this robot's name; detections from another robot are igno
 (detections below it are ignored), ``frame_id`` of the published map (default "map"), ``forget_after_steps``
 (drop objects not seen for more than that many observations; -1, the default, keeps them).
 
-``ObjectDetections`` carries neither a step number, the robot's room, nor exploration state, so this node counts
-observations (the n-th detections message is step n-1), does not mark missed objects (``robot_room`` unknown)
-and reports as explored the rooms in which it has accepted detections.
+Each ``ObjectDetections`` gives its step (the sim bridge's step; a detector without one leaves -1 and the node
+numbers messages 0, 1, ...), the robot's room (objects remembered there but not detected are marked unconfirmed)
+and the rooms the robot has explored (added to the map's; without them, the rooms in which it accepted
+detections count as explored).
 
 Run: ``python -m coteam_ros.nodes.perception --ros-args -r __ns:=/alice -p robot:=alice``.
 """
@@ -147,11 +148,13 @@ class PerceptionNode(Node):
                 f"ignoring detections of robot {message.robot!r} (this is {self.robot!r})", throttle_duration_sec=10.0
             )
             return
-        step = self._observations
+        step = message.step if message.step >= 0 else self._observations
         self._observations += 1
         detections = detections_from_msg(message, step)
-        rooms = sorted({d.room for d in detections if d.room and d.confidence >= self.fusion.min_confidence})
-        changed = self.fusion.update(detections, step, explored_rooms=rooms)
+        rooms = list(message.explored_rooms) or sorted(
+            {d.room for d in detections if d.room and d.confidence >= self.fusion.min_confidence}
+        )
+        changed = self.fusion.update(detections, step, robot_room=message.room, explored_rooms=rooms)
         now = self.get_clock().now().to_msg()
         stamp = message.header.stamp
         seen_at = stamp if (stamp.sec, stamp.nanosec) != (0, 0) else now

@@ -1,0 +1,357 @@
+"""The executor node: one robot's skills (:mod:`coteam.skills`) behind an ``execute_skill`` action server.
+
+Topics and actions, relative to the robot's namespace:
+
+* serves ``execute_skill`` (``coteam_interfaces/ExecuteSkill``): one high-level action at a time, e.g.
+  ``[gocheck] <fridge> (31)``; feedback every step the robot acts for it (phase, progress, and the step), result
+  success / failure reason / steps taken; cancel stops the robot and answers ``canceled``;
+* calls ``navigate_to_pose`` -- the simulator's navigator (``navigation: sim``, ``coteam_interfaces``' copy of
+  the interface) or the robot's Nav2 (``navigation: nav2``, ``nav2_msgs``): the same client code, fields and
+  error codes. The skill re-checks its stop condition at every status and moves or cancels the goal;
+* calls ``manipulate`` (``coteam_interfaces/Manipulate``) for grasp / put / open / close / drop;
+* subscribes ``status`` (``coteam_interfaces/RobotStatus``): the robot's observation at every step, which keeps
+  the executor's own memory of the world (the skills read it).
+
+In simulation (lockstep) a skill step is *armed* when its goal for the current step is in place: the navigator
+has planned the step's primitive (its feedback carries the status' stamp) or the manipulation goal is accepted.
+Then the executor publishes ExecuteSkill feedback with that step, and the planner answers the step.
+
+Parameters: ``robot``, ``navigation`` (sim | nav2), ``suite`` / ``episode`` / ``seed`` / ``scene_path`` (the
+task; see ``coteam_ros.episode``), ``robots`` (the team, in simulator order).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import rclpy
+from coteam_interfaces.action import ExecuteSkill, Manipulate
+from coteam_interfaces.msg import RobotStatus
+from geometry_msgs.msg import PoseStamped
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Header
+
+from coteam.actions import ActionError, HighLevelAction, Verb, parse_action
+from coteam.memory import AgentMemory
+from coteam.observation import observation_from_dict
+from coteam.skills import Manipulation, NavGoal, NavResult, SendMessage, SkillOutcome, SkillRunner
+from coteam_ros.convert import nav_goal_to_pose
+from coteam_ros.episode import load_episode
+from coteam_ros.goals import DeferredGoals, goal_key
+
+NODE_NAME = "executor"
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+HAND_NAMES = {-1: "", 0: "left", 1: "right"}
+
+
+def navigate_to_pose_type(navigation: str) -> Any:
+    """The NavigateToPose action type: Nav2's on robots, coteam's copy (same fields) for the simulator."""
+    if navigation == "nav2":
+        from nav2_msgs.action import NavigateToPose  # only on installs with Nav2
+
+        return NavigateToPose
+    if navigation == "sim":
+        from coteam_interfaces.action import NavigateToPose
+
+        return NavigateToPose
+    raise ValueError(f"navigation must be sim or nav2, not {navigation!r}")
+
+
+@dataclass
+class NavigationState:
+    goal: NavGoal
+    handle: Any = None  # ClientGoalHandle once accepted
+    planned_stamp: tuple[int, int] | None = None  # stamp of the status the navigator last planned for
+    result: NavResult | None = None
+    canceling: bool = False
+
+
+@dataclass
+class Job:
+    handle: ServerGoalHandle
+    action: HighLevelAction
+    step: int
+    started: bool = False
+    request: Any = None  # the skill's current request (None: advance the skill)
+    reply: NavResult | None = None
+    armed_step: int = -1
+    outcome: SkillOutcome | None = None  # the skill ended; the job ends once navigation has stopped
+
+
+class ExecutorNode(Node):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        self.robot: str = self.declare_parameter("robot", "alice").value
+        self.navigation: str = self.declare_parameter("navigation", "sim").value
+        suite = self.declare_parameter("suite", "cwah-test").value
+        episode = self.declare_parameter("episode", 0).value
+        seed = self.declare_parameter("seed", 0).value
+        robots = list(self.declare_parameter("robots", ["alice", "bob"]).value)
+        scene_path = self.declare_parameter("scene_path", "").value
+        info = load_episode(suite, episode, seed, robots, scene_path).info
+        self.benchmark = info.benchmark
+        self.memory = AgentMemory(self.robot, info.benchmark, info.floorplan, info.task)
+        self.memory.objects.update({v.id: v for v in info.landmarks})
+        self.skills = SkillRunner(info.benchmark, info.physics)
+        self.stepwise = self.navigation == "sim"  # the simulator's navigator plans one step at a time
+        self.step = -1
+        self.ready = False
+        self.stamp: tuple[int, int] = (0, 0)
+        self.job: Job | None = None
+        self.nav: NavigationState | None = None
+        self.manipulating = False
+        self.goals = DeferredGoals()
+        self.nav_type = navigate_to_pose_type(self.navigation)
+        self.nav_client = ActionClient(self, self.nav_type, "navigate_to_pose")
+        self.manipulate_client = ActionClient(self, Manipulate, "manipulate")
+        self.server = ActionServer(
+            self,
+            ExecuteSkill,
+            "execute_skill",
+            execute_callback=self.goals.execute_callback,
+            goal_callback=self._on_goal,
+            handle_accepted_callback=self._on_accepted,
+            cancel_callback=self._on_cancel,
+        )
+        self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
+        self.get_logger().info(f"executor for {self.robot}: navigation {self.navigation}, {self.benchmark.value}")
+
+    # --- inputs ---------------------------------------------------------------------------------------------------
+    def _on_status(self, status: RobotStatus) -> None:
+        if status.robot != self.robot or status.step <= self.step:
+            return
+        try:
+            obs = observation_from_dict(json.loads(status.observation_json))
+        except ValueError as exc:
+            self.get_logger().error(f"status for step {status.step} ignored: {exc}")
+            return
+        self.memory.update(obs)
+        self.step, self.ready = status.step, status.ready
+        self.stamp = (status.header.stamp.sec, status.header.stamp.nanosec)
+        if status.episode_done and self.job is not None:
+            self.skills.cancel()
+            self.job.outcome = SkillOutcome(self.job.action, False, "episode over", 0)
+        self._drive()
+
+    def _on_goal(self, goal: ExecuteSkill.Goal) -> GoalResponse:
+        try:
+            action = parse_action(goal.action, self.benchmark)
+        except ActionError as exc:
+            self.get_logger().warning(f"rejected {goal.action!r}: {exc}")
+            return GoalResponse.REJECT
+        if action.verb == Verb.SEND_MESSAGE:
+            self.get_logger().warning("rejected a message: the planner sends messages on /team/messages")
+            return GoalResponse.REJECT
+        if self.job is not None:
+            self.get_logger().warning(f"rejected {goal.action!r}: still running {self.job.action}")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _on_accepted(self, handle: ServerGoalHandle) -> None:
+        goal = handle.request
+        self.job = Job(handle, parse_action(goal.action, self.benchmark), goal.step)
+        self._drive()
+
+    def _on_cancel(self, handle: ServerGoalHandle) -> CancelResponse:
+        job = self.job
+        if job is None or goal_key(job.handle) != goal_key(handle):
+            return CancelResponse.REJECT
+        outcome = self.skills.cancel() if job.started else SkillOutcome(job.action, False, "canceled", 0)
+        job.outcome = outcome or SkillOutcome(job.action, False, "canceled", 0)
+        self.executor.create_task(self._drive)
+        return CancelResponse.ACCEPT
+
+    # --- the skill loop ----------------------------------------------------------------------------------------
+    def _drive(self) -> None:
+        """Advance the running skill as far as the information at hand allows; every callback that brings news
+        (status, goal response, navigation feedback or result, cancel response) calls it again."""
+        job = self.job
+        while job is not None:
+            if job.outcome is not None:
+                self._end_job(job)
+                return
+            if job.step > self.step or (job.started and (self.step <= job.armed_step or not self.ready)):
+                return  # wait for the status the action (or its next step) belongs to
+            if not job.started:
+                self.skills.start(job.action, self.memory)
+                job.started = True
+            if job.request is None:
+                request = self.skills.advance(job.reply)
+                job.reply = None
+                if isinstance(request, SkillOutcome):
+                    job.outcome = request
+                    continue
+                job.request = request
+            if not self._serve(job):
+                return
+
+    def _serve(self, job: Job) -> bool:
+        """Put the request's goal in place for this step. True when the skill can go on at once (its navigation
+        goal ended), False when waiting for news or the step is armed."""
+        request = job.request
+        if isinstance(request, NavGoal):
+            nav = self.nav
+            if nav is None or nav.goal != request or nav.canceling:
+                if nav is not None and nav.goal == request and nav.canceling:
+                    return False
+                self._send_navigation(request)
+                return False
+            if nav.result is not None:
+                job.reply, job.request, self.nav = nav.result, None, None
+                return True
+            if nav.handle is None:
+                return False  # not accepted yet
+            if not self.stepwise or nav.planned_stamp == self.stamp:
+                self._arm(job, "navigating")
+            return False
+        if self.nav is not None:  # the skill stopped navigating: stop the robot first
+            self._cancel_navigation()
+            return False
+        if isinstance(request, SendMessage):
+            job.outcome = SkillOutcome(job.action, False, "messages are sent by the planner")
+            return True
+        assert isinstance(request, Manipulation)
+        if not self.manipulating:
+            self._send_manipulation(request)
+        return False
+
+    def _arm(self, job: Job, phase: str) -> None:
+        job.armed_step = self.step
+        job.request = None  # at the next step the skill is asked again (it may keep, move or drop the goal)
+        self.skills.stepped()
+        job.handle.publish_feedback(ExecuteSkill.Feedback(phase=phase, progress=0.0, step=self.step))
+
+    def _end_job(self, job: Job) -> None:
+        if self.nav is not None:
+            self._cancel_navigation()
+            return
+        outcome = job.outcome
+        assert outcome is not None
+        self.job = None
+        result = ExecuteSkill.Result(
+            success=outcome.success, failure_reason=outcome.reason, steps_taken=outcome.primitives
+        )
+        state = "succeed" if outcome.success else ("canceled" if outcome.reason == "canceled" else "abort")
+        self.goals.finish(job.handle, result, state)
+
+    # --- navigation goals ---------------------------------------------------------------------------------------
+    def _send_navigation(self, goal: NavGoal) -> None:
+        if not self.nav_client.server_is_ready():
+            self.get_logger().info("waiting for navigate_to_pose", throttle_duration_sec=5.0)
+            self.create_timer_once(0.2, self._drive)
+            return
+        state = NavigationState(goal)
+        self.nav = state  # a newer goal preempts the older one on the server
+        pose = PoseStamped(header=Header(frame_id="map"), pose=nav_goal_to_pose(goal, self.memory.position))
+        future = self.nav_client.send_goal_async(
+            self.nav_type.Goal(pose=pose), feedback_callback=lambda f, s=state: self._on_nav_feedback(s, f)
+        )
+        future.add_done_callback(lambda f, s=state: self._on_nav_response(s, f))
+
+    def _on_nav_response(self, state: NavigationState, future: Any) -> None:
+        handle = future.result()
+        if not handle.accepted:
+            state.result = NavResult(False, "navigation goal rejected")
+        else:
+            state.handle = handle
+            handle.get_result_async().add_done_callback(lambda f, s=state: self._on_nav_result(s, f))
+        if state is self.nav:
+            self._drive()
+
+    def _on_nav_feedback(self, state: NavigationState, message: Any) -> None:
+        stamp = message.feedback.current_pose.header.stamp
+        state.planned_stamp = (stamp.sec, stamp.nanosec)
+        if state is self.nav:
+            self._drive()
+
+    def _on_nav_result(self, state: NavigationState, future: Any) -> None:
+        wrapped = future.result()
+        result = wrapped.result
+        if result.error_code == 0 and wrapped.status == 4:  # GoalStatus.STATUS_SUCCEEDED
+            state.result = NavResult(True)
+        else:
+            state.result = NavResult(False, result.error_msg or f"navigation failed (error {result.error_code})")
+        if state is self.nav and not state.canceling:
+            self._drive()
+
+    def _cancel_navigation(self) -> None:
+        nav = self.nav
+        assert nav is not None
+        if nav.canceling:
+            return
+        if nav.handle is None or nav.result is not None:
+            if nav.handle is None and nav.result is None:
+                return  # wait for the goal response, then cancel
+            self.nav = None
+            self.executor.create_task(self._drive)
+            return
+        nav.canceling = True
+
+        def done(_: Any) -> None:
+            if self.nav is nav:
+                self.nav = None
+            self._drive()
+
+        nav.handle.cancel_goal_async().add_done_callback(done)
+
+    # --- manipulation goals -------------------------------------------------------------------------------------
+    def _send_manipulation(self, request: Manipulation) -> None:
+        if not self.manipulate_client.server_is_ready():
+            self.get_logger().info("waiting for manipulate", throttle_duration_sec=5.0)
+            self.create_timer_once(0.2, self._drive)
+            return
+        self.manipulating = True
+        goal = Manipulate.Goal(
+            operation=int(request.kind),
+            object_id=request.object_id,
+            target_id=request.target_id,
+            hand=HAND_NAMES[request.hand],
+        )
+        self.manipulate_client.send_goal_async(goal).add_done_callback(self._on_manipulation_response)
+
+    def _on_manipulation_response(self, future: Any) -> None:
+        self.manipulating = False
+        job = self.job
+        if job is None:
+            return
+        handle = future.result()
+        if not handle.accepted:
+            job.outcome = SkillOutcome(job.action, False, "manipulation rejected", 0)
+        else:
+            self._arm(job, "manipulating")
+        self._drive()
+
+    def create_timer_once(self, period: float, callback: Any) -> None:
+        timer = None
+
+        def fire() -> None:
+            assert timer is not None
+            timer.cancel()
+            self.destroy_timer(timer)
+            callback()
+
+        timer = self.create_timer(period, fire)
+
+
+def main(argv: list[str] | None = None) -> None:
+    rclpy.init(args=argv)
+    node = None
+    try:
+        node = ExecutorNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

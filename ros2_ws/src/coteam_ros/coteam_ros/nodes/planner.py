@@ -1,0 +1,299 @@
+"""The planner node: one robot's reasoning (:class:`coteam.reasoning.AgentBrain`) on ROS 2.
+
+Topics and actions, relative to the robot's namespace:
+
+* subscribes ``status`` (``coteam_interfaces/RobotStatus``): the robot's observation at every step;
+* sends physical actions as ``execute_skill`` goals (``coteam_interfaces/ExecuteSkill``) to the robot's
+  executor; a failed action's reason goes into the robot's memory and the method decides again;
+* publishes messages on ``/team/messages`` (``coteam_interfaces/TeamMessage``, the only channel between robots;
+  at most 500 characters, longer text is cut at the sender with a warning) and receives the teammates' there;
+* publishes every decision on ``decision`` (``coteam_interfaces/Decision``, the trace record as JSON);
+* answers every status in which the robot is ready with a ``step_tick`` (``coteam_interfaces/StepTick``): act
+  (the executor has the step's goal in place), send a message, or idle -- the lockstep protocol of the bridge.
+
+A step's turn is :func:`coteam.reasoning.agent_turn`, the same as the in-process runner's. Messages delivered by
+the simulator at a step are listed (sender, step) in the status; their text comes from ``/team/messages`` (the
+node waits up to ``message_wait_s`` for it, then goes on and hands the text over when it arrives).
+
+Parameters: ``robot``, ``robots`` (the team, in simulator order), ``teammates`` (informational), ``method``,
+``backend``, ``params_json`` (method hyper-parameters), ``suite`` / ``episode`` / ``seed`` / ``scene_path`` (the
+task, see ``coteam_ros.episode``), ``message_wait_s``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import rclpy
+from coteam_interfaces.action import ExecuteSkill
+from coteam_interfaces.msg import Decision, RobotStatus, StepTick, TeamMessage
+from rclpy.action import ActionClient
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Header
+
+from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, truncate_message
+from coteam.navigation import NavGrid
+from coteam.observation import Message, Observation, observation_from_dict
+from coteam.reasoning import AgentBrain, PollSkill, StartSkill, agent_turn, make_team, methods
+from coteam.skills import SkillOutcome
+from coteam_ros.episode import load_episode
+from coteam_sim.trace import decision_record
+
+NODE_NAME = "planner"
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+TEAM_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+STREAM = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+
+@dataclass
+class RunningSkill:
+    action: HighLevelAction
+    started_step: int
+    message: str = ""  # a message "skill" is the planner's own: sending takes the step it was decided in
+    handle: Any = None
+    armed_step: int = -1
+    outcome: SkillOutcome | None = None
+
+
+class PlannerNode(Node):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        self.robot: str = self.declare_parameter("robot", "alice").value
+        robots = list(self.declare_parameter("robots", ["alice", "bob"]).value)
+        self.declare_parameter("teammates", [r for r in robots if r != self.robot])
+        self.method: str = self.declare_parameter("method", "pce").value
+        self.backend: str = self.declare_parameter("backend", "symbolic").value
+        params = json.loads(self.declare_parameter("params_json", "{}").value or "{}")
+        suite = self.declare_parameter("suite", "cwah-test").value
+        episode = self.declare_parameter("episode", 0).value
+        seed = self.declare_parameter("seed", 0).value
+        scene_path = self.declare_parameter("scene_path", "").value
+        self.message_wait_s: float = self.declare_parameter("message_wait_s", 5.0).value
+        if "backend" in methods()[self.method].switches:
+            params.setdefault("backend", self.backend)
+        info = load_episode(suite, episode, seed, robots, scene_path).info
+        team = make_team(self.method, params)
+        team.reset(info)
+        self.brain = AgentBrain(self.robot, info, team, NavGrid(info.floorplan))
+        self.step = -1
+        self.clock = 0
+        self.ready = False
+        self.done = False
+        self.skill: RunningSkill | None = None
+        self.turn: Any = None
+        self.request: Any = None
+        self.inbox: dict[tuple[str, int], Message] = {}
+        self.waiting: tuple[Observation, float] | None = None  # a status whose message texts have not arrived
+        self.missing: set[tuple[str, int]] = set()  # delivered keys whose text never came (handed over later)
+        self.skill_client = ActionClient(self, ExecuteSkill, "execute_skill")
+        self.tick_publisher = self.create_publisher(StepTick, "step_tick", LATCHED)
+        self.decision_publisher = self.create_publisher(Decision, "decision", STREAM)
+        self.team_publisher = self.create_publisher(TeamMessage, "/team/messages", TEAM_QOS)
+        self.create_subscription(TeamMessage, "/team/messages", self._on_team_message, TEAM_QOS)
+        self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
+        self.create_timer(0.1, self._on_timer)
+        self.get_logger().info(f"planner for {self.robot}: {self.method} ({self.backend}), team {', '.join(robots)}")
+
+    # --- observations and messages ----------------------------------------------------------------------------
+    def _on_status(self, status: RobotStatus) -> None:
+        if status.robot != self.robot or status.step <= self.step or self.done:
+            return
+        try:
+            obs = observation_from_dict(json.loads(status.observation_json))
+        except ValueError as exc:
+            self.get_logger().error(f"status for step {status.step} ignored: {exc}")
+            return
+        if self.waiting is not None:  # a newer status: stop waiting for the older one's messages
+            self._deliver(self.waiting[0], give_up=True)
+        self.step, self.clock, self.ready, self.done = status.step, status.clock, status.ready, status.episode_done
+        self.waiting = (obs, time.monotonic())
+        self._try_deliver()
+
+    def _on_team_message(self, message: TeamMessage) -> None:
+        if message.sender == self.robot or message.receiver not in ("", TeamMessage.RECEIVER_ALL, self.robot):
+            return
+        key = (message.sender, message.step)
+        self.inbox[key] = Message(message.sender, message.text, message.step)
+        if self.waiting is not None:
+            self._try_deliver()
+
+    def _on_timer(self) -> None:
+        if self.waiting is not None and time.monotonic() - self.waiting[1] > self.message_wait_s:
+            self._deliver(self.waiting[0], give_up=True)
+
+    def _try_deliver(self) -> None:
+        assert self.waiting is not None
+        obs = self.waiting[0]
+        if all((m.sender, m.step) in self.inbox for m in obs.messages):
+            self._deliver(obs, give_up=False)
+
+    def _deliver(self, obs: Observation, give_up: bool) -> None:
+        """Hand the observation to the brain with the messages' texts, then play the robot's turn."""
+        self.waiting = None
+        keys = [(m.sender, m.step) for m in obs.messages]
+        late = [k for k in sorted(self.missing) if k in self.inbox]
+        absent = [k for k in keys if k not in self.inbox]
+        if absent and give_up:
+            self.get_logger().warning(f"step {obs.step}: no text yet for messages {absent}; handed over on arrival")
+        self.missing = (self.missing - set(late)) | set(absent)
+        texts = tuple(self.inbox.pop(k) for k in [*late, *keys] if k in self.inbox)
+        self.brain.observe(replace(obs, messages=texts))
+        if self.ready and not self.done:
+            self._start_turn()
+
+    # --- the turn --------------------------------------------------------------------------------------------
+    def _start_turn(self) -> None:
+        self.turn = agent_turn(self.brain, self.skill is not None)
+        self._play(next(self.turn))
+
+    def _play(self, request: Any) -> None:
+        """Run the turn until it needs news from the executor, or ends with this step's tick."""
+        try:
+            while True:
+                if isinstance(request, StartSkill):
+                    self._start_skill(request)
+                    request = next(self.turn)
+                    continue
+                assert isinstance(request, PollSkill)
+                skill = self.skill
+                assert skill is not None
+                if skill.message:
+                    if skill.started_step == self.step:
+                        request = self.turn.send(None)
+                        continue
+                    failure = self.brain.memory.last_failure
+                    skill.outcome = SkillOutcome(skill.action, not failure, failure, 1)
+                if skill.outcome is not None:
+                    self.skill = None
+                    request = self.turn.send(skill.outcome)
+                    continue
+                if skill.armed_step == self.step:
+                    request = self.turn.send(None)
+                    continue
+                self.request = request
+                return  # wait for the executor's feedback or result
+        except StopIteration as stop:
+            self.turn = self.request = None
+            acted = bool(stop.value)
+            if not acted:
+                self._tick(StepTick.IDLE)
+            elif self.skill is not None and self.skill.message:
+                self._tick(StepTick.MESSAGE, self.skill.message)
+            else:
+                self._tick(StepTick.ACT)
+
+    def _resume(self) -> None:
+        if self.turn is not None and self.request is not None:
+            request, self.request = self.request, None
+            self._play(request)
+
+    def _tick(self, kind: int, text: str = "") -> None:
+        self.tick_publisher.publish(
+            StepTick(header=self._header(), robot=self.robot, step=self.step, kind=kind, text=text)
+        )
+
+    def _header(self) -> Header:
+        return Header(stamp=self.get_clock().now().to_msg())
+
+    def _start_skill(self, request: StartSkill) -> None:
+        decision = request.decision
+        action = decision.action
+        memory = self.brain.memory
+        record = decision_record(self.robot, memory, decision, request.options)
+        record.update(
+            seconds=self.brain.decision_seconds[-1],
+            llm_calls=decision.llm_calls,
+            llm_fallbacks=decision.llm_fallbacks,
+            previous=[memory.actions[-2].action, memory.actions[-2].outcome] if len(memory.actions) > 1 else None,
+        )
+        text = format_action(action, self.brain.info.benchmark)
+        self.skill = RunningSkill(action, self.step)
+        if action.is_message:
+            body = action.text
+            if len(body) > MAX_MESSAGE_CHARS:
+                self.get_logger().warning(f"message of {len(body)} characters cut to {MAX_MESSAGE_CHARS}")
+                body = truncate_message(body)
+            self.skill.message = body
+            self.team_publisher.publish(
+                TeamMessage(header=self._header(), sender=self.robot, receiver="", text=body, step=self.clock)
+            )
+        self.decision_publisher.publish(
+            Decision(
+                header=self._header(),
+                robot=self.robot,
+                method=self.method,
+                backend=self.backend,
+                step=self.step,
+                action=text,
+                message=self.skill.message,
+                trace_json=json.dumps(record, default=str),
+            )
+        )
+        if not action.is_message:
+            self._send_skill(self.skill, text)
+
+    def _send_skill(self, skill: RunningSkill, text: str) -> None:
+        if not self.skill_client.server_is_ready():
+            self.get_logger().info("waiting for execute_skill", throttle_duration_sec=5.0)
+            timer = None
+
+            def retry() -> None:
+                assert timer is not None
+                self.destroy_timer(timer)
+                if self.skill is skill:
+                    self._send_skill(skill, text)
+
+            timer = self.create_timer(0.2, retry)
+            return
+        future = self.skill_client.send_goal_async(
+            ExecuteSkill.Goal(action=text, step=self.step),
+            feedback_callback=lambda f, s=skill: self._on_skill_feedback(s, f),
+        )
+        future.add_done_callback(lambda f, s=skill: self._on_skill_response(s, f))
+
+    def _on_skill_response(self, skill: RunningSkill, future: Any) -> None:
+        handle = future.result()
+        if not handle.accepted:
+            skill.outcome = SkillOutcome(skill.action, False, "rejected by the executor", 0)
+            self._resume()
+            return
+        skill.handle = handle
+        handle.get_result_async().add_done_callback(lambda f, s=skill: self._on_skill_result(s, f))
+
+    def _on_skill_feedback(self, skill: RunningSkill, message: Any) -> None:
+        skill.armed_step = max(skill.armed_step, message.feedback.step)
+        if skill is self.skill:
+            self._resume()
+
+    def _on_skill_result(self, skill: RunningSkill, future: Any) -> None:
+        result = future.result().result
+        skill.outcome = SkillOutcome(skill.action, result.success, result.failure_reason, result.steps_taken)
+        if not result.success:
+            self.get_logger().info(
+                f"{format_action(skill.action, self.brain.info.benchmark)} failed: {result.failure_reason}"
+            )
+        if skill is self.skill:
+            self._resume()
+
+
+def main(argv: list[str] | None = None) -> None:
+    rclpy.init(args=argv)
+    node = None
+    try:
+        node = PlannerNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

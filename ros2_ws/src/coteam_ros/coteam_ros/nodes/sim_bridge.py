@@ -1,0 +1,538 @@
+"""The sim_bridge node: the embedded simulator as the robots' world, over ROS 2.
+
+One per world. For every robot (namespace from ``namespaces``, default ``/<robot>``) it publishes after every
+simulation step ``status`` (``coteam_interfaces/RobotStatus``: the robot's observation as JSON; latched),
+``odom`` (``nav_msgs/Odometry``) and ``detections`` (``coteam_interfaces/ObjectDetections``: an oracle detector,
+what the robot sees), and serves ``navigate_to_pose`` (the simulator's navigator, one primitive per step, with
+Nav2's interface: feedback every step, cancel, a newer goal preempts) and ``manipulate`` (one primitive in the
+next step). World topics: ``/map`` (``nav_msgs/OccupancyGrid``, latched) and ``/clock`` (simulated time: one
+benchmark clock unit lasts ``1 / tick_hz`` s).
+
+Modes (parameter ``mode``):
+
+* ``lockstep``: step ``t`` happens once every robot that is ready at ``t`` has sent its ``step_tick`` for ``t``
+  (``coteam_interfaces/StepTick``: act through its accepted goal, send a message, or idle) -- deterministic,
+  step for step the in-process runner. A robot silent for ``tick_timeout_s`` (``startup_timeout_s`` before its
+  first tick) idles that step and is not waited for again until it ticks: a dead teammate never hangs the team.
+* ``realtime``: a step every ``1 / tick_hz`` s with whatever the robots have ready (a navigation goal drives
+  on by itself); a robot without anything waits. The clock starts once every robot has answered step 0 (or after
+  ``startup_timeout_s``).
+
+Messages: a ``MESSAGE`` tick spends the robot's step sending; the simulator times delivery by the benchmark's
+rules and the receivers' status lists the delivered messages (sender, step) without their text, which robots
+get only from ``/team/messages``. Decisions (``decision``) are collected for the results.
+
+At the end of the episode (goal reached or horizon) it publishes a last status with ``episode_done``, writes
+``results_path`` (``coteam_sim.runner.write_results``) and ``trace_path`` (a ``coteam-trace/1`` JSON) when set,
+and exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import rclpy
+from builtin_interfaces.msg import Time
+from coteam_interfaces.action import Manipulate, NavigateToPose
+from coteam_interfaces.msg import Decision, ObjectDetections, RobotStatus, StepTick
+from geometry_msgs.msg import Point, Pose, PoseStamped, PoseWithCovariance, Quaternion
+from nav_msgs.msg import MapMetaData, OccupancyGrid, Odometry
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import Header
+
+from coteam.observation import Message, Observation, observation_to_dict
+from coteam.perception import detection_from_view
+from coteam.reasoning import make_team
+from coteam.skills import Manipulation, ManipulationKind, NavGoal, NavResult
+from coteam_ros.convert import detections_to_msg, pose_to_nav_goal, yaw_quaternion
+from coteam_ros.episode import load_episode
+from coteam_ros.goals import DeferredGoals, goal_key
+from coteam_sim.env import CoteamParallelEnv
+from coteam_sim.navigator import GoalNavigator, manipulation_primitive
+from coteam_sim.primitives import Primitive, PrimitiveKind
+from coteam_sim.runner import EpisodeResult, category_rates, p95, write_results
+from coteam_sim.trace import TraceRecorder
+
+NODE_NAME = "sim_bridge"
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+STREAM = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+HANDS = {"": -1, "left": 0, "right": 1}
+RESULTS_GRACE_S = 0.5  # after the last step, time for in-flight decisions to arrive before the results are written
+
+
+def hand_index(hand: str) -> int:
+    """``Manipulate.hand`` ("left", "right", "" for any) as the simulator's arm index (-1 for any)."""
+    if hand not in HANDS:
+        raise ValueError(f"unknown hand {hand!r} (left, right or empty)")
+    return HANDS[hand]
+
+
+@dataclass
+class ActiveNavigation:
+    handle: ServerGoalHandle
+    navigator: GoalNavigator
+    planned: Primitive | None = None  # this step's primitive
+    planned_step: int = -1
+
+
+@dataclass
+class PendingManipulation:
+    handle: ServerGoalHandle
+    primitive: Primitive
+
+
+@dataclass
+class RobotSlot:
+    name: str
+    namespace: str
+    status: Any
+    odom: Any
+    detections: Any
+    navigation: ActiveNavigation | None = None
+    manipulation: PendingManipulation | None = None
+    tick: StepTick | None = None
+    waited_since: float = 0.0
+    responsive: bool = True
+    ever_ticked: bool = False
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+
+
+class SimBridgeNode(Node):
+    """Hosts one simulated episode for a team of robots (see the module docstring)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        suite = self.declare_parameter("suite", "cwah-test").value
+        episode = self.declare_parameter("episode", 0).value
+        self.seed: int = self.declare_parameter("seed", 0).value
+        self.mode: str = self.declare_parameter("mode", "lockstep").value
+        self.tick_hz: float = self.declare_parameter("tick_hz", 10.0).value
+        robots: list[str] = list(self.declare_parameter("robots", ["alice", "bob"]).value)
+        namespaces = list(self.declare_parameter("namespaces", [""]).value)
+        self.method: str = self.declare_parameter("method", "pce").value
+        self.results_path: str = self.declare_parameter("results_path", "").value
+        self.trace_path: str = self.declare_parameter("trace_path", "").value
+        self.tick_timeout_s: float = self.declare_parameter("tick_timeout_s", 5.0).value
+        self.startup_timeout_s: float = self.declare_parameter("startup_timeout_s", 60.0).value
+        if self.mode not in ("lockstep", "realtime"):
+            raise ValueError(f"mode must be lockstep or realtime, not {self.mode!r}")
+        if namespaces == [""]:
+            namespaces = ["/" + r for r in robots]
+        if len(namespaces) != len(robots):
+            raise ValueError(f"{len(namespaces)} namespaces for {len(robots)} robots")
+
+        scene_path: str = self.declare_parameter("scene_path", "").value
+        setup = load_episode(suite, episode, self.seed, robots, scene_path)
+        self.episode_name = setup.name
+        self.suite = scene_path or suite
+        self.scene = setup.scene
+        team = make_team(self.method)
+        self.team_name = team.name
+        self.env = CoteamParallelEnv(self.scene.benchmark, len(robots), full_observability=team.full_observability)
+        if self.env.possible_agents != robots:
+            raise ValueError(f"robots must be the simulator's agents {self.env.possible_agents}, got {robots}")
+        obs, _ = self.env.reset(seed=self.seed, options={"scene": self.scene})
+        assert self.env.sim is not None
+        self.sim = self.env.sim
+        self.names = {r.id: r.name for r in self.scene.floorplan.rooms} | {
+            f.id: f.name for f in (*self.scene.containers, *self.scene.surfaces)
+        }
+        self.recorder = TraceRecorder(self.scene, tuple(robots), self.team_name, {}, self.seed)
+        self.messages = self.message_chars = 0
+        self.progress_logged = self.sim.world.progress()[0]
+        self.failures: dict[str, int] = {}
+        self.started = time.perf_counter()
+        self.wall_s = 0.0
+        self.created = time.monotonic()
+        self.finished = False
+        self.goals = DeferredGoals()
+
+        self.robots: dict[str, RobotSlot] = {}
+        for name, ns in zip(robots, namespaces, strict=True):
+            slot = RobotSlot(
+                name,
+                ns,
+                self.create_publisher(RobotStatus, f"{ns}/status", LATCHED),
+                self.create_publisher(Odometry, f"{ns}/odom", STREAM),
+                self.create_publisher(ObjectDetections, f"{ns}/detections", STREAM),
+            )
+            self.robots[name] = slot
+            self.create_subscription(StepTick, f"{ns}/step_tick", lambda m, s=slot: self._on_tick(s, m), LATCHED)
+            self.create_subscription(Decision, f"{ns}/decision", lambda m, s=slot: self._on_decision(s, m), STREAM)
+            ActionServer(
+                self,
+                NavigateToPose,
+                f"{ns}/navigate_to_pose",
+                execute_callback=self.goals.execute_callback,
+                goal_callback=lambda g, s=slot: self._accept_navigation(s, g),
+                handle_accepted_callback=lambda h, s=slot: self._start_navigation(s, h),
+                cancel_callback=lambda h, s=slot: self._cancel_navigation(s, h),
+            )
+            ActionServer(
+                self,
+                Manipulate,
+                f"{ns}/manipulate",
+                execute_callback=self.goals.execute_callback,
+                goal_callback=lambda g, s=slot: self._accept_manipulation(s, g),
+                handle_accepted_callback=lambda h, s=slot: self._start_manipulation(s, h),
+                cancel_callback=lambda h, s=slot: self._cancel_manipulation(s, h),
+            )
+        self.map_publisher = self.create_publisher(OccupancyGrid, "/map", LATCHED)
+        self.clock_publisher = self.create_publisher(Clock, "/clock", STREAM)
+        self.map_publisher.publish(self._occupancy_grid())
+        self._publish_step(obs)
+        period = 1.0 / self.tick_hz if self.mode == "realtime" else 0.05
+        self.create_timer(period, self._on_timer)
+        self.get_logger().info(
+            f"{self.episode_name} ({self.scene.benchmark.value}, horizon {self.sim.horizon}) for "
+            f"{', '.join(robots)}: {self.mode}, team {self.team_name}"
+        )
+
+    # --- time and world -------------------------------------------------------------------------------------------
+    def _stamp(self, clock: int | None = None) -> Time:
+        ns = round((self.sim.clock if clock is None else clock) * 1e9 / self.tick_hz)
+        return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+    def _occupancy_grid(self) -> OccupancyGrid:
+        fp = self.scene.floorplan
+        data = [100 if not fp.is_free(x, y) else 0 for y in range(fp.height) for x in range(fp.width)]
+        return OccupancyGrid(
+            header=Header(stamp=self._stamp(0), frame_id="map"),
+            info=MapMetaData(
+                resolution=float(fp.cell_size),
+                width=fp.width,
+                height=fp.height,
+                origin=Pose(orientation=Quaternion(w=1.0)),
+            ),
+            data=data,
+        )
+
+    # --- stepping -------------------------------------------------------------------------------------------------
+    def _ready(self, name: str) -> bool:
+        return bool(self.env.agents) and self.sim.is_ready(name)
+
+    def _publish_step(self, obs: dict[str, Observation]) -> None:
+        stamp = self._stamp()
+        self.clock_publisher.publish(Clock(clock=stamp))
+        done = not self.env.agents
+        now = time.monotonic()
+        for name, slot in self.robots.items():
+            slot.tick = None
+            slot.waited_since = now
+            if slot.navigation is not None and self._ready(name):
+                self._plan_navigation(slot)
+            o = obs[name]
+            header = Header(stamp=stamp, frame_id="map")
+            slot.odom.publish(self._odometry(o, header))
+            views = [detection_from_view(v, o.step, self.names) for v in o.visible]
+            room = self.names.get(o.room, "")
+            slot.detections.publish(detections_to_msg(name, views, header, step=o.step, room=room))
+            public = replace(o, messages=tuple(Message(m.sender, "", m.step) for m in o.messages))
+            slot.status.publish(
+                RobotStatus(
+                    header=header,
+                    robot=name,
+                    step=self.sim.steps,
+                    clock=self.sim.clock,
+                    ready=self._ready(name),
+                    episode_done=done,
+                    last_failure=o.last_failure,
+                    observation_json=json.dumps(observation_to_dict(public)),
+                )
+            )
+
+    def _odometry(self, o: Observation, header: Header) -> Odometry:
+        return Odometry(
+            header=header,
+            child_frame_id=f"{o.agent}/base_link",
+            pose=_pose_with_covariance(o.position, o.heading),
+        )
+
+    def _on_tick(self, slot: RobotSlot, tick: StepTick) -> None:
+        if self.finished or tick.step > self.sim.steps:
+            return
+        if tick.step < self.sim.steps and (self.mode == "lockstep" or tick.kind != StepTick.MESSAGE):
+            return  # an answer to an older status (or a latched one from before a restart)
+        slot.tick = tick  # realtime: a late message is still sent, in the next step
+        if not slot.responsive:
+            self.get_logger().info(f"{slot.name} answers again")
+        slot.responsive = slot.ever_ticked = True
+        if self.mode == "lockstep":
+            self._step_if_all_ticked()
+
+    def _on_timer(self) -> None:
+        if self.finished:
+            return
+        now = time.monotonic()
+        if self.mode == "realtime":
+            waiting = [s.name for s in self.robots.values() if not s.ever_ticked]
+            if self.sim.steps == 0 and waiting and now - self.created < self.startup_timeout_s:
+                return  # the clock starts when every robot is up (or after startup_timeout_s)
+            self._step()
+            return
+        for name, slot in self.robots.items():
+            limit = self.tick_timeout_s if slot.ever_ticked else self.startup_timeout_s
+            if self._ready(name) and slot.tick is None and slot.responsive and now - slot.waited_since > limit:
+                slot.responsive = False
+                self.get_logger().warning(
+                    f"{name} sent no step_tick for step {self.sim.steps} within {limit:.1f} s: it waits, "
+                    "and the team goes on without waiting for it until it answers again"
+                )
+        self._step_if_all_ticked()
+
+    def _step_if_all_ticked(self) -> None:
+        if all(s.tick is not None or not s.responsive or not self._ready(n) for n, s in self.robots.items()):
+            self._step()
+
+    def _primitive_for(self, name: str, slot: RobotSlot) -> Primitive:
+        tick = slot.tick
+        if tick is not None and tick.kind == StepTick.MESSAGE:
+            return Primitive(PrimitiveKind.SEND_MESSAGE, text=tick.text)
+        if self.mode == "lockstep" and (tick is None or tick.kind == StepTick.IDLE):
+            return Primitive(PrimitiveKind.WAIT)
+        if slot.manipulation is not None:
+            return slot.manipulation.primitive
+        nav = slot.navigation
+        if nav is not None and nav.planned is not None and nav.planned_step == self.sim.steps:
+            return nav.planned
+        if tick is not None and tick.kind == StepTick.ACT:
+            self.get_logger().warning(f"{name} ticked ACT for step {self.sim.steps} without a goal: it waits")
+        return Primitive(PrimitiveKind.WAIT)
+
+    def _step(self) -> None:
+        if self.finished or not self.env.agents:
+            return
+        actions = {name: self._primitive_for(name, slot) for name, slot in self.robots.items() if self._ready(name)}
+        clock_before = self.sim.clock
+        obs, _, _, _, infos = self.env.step(actions)
+        self.recorder.step(clock_before, self.sim, actions, {a: infos[a]["failure"] for a in actions})
+        for name, prim in actions.items():
+            slot = self.robots[name]
+            reason = infos[name]["failure"]
+            if reason:
+                self.failures[reason] = self.failures.get(reason, 0) + 1
+            elif prim.kind == PrimitiveKind.SEND_MESSAGE:
+                self.messages += 1
+                self.message_chars += len(prim.text)
+                self.recorder.message(name, clock_before, prim.text)
+            pending = slot.manipulation
+            if pending is not None and prim is pending.primitive:
+                slot.manipulation = None
+                self.goals.finish(
+                    pending.handle,
+                    Manipulate.Result(success=not reason, failure_reason=reason),
+                    "abort" if reason else "succeed",
+                )
+            nav = slot.navigation
+            if nav is not None and prim is nav.planned:
+                nav.planned = None
+        if not self.env.agents:
+            self._end_goals()
+        self._log_progress()
+        self._publish_step(obs)
+        if not self.env.agents:
+            self._finish_episode()
+
+    def _log_progress(self) -> None:
+        """Live progress: a line whenever a goal item is put in place, and every 100 steps."""
+        done, total = self.sim.world.progress()
+        if done != self.progress_logged or self.sim.steps % 100 == 0:
+            self.progress_logged = done
+            self.get_logger().info(
+                f"step {self.sim.steps} (clock {self.sim.clock}/{self.sim.horizon}): {done}/{total} goal items in "
+                f"place, {self.messages} messages"
+            )
+
+    # --- navigate_to_pose -----------------------------------------------------------------------------------------
+    def _accept_navigation(self, slot: RobotSlot, goal: NavigateToPose.Goal) -> GoalResponse:
+        if not self.env.agents:
+            return GoalResponse.REJECT
+        if goal.pose.header.frame_id not in ("", "map"):
+            self.get_logger().warning(f"{slot.name}: goal in frame {goal.pose.header.frame_id!r} (only map)")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _start_navigation(self, slot: RobotSlot, handle: ServerGoalHandle) -> None:
+        if slot.navigation is not None:  # a newer goal preempts, as in Nav2
+            self._end_navigation(slot, NavResult(False, "preempted"))
+        goal: NavGoal = pose_to_nav_goal(handle.request.pose.pose)
+        state = self.sim.world.agents[slot.name]
+        slot.navigation = ActiveNavigation(
+            handle, GoalNavigator(self.scene.benchmark, self.sim.nav, self.sim.config, goal, state.position)
+        )
+        if self._ready(slot.name):
+            self._plan_navigation(slot)
+
+    def _plan_navigation(self, slot: RobotSlot) -> None:
+        nav = slot.navigation
+        assert nav is not None
+        state = self.sim.world.agents[slot.name]
+        planned = nav.navigator.plan(state.position, state.heading, self.sim.last_failure[slot.name])
+        if isinstance(planned, NavResult):
+            self._end_navigation(slot, planned)
+            return
+        nav.planned, nav.planned_step = planned, self.sim.steps
+        goal = nav.navigator.goal.position
+        feedback = NavigateToPose.Feedback(
+            current_pose=PoseStamped(
+                header=Header(stamp=self._stamp(), frame_id="map"),
+                pose=Pose(
+                    position=Point(x=state.position[0], y=state.position[1]), orientation=yaw_quaternion(state.heading)
+                ),
+            ),
+            distance_remaining=float(math.dist(state.position, goal)),
+        )
+        nav.handle.publish_feedback(feedback)
+
+    def _end_navigation(self, slot: RobotSlot, result: NavResult) -> None:
+        nav = slot.navigation
+        assert nav is not None
+        slot.navigation = None
+        code = NavigateToPose.Result.NONE if result.success else NavigateToPose.Result.UNKNOWN
+        state = "succeed" if result.success else "abort"
+        self.goals.finish(nav.handle, NavigateToPose.Result(error_code=code, error_msg=result.reason), state)
+
+    def _cancel_navigation(self, slot: RobotSlot, handle: ServerGoalHandle) -> CancelResponse:
+        nav = slot.navigation
+        if nav is None or goal_key(nav.handle) != goal_key(handle):
+            return CancelResponse.REJECT
+        slot.navigation = None
+        self.executor.create_task(self.goals.finish, handle, NavigateToPose.Result(error_msg="canceled"), "canceled")
+        return CancelResponse.ACCEPT
+
+    # --- manipulate -----------------------------------------------------------------------------------------------
+    def _accept_manipulation(self, slot: RobotSlot, goal: Manipulate.Goal) -> GoalResponse:
+        try:
+            self._manipulation_primitive(goal)
+        except ValueError as exc:
+            self.get_logger().warning(f"{slot.name}: rejected manipulation: {exc}")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT if self.env.agents else GoalResponse.REJECT
+
+    def _manipulation_primitive(self, goal: Manipulate.Goal) -> Primitive:
+        request = Manipulation(ManipulationKind(goal.operation), goal.object_id, goal.target_id, hand_index(goal.hand))
+        return manipulation_primitive(self.scene.benchmark, request)
+
+    def _start_manipulation(self, slot: RobotSlot, handle: ServerGoalHandle) -> None:
+        if slot.manipulation is not None:
+            old = slot.manipulation
+            self.goals.finish(old.handle, Manipulate.Result(success=False, failure_reason="preempted"), "abort")
+        slot.manipulation = PendingManipulation(handle, self._manipulation_primitive(handle.request))
+
+    def _cancel_manipulation(self, slot: RobotSlot, handle: ServerGoalHandle) -> CancelResponse:
+        pending = slot.manipulation
+        if pending is None or goal_key(pending.handle) != goal_key(handle):
+            return CancelResponse.REJECT
+        slot.manipulation = None
+        self.executor.create_task(self.goals.finish, handle, Manipulate.Result(failure_reason="canceled"), "canceled")
+        return CancelResponse.ACCEPT
+
+    # --- results --------------------------------------------------------------------------------------------------
+    def _on_decision(self, slot: RobotSlot, message: Decision) -> None:
+        try:
+            record = json.loads(message.trace_json)
+        except json.JSONDecodeError:
+            self.get_logger().warning(f"{slot.name}: decision with malformed trace_json ignored")
+            return
+        slot.decisions.append(record)
+        self.recorder.add_decision(record)
+
+    def _end_goals(self) -> None:
+        for slot in self.robots.values():
+            if slot.navigation is not None:
+                self._end_navigation(slot, NavResult(False, "episode over"))
+            if slot.manipulation is not None:
+                self.goals.finish(slot.manipulation.handle, Manipulate.Result(failure_reason="episode over"), "abort")
+                slot.manipulation = None
+
+    def _finish_episode(self) -> None:
+        self.finished = True
+        self.wall_s = time.perf_counter() - self.started
+        done, total = self.sim.world.progress()
+        self.get_logger().info(
+            f"episode over at step {self.sim.steps} (clock {self.sim.clock}): "
+            f"{'success' if done == total else 'not finished'}, transport rate {done / total:.2f}"
+        )
+
+    def write_outputs(self) -> None:
+        """The results and trace files, when asked for."""
+        result = self.result()
+        if self.results_path:
+            meta = {"suite": self.suite, "team": self.team_name, "seed": self.seed, "mode": self.mode}
+            write_results([result], self.results_path, meta)
+        if self.trace_path:
+            self.recorder.finish(self.sim, asdict(result))
+            self.recorder.write(self.trace_path)
+
+    def result(self) -> EpisodeResult:
+        done, total = self.sim.world.progress()
+        success = done == total
+        records = [r for s in self.robots.values() for r in s.decisions]
+        seconds = [float(r.get("seconds", 0.0)) for r in records]
+        rates = category_rates(self.scene, done, total)
+        return EpisodeResult(
+            episode=self.episode_name,
+            scene=self.scene.name,
+            task=self.scene.task.name,
+            benchmark=self.scene.benchmark.value,
+            agents=len(self.robots),
+            team=self.team_name,
+            success=success,
+            steps=self.sim.clock if success else self.sim.horizon,
+            transport_rate=done / total,
+            food_rate=rates.get("food"),
+            stuff_rate=rates.get("stuff"),
+            messages=self.messages,
+            message_chars=self.message_chars,
+            tokens=sum(int(r.get("tokens", 0)) for r in records),
+            llm_calls=sum(int(r.get("llm_calls", 0)) for r in records),
+            llm_fallbacks=sum(int(r.get("llm_fallbacks", 0)) for r in records),
+            decisions=len(records),
+            decision_ms_mean=1000 * statistics.fmean(seconds) if seconds else 0.0,
+            decision_ms_median=1000 * statistics.median(seconds) if seconds else 0.0,
+            decision_ms_p95=1000 * p95(seconds),
+            wall_s=self.wall_s if self.finished else time.perf_counter() - self.started,
+            trace=self.trace_path or None,
+            failures=dict(self.failures),
+        )
+
+
+def _pose_with_covariance(position: tuple[float, float], heading: float) -> PoseWithCovariance:
+    return PoseWithCovariance(
+        pose=Pose(position=Point(x=float(position[0]), y=float(position[1])), orientation=yaw_quaternion(heading))
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    rclpy.init(args=argv)
+    node = None
+    try:
+        node = SimBridgeNode()
+        while rclpy.ok() and not node.finished:
+            rclpy.spin_once(node, timeout_sec=0.1)
+        # The last decisions (published just before their robot's tick) and goal results are still in flight.
+        end = time.monotonic() + RESULTS_GRACE_S
+        while rclpy.ok() and time.monotonic() < end:
+            rclpy.spin_once(node, timeout_sec=0.05)
+        node.write_outputs()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        if node is not None and not node.finished:  # stopped mid-episode: the partial results
+            node.write_outputs()
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,367 @@
+"""Skills: how one high-level action is carried out, as a sequence of navigation, manipulation and message
+requests decided from the agent's own memory.
+
+A skill never produces simulator primitives itself. It asks for one of three things per step:
+
+* :class:`NavGoal` -- drive towards a pose (a Nav2 ``NavigateToPose`` goal on a robot, the simulator's navigator
+  in simulation). The skill re-checks its own stop condition every step and moves the goal when what it walks to
+  moves; the navigator reports the end of a goal with a :class:`NavResult`.
+* :class:`Manipulation` -- one grasp / put / open / close / drop (a ``Manipulate`` action goal).
+* :class:`SendMessage` -- one message to the team.
+
+The same skills therefore run in the in-process runner (``coteam_sim.executor.SkillExecutor`` turns requests into
+primitives) and in the ROS executor node (requests become action goals), step for step alike.
+
+Protocol of :meth:`SkillRunner.advance`: call it with ``None`` when the skill starts and after every step in which
+its last request made the robot act (call :meth:`SkillRunner.stepped` for that step); call it with the
+:class:`NavResult` when the navigator ended the current :class:`NavGoal` without acting. It returns the next request,
+or the :class:`SkillOutcome` when the skill has ended.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from enum import IntEnum
+
+from coteam.actions import HighLevelAction, Verb
+from coteam.goals import delivery_target
+from coteam.memory import AgentMemory, angle_between, bearing
+from coteam.physics import Physics
+from coteam.world import Benchmark, ObjectKind, Relation, Vec2
+
+
+@dataclass(frozen=True)
+class NavGoal:
+    """Drive towards ``position`` (map frame, metres). With ``heading`` (degrees, counter-clockwise from +x) and a
+    position equal to the robot's own, it is a turn in place to that heading."""
+
+    position: Vec2
+    heading: float | None = None
+
+
+class ManipulationKind(IntEnum):
+    """Values match the ``operation`` constants of ``coteam_interfaces/action/Manipulate``."""
+
+    GRASP = 0
+    PUT = 1  # on a surface
+    OPEN = 2
+    CLOSE = 3
+    DROP = 4
+    PUT_IN = 5  # into a container (C-WAH) or the carried container (TDW-MAT, target -1)
+
+
+@dataclass(frozen=True)
+class Manipulation:
+    kind: ManipulationKind
+    object_id: int
+    target_id: int = -1
+    hand: int = -1  # arm index; -1: whichever is free
+
+
+@dataclass(frozen=True)
+class SendMessage:
+    text: str
+
+
+SkillRequest = NavGoal | Manipulation | SendMessage
+
+
+@dataclass(frozen=True)
+class NavResult:
+    """How a navigation goal ended without the robot acting in that step."""
+
+    success: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class SkillOutcome:
+    action: HighLevelAction
+    success: bool
+    reason: str = ""
+    primitives: int = 0  # steps in which the skill made the robot act
+
+
+class SkillFailed(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+Skill = Generator[SkillRequest, NavResult | None, None]
+
+
+class SkillRunner:
+    """Runs one high-level action at a time for one agent, reading the agent's memory."""
+
+    def __init__(self, benchmark: Benchmark, config: Physics | None = None):
+        self.benchmark = benchmark
+        self.config = config or Physics()
+        self.max_steps = 80 if benchmark == Benchmark.CWAH else 600
+        self._skill: Skill | None = None
+        self._action: HighLevelAction | None = None
+        self._steps = 0
+        self._started = False
+        self.memory: AgentMemory | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self._skill is not None
+
+    @property
+    def action(self) -> HighLevelAction | None:
+        return self._action
+
+    def start(self, action: HighLevelAction, memory: AgentMemory) -> None:
+        self.memory = memory
+        self._action = action
+        self._steps = 0
+        self._started = False
+        self._skill = self._make_skill(action)
+
+    def cancel(self) -> SkillOutcome | None:
+        if self._action is None:
+            return None
+        outcome = SkillOutcome(self._action, False, "canceled", self._steps)
+        self._skill, self._action = None, None
+        return outcome
+
+    def stepped(self) -> None:
+        """The last request made the robot act for one step."""
+        self._steps += 1
+
+    def advance(self, reply: NavResult | None = None) -> SkillRequest | SkillOutcome:
+        assert self._skill is not None and self._action is not None, "no skill running"
+        try:
+            if self._steps >= self.max_steps:
+                raise SkillFailed("timeout")
+            if not self._started:
+                self._started = True
+                return next(self._skill)
+            return self._skill.send(reply)
+        except StopIteration:
+            outcome = SkillOutcome(self._action, True, "", self._steps)
+        except SkillFailed as exc:
+            outcome = SkillOutcome(self._action, False, exc.reason, self._steps)
+        self._skill, self._action = None, None
+        return outcome
+
+    # --- skills ----------------------------------------------------------------------------------------------
+    def _make_skill(self, action: HighLevelAction) -> Skill:
+        v = action.verb
+        if v == Verb.SEND_MESSAGE:
+            return self._send(action.text)
+        if self.benchmark == Benchmark.CWAH:
+            assert action.target is not None
+            tid = action.target.id
+            return {
+                Verb.EXPLORE: self._cwah_explore,
+                Verb.CHECK: self._cwah_check,
+                Verb.GRAB: self._cwah_grab,
+                Verb.PUT: self._cwah_put,
+            }[v](tid)
+        if v == Verb.TRANSPORT:
+            return self._tdw_transport()
+        assert action.target is not None
+        tid = action.target.id
+        if v == Verb.GOTO:
+            return self._tdw_goto(tid)
+        if v == Verb.EXPLORE:
+            return self._tdw_explore(tid)
+        if v == Verb.GRAB:
+            return self._tdw_grab(tid)
+        if v == Verb.PUT_IN:
+            return self._tdw_put_in(tid)
+        raise SkillFailed(f"{v.value} is not a {self.benchmark.value} skill")
+
+    def _mem(self) -> AgentMemory:
+        assert self.memory is not None
+        return self.memory
+
+    def _check_last(self) -> None:
+        if self._mem().last_failure:
+            raise SkillFailed(self._mem().last_failure)
+
+    def _act(self, request: Manipulation | SendMessage) -> Skill:
+        """One acting step, then fail with the step's failure reason if it had one."""
+        yield request
+        self._check_last()
+
+    def _send(self, text: str) -> Skill:
+        yield from self._act(SendMessage(text))
+
+    def _position_of(self, object_id: int) -> Vec2:
+        view = self._mem().objects.get(object_id)
+        if view is None:
+            raise SkillFailed("object not found")
+        return view.position
+
+    def _drive(self, goal: Callable[[], NavGoal], done: Callable[[], bool]) -> Skill:
+        """Drive towards ``goal()`` (re-read every step) until ``done()``. Ends quietly when the navigator reports
+        the goal reached; fails with the navigator's reason when it gives up."""
+        while not done():
+            reply = yield goal()
+            if reply is not None:
+                if not reply.success:
+                    raise SkillFailed(reply.reason)
+                return
+
+    # C-WAH ---------------------------------------------------------------------------------------------------
+    def _cwah_walk(self, object_id: int) -> Skill:
+        """Walk until within reach of a known object (where it is remembered to be)."""
+        m = self._mem()
+        reach = self.config.cwah_reach_m
+
+        def near() -> bool:
+            return math.dist(m.position, self._position_of(object_id)) <= reach
+
+        yield from self._drive(lambda: NavGoal(self._position_of(object_id)), near)
+        if not near():
+            raise SkillFailed("not reachable")
+
+    def _cwah_explore(self, room_id: int) -> Skill:
+        m = self._mem()
+        yield from self._drive(lambda: NavGoal(m.floorplan.room_center(room_id)), lambda: m.room == room_id)
+        if m.room != room_id:
+            raise SkillFailed("not reachable")
+
+    def _cwah_open_if_closed(self, container_id: int) -> Skill:
+        view = self._mem().objects.get(container_id)
+        if view is not None and view.kind == ObjectKind.CONTAINER and not view.is_open:
+            yield from self._cwah_walk(container_id)
+            yield from self._act(Manipulation(ManipulationKind.OPEN, container_id))
+
+    def _cwah_check(self, container_id: int) -> Skill:
+        yield from self._cwah_walk(container_id)
+        yield from self._cwah_open_if_closed(container_id)
+
+    def _cwah_grab(self, item_id: int) -> Skill:
+        m = self._mem()
+        view = m.objects.get(item_id)
+        if view is None:
+            raise SkillFailed("object not found")
+        if view.held_by:
+            raise SkillFailed("object taken")
+        if m.free_hands() == 0:
+            raise SkillFailed("no free hand")
+        if view.location == Relation.IN:
+            yield from self._cwah_open_if_closed(view.holder)
+        yield from self._cwah_walk(item_id)
+        if item_id not in m.objects:
+            raise SkillFailed("object not found")
+        yield from self._act(Manipulation(ManipulationKind.GRASP, item_id))
+
+    def _cwah_put(self, target_id: int) -> Skill:
+        m = self._mem()
+        target = m.objects.get(target_id)
+        if target is None:
+            raise SkillFailed("object not found")
+        to_put = [
+            v.id for v in m.held_items() if (p := delivery_target(m, v.name)) is not None and p.target == target_id
+        ]
+        if not to_put:
+            raise SkillFailed("not holding anything for this target")
+        yield from self._cwah_walk(target_id)
+        is_container = target.kind == ObjectKind.CONTAINER
+        if is_container:
+            yield from self._cwah_open_if_closed(target_id)
+        kind = ManipulationKind.PUT_IN if is_container else ManipulationKind.PUT
+        for item_id in to_put:
+            yield from self._act(Manipulation(kind, item_id, target_id))
+
+    # TDW-MAT -------------------------------------------------------------------------------------------------
+    def _turn_to(self, heading: float, stop: Callable[[], bool] = lambda: False) -> Skill:
+        """Turn in place until facing ``heading`` (within half a turn step) or ``stop()``."""
+        m = self._mem()
+        heading = round(heading % 360, 6) % 360  # what survives a goal pose's quaternion
+        half = self.config.tdw_turn_deg / 2
+        yield from self._drive(
+            lambda: NavGoal(m.position, heading), lambda: angle_between(heading, m.heading) <= half or stop()
+        )
+
+    def _navigate(self, goal: Vec2, tolerance: float, room: int | None = None) -> Skill:
+        """Drive to within ``tolerance`` of ``goal`` (and into ``room`` when given)."""
+        m = self._mem()
+
+        def arrived() -> bool:
+            return math.dist(m.position, goal) <= tolerance and (room is None or m.room == room)
+
+        yield from self._drive(lambda: NavGoal(goal), arrived)
+        if room is not None and m.room != room:
+            raise SkillFailed("not reachable")
+
+    def _tdw_goto(self, room_id: int) -> Skill:
+        m = self._mem()
+        known = set(m.objects)
+
+        def new_target_seen() -> bool:  # like the original harness: stop walking when a new target comes into view
+            return any(
+                oid not in known and v.kind == ObjectKind.ITEM and m.task.needed_names() & {v.name}
+                for oid, v in m.objects.items()
+            )
+
+        center = m.floorplan.room_center(room_id)
+        first = True
+
+        def arrived() -> bool:
+            nonlocal first
+            seen = not first and new_target_seen()
+            first = False
+            return seen or (math.dist(m.position, center) <= 1.0 and m.room == room_id)
+
+        yield from self._drive(lambda: NavGoal(center), arrived)
+        if m.room != room_id and not new_target_seen():
+            raise SkillFailed("not reachable")
+
+    def _tdw_explore(self, room_id: int) -> Skill:
+        m = self._mem()
+        if m.room != room_id:
+            raise SkillFailed("not in that room")
+        # A room seen before gets a full look-around (things may have moved); a new one until it is covered.
+        relook = m.is_explored(room_id)
+        yield from self._navigate(m.floorplan.room_center(room_id), 1.0, room_id)
+        for _ in range(360 // self.config.tdw_turn_deg):
+            if m.is_explored(room_id) and not relook:
+                return
+            yield from self._turn_to((m.heading + self.config.tdw_turn_deg) % 360)
+
+    def _tdw_grab(self, item_id: int) -> Skill:
+        m = self._mem()
+        view = m.objects.get(item_id)
+        if view is None:
+            raise SkillFailed("object not found")
+        if view.held_by:
+            raise SkillFailed("object taken")
+        yield from self._navigate(view.position, self.config.tdw_reach_m - 0.3)
+        view = m.objects.get(item_id)
+        if view is None:
+            raise SkillFailed("object not found")
+        item = view.position
+        yield from self._turn_to(
+            bearing(m.position, item), stop=lambda: math.dist(m.position, item) < self.config.tdw_near_visible_m
+        )
+        arm = next((i for i, h in enumerate(m.holding) if h is None), None)
+        if arm is None:
+            raise SkillFailed("no free hand")
+        yield from self._act(Manipulation(ManipulationKind.GRASP, item_id, hand=arm))
+
+    def _tdw_put_in(self, item_id: int) -> Skill:
+        m = self._mem()
+        if item_id not in m.holding:
+            raise SkillFailed("not holding")
+        yield from self._act(Manipulation(ManipulationKind.PUT_IN, item_id, hand=m.holding.index(item_id)))
+
+    def _tdw_transport(self) -> Skill:
+        m = self._mem()
+        bed = m.objects.get(m.task.predicates[0].target)
+        if bed is None:
+            raise SkillFailed("object not found")
+        if not any(h is not None for h in m.holding):
+            raise SkillFailed("not holding")
+        yield from self._navigate(bed.position, 1.0, bed.room)
+        for arm in (0, 1):
+            held = m.holding[arm]
+            if held is not None:
+                yield from self._act(Manipulation(ManipulationKind.DROP, held, hand=arm))
