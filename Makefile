@@ -26,6 +26,7 @@ $(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt re
 
 demo: venv
 	$(VENV)/bin/coteam launch config/team_sim.yaml --out runs/demo --timeout 600
+	$(VENV)/bin/coteam render runs/demo/trace.json
 
 test: venv
 	$(PY) -m pytest -q -n 2

@@ -216,7 +216,8 @@ def test_node_list_hardware() -> None:
     cfg = load_config(HARDWARE)
     specs = node_list(cfg)
     assert "sim_bridge" not in [s.name for s in specs]
-    assert [(s.name, s.namespace) for s in specs[:3]] == [
+    assert [(s.name, s.namespace) for s in specs[:4]] == [
+        ("robot_state", "/robot1"),
         ("perception", "/robot1"),
         ("planner", "/robot1"),
         ("executor", "/robot1"),
@@ -224,8 +225,10 @@ def test_node_list_hardware() -> None:
     for spec in specs:
         robot = next(r for r in cfg.robots if r.namespace == spec.namespace)
         assert spec.remappings == list(robot.remap.items())
-    planner, executor = specs[1], specs[2]
+    planner, executor = specs[2], specs[3]
     assert planner.parameters["teammates"] == ["robot2"]
+    assert planner.parameters["message_delivery"] == "arrival"
+    assert specs[0].parameters["robots"] == ["robot1", "robot2"]
     assert (planner.parameters["suite"], planner.parameters["episode"]) == ("cwah-test", 0)
     assert executor.parameters["navigation"] == "nav2"
 

@@ -158,7 +158,10 @@ class Simulator:
                 return "unknown object"
             return self._walk_towards(agent, w.position_of(target))
         if k == PrimitiveKind.WALK_TO:
-            return self._walk_towards(agent, (prim.args[0] / 1000, prim.args[1] / 1000))
+            goal = (prim.args[0] / 1000, prim.args[1] / 1000)
+            if not self.scene.floorplan.is_free(*self.scene.floorplan.cell_of(goal)):
+                return "not reachable"  # a wall or outside the house
+            return self._walk_towards(agent, goal)
         if not self._known_object(target):
             return "unknown object"
         if k in (PrimitiveKind.OPEN, PrimitiveKind.CLOSE):

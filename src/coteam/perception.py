@@ -53,6 +53,7 @@ class Detection:
     confidence: float  # detector confidence in [0, 1]
     step: int  # simulation step of the observation
     holder: str = ""  # robot holding the object ("" when none); ObjectView.held_by
+    is_open: bool | None = None  # containers: open or closed; None when not a container or unknown
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ def detection_from_view(view: ObjectView, step: int, names: Mapping[int, str], c
         confidence=confidence,
         step=step,
         holder=view.held_by,
+        is_open=view.is_open,
     )
 
 

@@ -371,7 +371,7 @@ def _parse_robots(top: _Reader, source: str) -> tuple[RobotConfig, ...]:
 
 def node_list(cfg: TeamConfig) -> list[NodeSpec]:
     """The nodes of a team run, in start order: the ``sim_bridge`` (with a world), then per robot its
-    ``perception``, ``planner`` and ``executor`` in the robot's namespace."""
+    ``robot_state`` (without a world), ``perception``, ``planner`` and ``executor`` in the robot's namespace."""
     ref = cfg.episode_ref
     episode: dict[str, ParamValue] = {"suite": ref.suite, "episode": ref.episode, "seed": ref.seed}
     if cfg.world is not None and cfg.world.scene:
@@ -407,6 +407,17 @@ def node_list(cfg: TeamConfig) -> list[NodeSpec]:
             params_json=json.dumps(cfg.team.params, sort_keys=True),
             **episode,
         )
+        if cfg.world is None:  # a real robot: its status comes from its odometry and detector
+            planner["message_delivery"] = "arrival"
+            specs.append(
+                NodeSpec(
+                    "robot_state",
+                    "robot_state",
+                    robot.namespace,
+                    {"robot": robot.name, "robots": list(names), **episode},
+                    list(remappings),
+                )
+            )
         specs += [
             NodeSpec("perception", "perception", robot.namespace, {"robot": robot.name}, remappings),
             NodeSpec("planner", "planner", robot.namespace, planner, list(remappings)),

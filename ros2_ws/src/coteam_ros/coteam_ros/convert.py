@@ -52,7 +52,10 @@ def pose_to_nav_goal(pose: Pose) -> NavGoal:
     return NavGoal(point_from_msg(pose.position), heading_from_quaternion(pose.orientation))
 
 
-# --- detections ----------------------------------------------------------------------------------------------
+# --- detections ------------------------------------------------------------------------------------------------
+_OPEN_STATE = {None: ci.DetectedObject.OPEN_UNKNOWN, True: ci.DetectedObject.OPEN, False: ci.DetectedObject.CLOSED}
+
+
 def detection_to_msg(detection: Detection) -> ci.DetectedObject:
     """The step is the observation's (``ObjectDetections.step``), not the object's: it is dropped here."""
     return ci.DetectedObject(
@@ -64,6 +67,7 @@ def detection_to_msg(detection: Detection) -> ci.DetectedObject:
         position=point_to_msg(detection.position),
         confidence=float(detection.confidence),
         holder=detection.holder,
+        open_state=_OPEN_STATE[detection.is_open],
     )
 
 
@@ -79,6 +83,7 @@ def detection_from_msg(obj: ci.DetectedObject, step: int) -> Detection:
         confidence=float(obj.confidence),
         step=step,
         holder=obj.holder,
+        is_open={ci.DetectedObject.OPEN: True, ci.DetectedObject.CLOSED: False}.get(obj.open_state),
     )
 
 

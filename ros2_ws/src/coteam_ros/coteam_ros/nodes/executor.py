@@ -14,7 +14,9 @@ Topics and actions, relative to the robot's namespace:
 
 In simulation (lockstep) a skill step is *armed* when its goal for the current step is in place: the navigator
 has planned the step's primitive (its feedback carries the status' stamp) or the manipulation goal is accepted.
-Then the executor publishes ExecuteSkill feedback with that step, and the planner answers the step.
+Then the executor publishes ExecuteSkill feedback with that step, and the planner answers the step. With Nav2
+(real robots) a navigation goal is armed once accepted and the skill is asked again at every status; a
+manipulation goal's result (its failure reason) is what the skill goes on with.
 
 Parameters: ``robot``, ``navigation`` (sim | nav2), ``suite`` / ``episode`` / ``seed`` / ``scene_path`` (the
 task; see ``coteam_ros.episode``), ``robots`` (the team, in simulator order).
@@ -316,15 +318,30 @@ class ExecutorNode(Node):
         self.manipulate_client.send_goal_async(goal).add_done_callback(self._on_manipulation_response)
 
     def _on_manipulation_response(self, future: Any) -> None:
-        self.manipulating = False
         job = self.job
-        if job is None:
-            return
         handle = future.result()
+        if job is None:
+            self.manipulating = False
+            return
         if not handle.accepted:
+            self.manipulating = False
             job.outcome = SkillOutcome(job.action, False, "manipulation rejected", 0)
-        else:
+        elif self.stepwise:  # the simulator runs it in the next step; its outcome comes with the next status
+            self.manipulating = False
             self._arm(job, "manipulating")
+        else:  # a real arm takes its time: the skill goes on with the result
+            handle.get_result_async().add_done_callback(lambda f, j=job: self._on_manipulation_result(j, f))
+            return
+        self._drive()
+
+    def _on_manipulation_result(self, job: Job, future: Any) -> None:
+        self.manipulating = False
+        result = future.result().result
+        if job is not self.job:
+            return
+        self.memory.last_failure = "" if result.success else (result.failure_reason or "manipulation failed")
+        self._arm(job, "manipulating")
+        job.armed_step = self.step - 1  # the skill reads the result now, not at the next status
         self._drive()
 
     def create_timer_once(self, period: float, callback: Any) -> None:

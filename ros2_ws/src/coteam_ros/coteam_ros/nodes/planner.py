@@ -17,7 +17,8 @@ node waits up to ``message_wait_s`` for it, then goes on and hands the text over
 
 Parameters: ``robot``, ``robots`` (the team, in simulator order), ``teammates`` (informational), ``method``,
 ``backend``, ``params_json`` (method hyper-parameters), ``suite`` / ``episode`` / ``seed`` / ``scene_path`` (the
-task, see ``coteam_ros.episode``), ``message_wait_s``.
+task, see ``coteam_ros.episode``), ``message_wait_s``, ``message_delivery`` (``status``: when the sim bridge's status
+says; ``arrival``: on real robots, at the next status after the message arrived).
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ class PlannerNode(Node):
         seed = self.declare_parameter("seed", 0).value
         scene_path = self.declare_parameter("scene_path", "").value
         self.message_wait_s: float = self.declare_parameter("message_wait_s", 5.0).value
+        # status: the sim bridge times delivery (the status lists what arrives); arrival: hand over on receipt
+        self.message_delivery: str = self.declare_parameter("message_delivery", "status").value
+        if self.message_delivery not in ("status", "arrival"):
+            raise ValueError(f"message_delivery must be status or arrival, not {self.message_delivery!r}")
         if "backend" in methods()[self.method].switches:
             params.setdefault("backend", self.backend)
         info = load_episode(suite, episode, seed, robots, scene_path).info
@@ -129,14 +134,17 @@ class PlannerNode(Node):
     def _try_deliver(self) -> None:
         assert self.waiting is not None
         obs = self.waiting[0]
-        if all((m.sender, m.step) in self.inbox for m in obs.messages):
+        if self.message_delivery == "arrival":  # everything received so far, oldest first
+            self.missing |= set(self.inbox)
+            self._deliver(obs, give_up=False)
+        elif all((m.sender, m.step) in self.inbox for m in obs.messages):
             self._deliver(obs, give_up=False)
 
     def _deliver(self, obs: Observation, give_up: bool) -> None:
         """Hand the observation to the brain with the messages' texts, then play the robot's turn."""
         self.waiting = None
         keys = [(m.sender, m.step) for m in obs.messages]
-        late = [k for k in sorted(self.missing) if k in self.inbox]
+        late = sorted((k for k in self.missing if k in self.inbox), key=lambda k: (k[1], k[0]))
         absent = [k for k in keys if k not in self.inbox]
         if absent and give_up:
             self.get_logger().warning(f"step {obs.step}: no text yet for messages {absent}; handed over on arrival")

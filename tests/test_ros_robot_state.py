@@ -1,0 +1,126 @@
+"""robot_state (real robots): odometry + detections become the robot's status, which planner and executor read."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from ros_isolation import isolate_ros
+
+rclpy = pytest.importorskip("rclpy")
+
+from coteam_interfaces.msg import ObjectDetections, RobotStatus  # noqa: E402
+from geometry_msgs.msg import Point, Pose, PoseWithCovariance  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from std_msgs.msg import Header  # noqa: E402
+
+from coteam.observation import observation_from_dict  # noqa: E402
+from coteam.perception import Detection  # noqa: E402
+from coteam.world import Container, ObjectKind, Relation  # noqa: E402
+from coteam_ros.convert import detections_to_msg, yaw_quaternion  # noqa: E402
+from coteam_ros.nodes.robot_state import ObservationAssembler, RobotStateNode  # noqa: E402
+from coteam_sim.suites import get_suite  # noqa: E402
+
+SCENE = get_suite("cwah-test").episodes()[0].build()
+
+
+def _catalogue() -> tuple:
+    container = next(c for c in SCENE.containers if isinstance(c, Container))
+    item, other = SCENE.items[0], SCENE.items[1]
+    room = SCENE.floorplan.room(container.room)
+    return container, item, other, room
+
+
+def test_assembler_builds_the_observation_from_detections() -> None:
+    container, item, other, room = _catalogue()
+    asm = ObservationAssembler("robot1", SCENE)
+    dets = [
+        Detection(item.name, item.id, item.category, room.name, container.name, container.position, 0.9, 3),
+        Detection(other.name, other.id, other.category, room.name, "", (1.0, 1.0), 0.9, 3, holder="robot1"),
+        Detection(container.name, container.id, "container", room.name, "", container.position, 1.0, 3, is_open=True),
+        Detection("ghost", 9999, "food", room.name, "", (1.0, 1.0), 1.0, 3),  # not in the catalogue: dropped
+    ]
+    obs = asm.observation(3, SCENE.floorplan.room_center(room.id), 90.4, dets)
+    views = {v.id: v for v in obs.visible}
+    assert sorted(views) == sorted([item.id, other.id, container.id])
+    assert (views[item.id].location, views[item.id].holder, views[item.id].room) == (
+        Relation.IN,
+        container.id,
+        room.id,
+    )
+    assert (views[other.id].location, views[other.id].held_by) == (Relation.HELD, "robot1")
+    assert views[container.id].kind == ObjectKind.CONTAINER and views[container.id].is_open is True
+    assert obs.holding == (other.id, None)
+    assert (obs.room, obs.heading, obs.step, obs.ready) == (room.id, 90, 3, True)
+
+
+def test_robot_state_node_publishes_status_from_odom_and_detections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolate_ros(tmp_path, monkeypatch)
+    container, item, _, room = _catalogue()
+    rclpy.init()
+    try:
+        node = RobotStateNode(
+            namespace="/robot1",
+            parameter_overrides=[
+                Parameter("robot", value="robot1"),
+                Parameter("robots", value=["robot1", "robot2"]),
+                Parameter("rate_hz", value=20.0),
+            ],
+        )
+        test = rclpy.create_node("robot_state_test")
+        statuses: list[RobotStatus] = []
+        latched = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        test.create_subscription(RobotStatus, "/robot1/status", statuses.append, latched)
+        odom = test.create_publisher(Odometry, "/robot1/odom", 10)
+        detections = test.create_publisher(ObjectDetections, "/robot1/detections", 10)
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.add_node(test)
+        x, y = SCENE.floorplan.room_center(room.id)
+        deadline = time.monotonic() + 20
+        seen = None
+        while time.monotonic() < deadline and seen is None:
+            odom.publish(
+                Odometry(
+                    header=Header(frame_id="map"),
+                    pose=PoseWithCovariance(pose=Pose(position=Point(x=x, y=y), orientation=yaw_quaternion(180.0))),
+                )
+            )
+            sighting = Detection(item.name, item.id, item.category, room.name, container.name, (x, y), 1.0, 0)
+            detections.publish(detections_to_msg("robot1", [sighting], Header(frame_id="map")))
+            executor.spin_once(timeout_sec=0.05)
+            for status in statuses:
+                obs = observation_from_dict(json.loads(status.observation_json))
+                if obs.visible:
+                    seen = (status, obs)
+        assert seen is not None, "no status with the detected object"
+        status, obs = seen
+        assert status.robot == "robot1" and status.ready and not status.episode_done
+        assert (obs.position, obs.heading, obs.room) == ((x, y), 180, room.id)
+        assert [v.id for v in obs.visible] == [item.id] and obs.visible[0].location == Relation.IN
+        steps = [s.step for s in statuses]
+        assert steps == sorted(steps)
+    finally:
+        rclpy.try_shutdown()
+
+
+@pytest.mark.parametrize("heading", [None, 0.0, 15.0, 179.999999, 180.0, 270.5])
+def test_navigation_goal_pose_round_trip(heading: float | None) -> None:
+    from coteam.skills import NavGoal
+    from coteam_ros.convert import nav_goal_to_pose, pose_to_nav_goal
+
+    goal = NavGoal((3.25, -1.125), heading)
+    back = pose_to_nav_goal(nav_goal_to_pose(goal, (0.0, 0.0)))
+    assert back.position == goal.position
+    expected = heading if heading is not None else 360 - 19.09  # facing from the robot to the goal
+    assert back.heading == pytest.approx(expected % 360, abs=0.01)
