@@ -1,1 +1,24 @@
-"""The coteam ROS 2 nodes: one module per node, each runnable as ``python -m coteam_ros.nodes.<node>``."""
+"""The coteam ROS 2 nodes, one module and one class each; ``python -m coteam_ros.nodes.<name>`` runs one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+
+
+def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> None:
+    """Run one node until Ctrl-C or shutdown, then clean up: exit status 0 on SIGINT."""
+    rclpy.init(args=argv)
+    node = None
+    try:
+        node = make_node()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()

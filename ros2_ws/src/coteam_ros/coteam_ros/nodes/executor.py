@@ -28,13 +28,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import rclpy
 from coteam_interfaces.action import ExecuteSkill, Manipulate
 from coteam_interfaces.msg import RobotStatus
 from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
@@ -46,6 +44,7 @@ from coteam.skills import Manipulation, NavGoal, NavResult, SendMessage, SkillOu
 from coteam_ros.convert import nav_goal_to_pose
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
+from coteam_ros.nodes import spin_node
 
 NODE_NAME = "executor"
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -357,17 +356,7 @@ class ExecutorNode(Node):
 
 
 def main(argv: list[str] | None = None) -> None:
-    rclpy.init(args=argv)
-    node = None
-    try:
-        node = ExecutorNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    spin_node(ExecutorNode, argv)
 
 
 if __name__ == "__main__":

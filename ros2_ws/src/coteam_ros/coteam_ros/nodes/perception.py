@@ -26,12 +26,10 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 
-import rclpy
 from builtin_interfaces.msg import Time
 from coteam_interfaces.msg import ObjectDetections, SemanticMap
 from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import ColorRGBA, Header
@@ -39,6 +37,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from coteam.perception import SemanticMapFusion, SemanticObject
 from coteam_ros.convert import detections_from_msg, semantic_map_to_msg
+from coteam_ros.nodes import spin_node
 
 NODE_NAME = "perception"
 DETECTIONS_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
@@ -175,17 +174,7 @@ class PerceptionNode(Node):
 
 
 def main(argv: list[str] | None = None) -> None:
-    rclpy.init(args=argv)
-    node = None
-    try:
-        node = PerceptionNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    spin_node(PerceptionNode, argv)
 
 
 if __name__ == "__main__":

@@ -28,11 +28,9 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-import rclpy
 from coteam_interfaces.action import ExecuteSkill
 from coteam_interfaces.msg import Decision, RobotStatus, StepTick, TeamMessage
 from rclpy.action import ActionClient
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
@@ -43,6 +41,7 @@ from coteam.observation import Message, Observation, observation_from_dict
 from coteam.reasoning import AgentBrain, PollSkill, StartSkill, agent_turn, make_team, methods
 from coteam.skills import SkillOutcome
 from coteam_ros.episode import load_episode
+from coteam_ros.nodes import spin_node
 from coteam_sim.trace import decision_record
 
 NODE_NAME = "planner"
@@ -122,8 +121,14 @@ class PlannerNode(Node):
     def _on_team_message(self, message: TeamMessage) -> None:
         if message.sender == self.robot or message.receiver not in ("", TeamMessage.RECEIVER_ALL, self.robot):
             return
+        text = message.text
+        if len(text) > MAX_MESSAGE_CHARS:  # a teammate that does not keep the limit: its message is cut here
+            self.get_logger().warning(
+                f"message of {len(text)} characters from {message.sender} cut to {MAX_MESSAGE_CHARS}"
+            )
+            text = truncate_message(text)
         key = (message.sender, message.step)
-        self.inbox[key] = Message(message.sender, message.text, message.step)
+        self.inbox[key] = Message(message.sender, text, message.step)
         if self.waiting is not None:
             self._try_deliver()
 
@@ -290,17 +295,7 @@ class PlannerNode(Node):
 
 
 def main(argv: list[str] | None = None) -> None:
-    rclpy.init(args=argv)
-    node = None
-    try:
-        node = PlannerNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    spin_node(PlannerNode, argv)
 
 
 if __name__ == "__main__":

@@ -21,10 +21,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import rclpy
 from coteam_interfaces.msg import ObjectDetections, RobotStatus
 from nav_msgs.msg import Odometry
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
@@ -33,6 +31,7 @@ from coteam.observation import ObjectView, Observation, observation_to_dict
 from coteam.world import Container, ObjectKind, Relation, Scene
 from coteam_ros.convert import detections_from_msg, heading_from_quaternion
 from coteam_ros.episode import load_episode
+from coteam_ros.nodes import spin_node
 
 NODE_NAME = "robot_state"
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -164,17 +163,7 @@ class RobotStateNode(Node):
 
 
 def main(argv: list[str] | None = None) -> None:
-    rclpy.init(args=argv)
-    node = None
-    try:
-        node = RobotStateNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    spin_node(RobotStateNode, argv)
 
 
 if __name__ == "__main__":
