@@ -370,6 +370,18 @@ class _Fake:
         def execute(self, context):
             return self.function(context, *self.args, **self.kwargs)
 
+    class Shutdown:
+        def __init__(self, *, reason="reason not given", **kwargs):
+            self.reason = reason
+
+    class OnProcessExit:
+        def __init__(self, *, target_action=None, on_exit, **kwargs):
+            self.target_action, self.on_exit = target_action, on_exit
+
+    class RegisterEventHandler:
+        def __init__(self, event_handler, **kwargs):
+            self.event_handler = event_handler
+
     class LaunchConfiguration:
         def __init__(self, variable_name, *, default=None):
             self.variable_name = variable_name
@@ -397,6 +409,7 @@ class _Fake:
             for params in parameters or []:
                 for key, value in params.items():
                     assert _is_ros_value(value), (key, value)
+            self.executable = executable
             _Fake.nodes.append(
                 dict(
                     package=package,
@@ -411,15 +424,22 @@ class _Fake:
 
 
 def _fake_modules(monkeypatch: pytest.MonkeyPatch) -> None:
-    mods = {name: types.ModuleType(name) for name in ("launch", "launch.actions", "launch.substitutions")}
+    mods = {
+        name: types.ModuleType(name)
+        for name in ("launch", "launch.actions", "launch.substitutions", "launch.event_handlers")
+    }
     mods |= {name: types.ModuleType(name) for name in ("launch_ros", "launch_ros.actions")}
     mods["launch"].LaunchDescription = _Fake.LaunchDescription
     mods["launch.actions"].DeclareLaunchArgument = _Fake.DeclareLaunchArgument
     mods["launch.actions"].OpaqueFunction = _Fake.OpaqueFunction
+    mods["launch.actions"].RegisterEventHandler = _Fake.RegisterEventHandler
+    mods["launch.actions"].Shutdown = _Fake.Shutdown
+    mods["launch.event_handlers"].OnProcessExit = _Fake.OnProcessExit
     mods["launch.substitutions"].LaunchConfiguration = _Fake.LaunchConfiguration
     mods["launch_ros.actions"].Node = _Fake.Node
     mods["launch"].actions = mods["launch.actions"]
     mods["launch"].substitutions = mods["launch.substitutions"]
+    mods["launch"].event_handlers = mods["launch.event_handlers"]
     mods["launch_ros"].actions = mods["launch_ros.actions"]
     for name, mod in mods.items():
         monkeypatch.setitem(sys.modules, name, mod)
@@ -439,7 +459,12 @@ def _run_launch_file(path: Path, config: Path) -> list[NodeSpec]:
     for entity in description.entities:
         if isinstance(entity, _Fake.OpaqueFunction):
             actions += entity.execute(context)
-    assert len(actions) == len(_Fake.nodes)
+    handlers = [a for a in actions if isinstance(a, _Fake.RegisterEventHandler)]
+    assert len(actions) - len(handlers) == len(_Fake.nodes)
+    bridges = [a for a in actions if isinstance(a, _Fake.Node) and a.executable == "sim_bridge"]
+    # the launch ends with the episode: when the bridge exits
+    assert [h.event_handler.target_action for h in handlers] == bridges
+    assert all(isinstance(h.event_handler.on_exit[0], _Fake.Shutdown) for h in handlers)
     out = []
     for kw in _Fake.nodes:
         assert kw["package"] == "coteam_ros" and kw["output"] == "screen"

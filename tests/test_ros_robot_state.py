@@ -147,3 +147,14 @@ def test_planner_cuts_an_oversized_team_message(tmp_path: Path, monkeypatch: pyt
         assert len(planner.inbox[("bob", 7)].text) == 500
     finally:
         rclpy.try_shutdown()
+
+
+def test_assembler_resolves_a_shared_fixture_name_by_position() -> None:
+    names: dict[str, list] = {}
+    for f in (*SCENE.containers, *SCENE.surfaces):
+        names.setdefault(f.name, []).append(f)
+    twins = next(fs for fs in names.values() if len(fs) > 1)
+    asm = ObservationAssembler("robot1", SCENE)
+    for fixture in twins:
+        assert asm.fixture_named(fixture.name, fixture.position) == fixture.id
+    assert asm.fixture_named("no such thing", (0.0, 0.0)) == -1

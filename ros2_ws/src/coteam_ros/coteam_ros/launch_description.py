@@ -18,8 +18,10 @@ _KINDS = {
 
 
 def team_launch_description(kind: str) -> Any:
-    """A LaunchDescription with a ``config`` argument that starts ``node_list(load_config(config))``."""
-    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+    """A LaunchDescription with a ``config`` argument that starts ``node_list(load_config(config))``; with a
+    world the launch ends when the simulator bridge exits (the episode is over), as ``coteam launch`` does."""
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler, Shutdown
+    from launch.event_handlers import OnProcessExit
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
 
@@ -33,8 +35,9 @@ def team_launch_description(kind: str) -> Any:
         if (cfg.world is not None) != needs_world:
             need = "needs a `world:` section" if needs_world else "runs without a simulator"
             raise RuntimeError(f"{path}: team_{kind}.launch.py {need}; {instead}")
-        return [
-            Node(
+        actions: list[Any] = []
+        for spec in node_list(cfg):
+            node = Node(
                 package="coteam_ros",
                 executable=spec.executable,
                 name=spec.name,
@@ -43,8 +46,11 @@ def team_launch_description(kind: str) -> Any:
                 remappings=spec.remappings,
                 output="screen",
             )
-            for spec in node_list(cfg)
-        ]
+            actions.append(node)
+            if spec.executable == "sim_bridge":
+                done = Shutdown(reason="the simulator bridge exited: the episode is over")
+                actions.append(RegisterEventHandler(OnProcessExit(target_action=node, on_exit=[done])))
+        return actions
 
     world = "with" if needs_world else "without"
     return LaunchDescription(

@@ -107,6 +107,7 @@ class ExecutorNode(Node):
         self.job: Job | None = None
         self.nav: NavigationState | None = None
         self.manipulating = False
+        self.manipulation: Any = None  # a real arm's running goal (ClientGoalHandle)
         self.goals = DeferredGoals()
         self.nav_type = navigate_to_pose_type(self.navigation)
         self.nav_client = ActionClient(self, self.nav_type, "navigate_to_pose")
@@ -232,6 +233,9 @@ class ExecutorNode(Node):
         if self.nav is not None:
             self._cancel_navigation()
             return
+        if self.manipulation is not None:  # cancelled while a real arm works: stop it too
+            self.manipulation.cancel_goal_async()
+            self.manipulation = None
         outcome = job.outcome
         assert outcome is not None
         self.job = None
@@ -329,12 +333,14 @@ class ExecutorNode(Node):
             self.manipulating = False
             self._arm(job, "manipulating")
         else:  # a real arm takes its time: the skill goes on with the result
+            self.manipulation = handle
             handle.get_result_async().add_done_callback(lambda f, j=job: self._on_manipulation_result(j, f))
             return
         self._drive()
 
     def _on_manipulation_result(self, job: Job, future: Any) -> None:
         self.manipulating = False
+        self.manipulation = None
         result = future.result().result
         if job is not self.job:
             return

@@ -8,8 +8,9 @@ In simulation the sim bridge publishes each robot's status; on a real robot this
   containers);
 * publishes ``status`` (``coteam_interfaces/RobotStatus``, latched): step = number of statuses so far, clock = the
   same, always ready, the observation as JSON -- position and heading from the odometry, room from the task's
-  floor plan, visible objects from the detections received since the previous status, holdings from the objects
-  this robot holds. Teammates are not observed (they report over ``/team/messages``); messages are delivered by
+  floor plan, visible objects from the detections received since the previous status (the previous batch again
+  when none came), holdings from the objects this robot holds (in hand order of their ids: the detector does not
+  say which gripper). Teammates are not observed (they report over ``/team/messages``); messages are delivered by
   the planner on arrival.
 
 Parameters: ``robot``, ``robots``, ``suite`` / ``episode`` / ``seed`` / ``scene_path`` (the task, see
@@ -19,6 +20,7 @@ Parameters: ``robot``, ``robots``, ``suite`` / ``episode`` / ``seed`` / ``scene_
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from coteam_interfaces.msg import ObjectDetections, RobotStatus
@@ -47,7 +49,9 @@ class ObservationAssembler:
         self.floorplan = scene.floorplan
         self.hands = hands
         self.fixtures = {f.id: f for f in (*scene.containers, *scene.surfaces)}
-        self.fixture_ids = {f.name: f.id for f in self.fixtures.values()}
+        self.fixtures_named: dict[str, list[int]] = {}
+        for f in self.fixtures.values():
+            self.fixtures_named.setdefault(f.name, []).append(f.id)
         self.items = {i.id: i for i in scene.items}
         self.room_ids = {r.name: r.id for r in self.floorplan.rooms}
 
@@ -66,7 +70,7 @@ class ObservationAssembler:
         item = self.items.get(det.object_id)
         if item is None:
             return None
-        holder = self.fixture_ids.get(det.container, -1)
+        holder = self.fixture_named(det.container, det.position)
         if det.holder:
             location = Relation.HELD
         elif holder >= 0:
@@ -85,6 +89,13 @@ class ObservationAssembler:
             held_by=det.holder,
             capacity=item.capacity,
         )
+
+    def fixture_named(self, name: str, near: tuple[float, float]) -> int:
+        """The id of the fixture called ``name`` (the nearest to ``near`` when several are); -1 for none."""
+        ids = self.fixtures_named.get(name, [])
+        if not ids:
+            return -1
+        return min(ids, key=lambda i: math.dist(self.fixtures[i].position, near))
 
     def observation(self, step: int, position: tuple[float, float], heading: float, detections: list) -> Observation:
         views: dict[int, ObjectView] = {}
@@ -122,7 +133,8 @@ class RobotStateNode(Node):
         setup = load_episode(suite, episode, seed, robots, scene_path)
         self.assembler = ObservationAssembler(self.robot, setup.scene, hands)
         self.pose: tuple[tuple[float, float], float] | None = None
-        self.detections: list = []
+        self.detections: list = []  # received since the last status
+        self.latest: list = []  # the last non-empty batch
         self.step = 0
         self.publisher = self.create_publisher(RobotStatus, "status", LATCHED)
         self.create_subscription(Odometry, "odom", self._on_odom, STREAM)
@@ -144,7 +156,9 @@ class RobotStateNode(Node):
             self.get_logger().info("waiting for odom", throttle_duration_sec=10.0)
             return
         position, heading = self.pose
-        obs = self.assembler.observation(self.step, position, heading, self.detections)
+        if self.detections:
+            self.latest = self.detections
+        obs = self.assembler.observation(self.step, position, heading, self.latest)  # no news: the last batch
         self.detections = []
         now = self.get_clock().now().to_msg()
         self.publisher.publish(
