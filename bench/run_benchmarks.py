@@ -5,7 +5,7 @@
 Measures: raw simulator primitive throughput per benchmark; wall time and peak memory of whole test-suite runs
 (each in its own process, one core); the calibration of the rule-based, MCTS, random and oracle teams against the
 published baseline numbers; the paper-style comparison of every method on both suites; PCE decision latency and
-LLM-path token use.
+LLM-path token use; the ROS 2 team stack (bench/ros_team.py; skip with --skip-ros).
 """
 
 from __future__ import annotations
@@ -153,6 +153,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="docs/benchmarks.md")
     parser.add_argument("--teams", default=",".join(sorted(methods())))
+    parser.add_argument("--skip-ros", action="store_true", help="leave out the ROS 2 team stack section")
     args = parser.parse_args()
     teams = [t for t in args.teams.split(",") if t]
     lines = [
@@ -259,6 +260,10 @@ def main() -> int:
         "`oracle` (full observability, exact joint planning on C-WAH) is the reference: every other team needs more "
         "steps or transports less. `random` is the lower bound.",
     ]
+    if not args.skip_ros:
+        from ros_team import ros_section  # bench/ is on sys.path when this file runs as a script
+
+        lines += ["", ros_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]
     Path(args.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}")
     return 0

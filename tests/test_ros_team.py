@@ -107,6 +107,11 @@ def test_the_team_goes_on_when_a_planner_dies(tmp_path: Path, monkeypatch: pytes
         procs["planner@/bob"].send_signal(signal.SIGKILL)
         killed_at = steps[-1]
         assert bridge.wait(timeout=120) == 0, "the episode ends (goal or horizon) without bob's planner"
+        stopped = [p for p in procs.values() if p.poll() is None]
+        assert len(stopped) == len(procs) - 2  # all but the bridge and the killed planner run on
+        for p in stopped:
+            p.send_signal(signal.SIGINT)
+        assert [p.wait(timeout=20) for p in stopped] == [0] * len(stopped), "nodes exit 0 on SIGINT"
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
@@ -193,10 +198,10 @@ def test_cancel_mid_navigation_stops_the_robot(tmp_path: Path, monkeypatch: pyte
 
         scene = get_suite("cwah-test").episodes()[0].build()
         far = max(scene.floorplan.rooms, key=lambda r: math.dist(scene.floorplan.room_center(r.id), position()))
-        feedback: list[int] = []
+        feedback: list[tuple[int, str, float]] = []
         future = client.send_goal_async(
             ExecuteSkill.Goal(action=f"[goexplore] <{far.name}> ({far.id})", step=latest[-1].step),
-            feedback_callback=lambda f: feedback.append(f.feedback.step),
+            feedback_callback=lambda f: feedback.append((f.feedback.step, f.feedback.phase, f.feedback.progress)),
         )
         rclpy.spin_until_future_complete(node, future, timeout_sec=10)
         handle = future.result()
@@ -205,6 +210,9 @@ def test_cancel_mid_navigation_stops_the_robot(tmp_path: Path, monkeypatch: pyte
         while len(feedback) < 5 and time.monotonic() < deadline:
             rclpy.spin_once(node, timeout_sec=0.1)
         assert len(feedback) >= 5 and math.dist(start, position()) > 0.5, "the robot walks"
+        assert {phase for _, phase, _ in feedback} == {"navigating"}
+        progress = [p for _, _, p in feedback]
+        assert 0.0 <= progress[0] < progress[-1] <= 1.0, progress
         cancel = handle.cancel_goal_async()
         rclpy.spin_until_future_complete(node, cancel, timeout_sec=10)
         result = handle.get_result_async()

@@ -3,7 +3,8 @@
 Topics and actions, relative to the robot's namespace:
 
 * serves ``execute_skill`` (``coteam_interfaces/ExecuteSkill``): one high-level action at a time, e.g.
-  ``[gocheck] <fridge> (31)``; feedback every step the robot acts for it (phase, progress, and the step), result
+  ``[gocheck] <fridge> (31)``; feedback every step the robot acts for it (phase ``navigating`` / ``manipulating``,
+  progress = the share of the current navigation goal's distance covered, and the step), result
   success / failure reason / steps taken; cancel stops the robot and answers ``canceled``;
 * calls ``navigate_to_pose`` -- the simulator's navigator (``navigation: sim``, ``coteam_interfaces``' copy of
   the interface) or the robot's Nav2 (``navigation: nav2``, ``nav2_msgs``): the same client code, fields and
@@ -69,6 +70,8 @@ class NavigationState:
     goal: NavGoal
     handle: Any = None  # ClientGoalHandle once accepted
     planned_stamp: tuple[int, int] | None = None  # stamp of the status the navigator last planned for
+    first_distance: float | None = None  # distance_remaining of the first feedback
+    distance: float | None = None  # of the latest feedback
     result: NavResult | None = None
     canceling: bool = False
 
@@ -227,7 +230,15 @@ class ExecutorNode(Node):
         job.armed_step = self.step
         job.request = None  # at the next step the skill is asked again (it may keep, move or drop the goal)
         self.skills.stepped()
-        job.handle.publish_feedback(ExecuteSkill.Feedback(phase=phase, progress=0.0, step=self.step))
+        job.handle.publish_feedback(ExecuteSkill.Feedback(phase=phase, progress=self._progress(phase), step=self.step))
+
+    def _progress(self, phase: str) -> float:
+        """Navigating: the share of the current goal's distance covered; manipulating: 1 (the skills' last
+        phase is a manipulation or a turn)."""
+        nav = self.nav
+        if phase != "navigating" or nav is None or not nav.first_distance or nav.distance is None:
+            return 1.0 if phase == "manipulating" else 0.0
+        return max(0.0, min(1.0, 1.0 - nav.distance / nav.first_distance))
 
     def _end_job(self, job: Job) -> None:
         if self.nav is not None:
@@ -270,8 +281,12 @@ class ExecutorNode(Node):
             self._drive()
 
     def _on_nav_feedback(self, state: NavigationState, message: Any) -> None:
-        stamp = message.feedback.current_pose.header.stamp
+        feedback = message.feedback
+        stamp = feedback.current_pose.header.stamp
         state.planned_stamp = (stamp.sec, stamp.nanosec)
+        state.distance = float(feedback.distance_remaining)
+        if state.first_distance is None:
+            state.first_distance = state.distance
         if state is self.nav:
             self._drive()
 
