@@ -28,6 +28,7 @@ from enum import IntEnum
 from coteam.actions import HighLevelAction, Verb
 from coteam.goals import delivery_target
 from coteam.memory import AgentMemory, angle_between, bearing
+from coteam.observation import ObjectView
 from coteam.physics import Physics
 from coteam.world import Benchmark, ObjectKind, Relation, Vec2
 
@@ -237,13 +238,18 @@ class SkillRunner:
         yield from self._cwah_walk(container_id)
         yield from self._cwah_open_if_closed(container_id)
 
-    def _cwah_grab(self, item_id: int) -> Skill:
-        m = self._mem()
-        view = m.objects.get(item_id)
+    def _free_item(self, item_id: int) -> ObjectView:
+        """The remembered item to grab; fails when it is unknown or a robot holds it."""
+        view = self._mem().objects.get(item_id)
         if view is None:
             raise SkillFailed("object not found")
         if view.held_by:
             raise SkillFailed("object taken")
+        return view
+
+    def _cwah_grab(self, item_id: int) -> Skill:
+        m = self._mem()
+        view = self._free_item(item_id)
         if m.free_hands() == 0:
             raise SkillFailed("no free hand")
         if view.location == Relation.IN:
@@ -329,11 +335,7 @@ class SkillRunner:
 
     def _tdw_grab(self, item_id: int) -> Skill:
         m = self._mem()
-        view = m.objects.get(item_id)
-        if view is None:
-            raise SkillFailed("object not found")
-        if view.held_by:
-            raise SkillFailed("object taken")
+        view = self._free_item(item_id)
         yield from self._navigate(view.position, self.config.tdw_reach_m - 0.3)
         view = m.objects.get(item_id)
         if view is None:
