@@ -143,3 +143,28 @@ def test_tdw_room_is_explored_only_after_a_full_turn():
         sim.step({"alice": Primitive(PrimitiveKind.TURN_LEFT)})
         mem.update(sim.observe("alice"))
     assert mem.is_explored(mem.room)
+
+
+def test_the_brain_cuts_a_long_message_with_a_warning(cwah_scene, caplog):
+    from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction
+    from coteam.reasoning import AgentBrain, Decision
+    from coteam_sim.runner import episode_info
+
+    class Talkative:
+        name = "talkative"
+        full_observability = False
+
+        def reset(self, info):
+            pass
+
+        def decide(self, ctx):
+            return Decision(HighLevelAction(Verb.SEND_MESSAGE, text="x" * 700))
+
+    sim = Simulator(cwah_scene, ("alice", "bob"))
+    info = episode_info(sim, 0)
+    brain = AgentBrain("alice", info, Talkative(), NavGrid(cwah_scene.floorplan))
+    brain.observe(sim.observe("alice"))
+    with caplog.at_level("WARNING", logger="coteam.reasoning"):
+        decision, _ = brain.decide()
+    assert decision.action.text == "x" * MAX_MESSAGE_CHARS
+    assert "alice: message of 700 characters cut to 500" in caplog.text

@@ -8,6 +8,7 @@ declares ``full_observability``. Runtimes (the in-process runner, the ROS planne
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable, Generator, Mapping
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from coteam.actions import (
+    MAX_MESSAGE_CHARS,
     ActionNotAvailableError,
     HighLevelAction,
     Verb,
@@ -29,6 +31,8 @@ from coteam.options import ActionOption, available_actions
 from coteam.physics import Physics
 from coteam.skills import SkillOutcome
 from coteam.world import Benchmark, FloorPlan, Task
+
+log = logging.getLogger(__name__)
 
 MAX_INSTANT_DECISIONS = 4  # decisions allowed in one step when skills end before the robot acts
 
@@ -168,7 +172,10 @@ class AgentBrain:
         decision = self.team.decide(DecisionContext(self.agent, self.memory, options, self.nav))
         action = validate_action(decision.action, self.memory.known_names(), [o.action for o in options])
         if action.verb == Verb.SEND_MESSAGE:
-            text = truncate_message(action.text.strip())
+            text = action.text.strip()
+            if len(text) > MAX_MESSAGE_CHARS:
+                log.warning("%s: message of %d characters cut to %d", self.agent, len(text), MAX_MESSAGE_CHARS)
+                text = truncate_message(text)
             if not text or text == "<message>":
                 raise ActionNotAvailableError("a message action needs text")
             action = HighLevelAction(Verb.SEND_MESSAGE, text=text)

@@ -309,13 +309,9 @@ class SkillRunner:
             )
 
         center = m.floorplan.room_center(room_id)
-        first = True
 
         def arrived() -> bool:
-            nonlocal first
-            seen = not first and new_target_seen()
-            first = False
-            return seen or (math.dist(m.position, center) <= 1.0 and m.room == room_id)
+            return new_target_seen() or (math.dist(m.position, center) <= 1.0 and m.room == room_id)
 
         yield from self._drive(lambda: NavGoal(center), arrived)
         if m.room != room_id and not new_target_seen():

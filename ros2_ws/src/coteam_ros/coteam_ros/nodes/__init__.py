@@ -8,6 +8,20 @@ import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
+RETRY_S = 0.2  # how soon a node tries again to reach an action server that is not up yet
+
+
+def call_later(node: Node, seconds: float, callback: Callable[[], object]) -> None:
+    """Run ``callback`` once, ``seconds`` from now, on ``node``'s executor."""
+    timer = None
+
+    def fire() -> None:
+        assert timer is not None
+        node.destroy_timer(timer)
+        callback()
+
+    timer = node.create_timer(seconds, fire)
+
 
 def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> None:
     """Run one node until Ctrl-C or shutdown, then clean up: exit status 0 on SIGINT."""

@@ -41,11 +41,11 @@ from std_msgs.msg import Header
 from coteam.actions import ActionError, HighLevelAction, Verb, parse_action
 from coteam.memory import AgentMemory
 from coteam.observation import observation_from_dict
-from coteam.skills import Manipulation, NavGoal, NavResult, SendMessage, SkillOutcome, SkillRunner
+from coteam.skills import Manipulation, NavGoal, NavResult, SkillOutcome, SkillRunner
 from coteam_ros.convert import nav_goal_to_pose
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
-from coteam_ros.nodes import spin_node
+from coteam_ros.nodes import RETRY_S, call_later, spin_node
 
 NODE_NAME = "executor"
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -167,8 +167,7 @@ class ExecutorNode(Node):
         job = self.job
         if job is None or goal_key(job.handle) != goal_key(handle):
             return CancelResponse.REJECT
-        outcome = self.skills.cancel() if job.started else SkillOutcome(job.action, False, "canceled", 0)
-        job.outcome = outcome or SkillOutcome(job.action, False, "canceled", 0)
+        job.outcome = (self.skills.cancel() if job.started else None) or SkillOutcome(job.action, False, "canceled")
         self.executor.create_task(self._drive)
         return CancelResponse.ACCEPT
 
@@ -202,10 +201,10 @@ class ExecutorNode(Node):
         request = job.request
         if isinstance(request, NavGoal):
             nav = self.nav
-            if nav is None or nav.goal != request or nav.canceling:
-                if nav is not None and nav.goal == request and nav.canceling:
-                    return False
-                self._send_navigation(request)
+            if nav is None or nav.goal != request:
+                self._send_navigation(request)  # preempts the older goal, if any
+                return False
+            if nav.canceling:
                 return False
             if nav.result is not None:
                 job.reply, job.request, self.nav = nav.result, None, None
@@ -218,10 +217,7 @@ class ExecutorNode(Node):
         if self.nav is not None:  # the skill stopped navigating: stop the robot first
             self._cancel_navigation()
             return False
-        if isinstance(request, SendMessage):
-            job.outcome = SkillOutcome(job.action, False, "messages are sent by the planner")
-            return True
-        assert isinstance(request, Manipulation)
+        assert isinstance(request, Manipulation), "message actions are rejected: the planner sends messages"
         if not self.manipulating:
             self._send_manipulation(request)
         return False
@@ -260,7 +256,7 @@ class ExecutorNode(Node):
     def _send_navigation(self, goal: NavGoal) -> None:
         if not self.nav_client.server_is_ready():
             self.get_logger().info("waiting for navigate_to_pose", throttle_duration_sec=5.0)
-            self.create_timer_once(0.2, self._drive)
+            call_later(self, RETRY_S, self._drive)
             return
         state = NavigationState(goal)
         self.nav = state  # a newer goal preempts the older one on the server
@@ -303,11 +299,9 @@ class ExecutorNode(Node):
     def _cancel_navigation(self) -> None:
         nav = self.nav
         assert nav is not None
-        if nav.canceling:
-            return
-        if nav.handle is None or nav.result is not None:
-            if nav.handle is None and nav.result is None:
-                return  # wait for the goal response, then cancel
+        if nav.canceling or (nav.handle is None and nav.result is None):
+            return  # under way, or the goal response is still due (then _drive calls again)
+        if nav.result is not None:  # the goal has ended already
             self.nav = None
             self.executor.create_task(self._drive)
             return
@@ -324,7 +318,7 @@ class ExecutorNode(Node):
     def _send_manipulation(self, request: Manipulation) -> None:
         if not self.manipulate_client.server_is_ready():
             self.get_logger().info("waiting for manipulate", throttle_duration_sec=5.0)
-            self.create_timer_once(0.2, self._drive)
+            call_later(self, RETRY_S, self._drive)
             return
         self.manipulating = True
         goal = Manipulate.Goal(
@@ -363,17 +357,6 @@ class ExecutorNode(Node):
         self._arm(job, "manipulating")
         job.armed_step = self.step - 1  # the skill reads the result now, not at the next status
         self._drive()
-
-    def create_timer_once(self, period: float, callback: Any) -> None:
-        timer = None
-
-        def fire() -> None:
-            assert timer is not None
-            timer.cancel()
-            self.destroy_timer(timer)
-            callback()
-
-        timer = self.create_timer(period, fire)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -41,7 +41,7 @@ from coteam.observation import Message, Observation, observation_from_dict
 from coteam.reasoning import AgentBrain, PollSkill, StartSkill, agent_turn, make_team, methods
 from coteam.skills import SkillOutcome
 from coteam_ros.episode import load_episode
-from coteam_ros.nodes import spin_node
+from coteam_ros.nodes import RETRY_S, call_later, spin_node
 from coteam_sim.trace import decision_record
 
 NODE_NAME = "planner"
@@ -55,7 +55,6 @@ class RunningSkill:
     action: HighLevelAction
     started_step: int
     message: str = ""  # a message "skill" is the planner's own: sending takes the step it was decided in
-    handle: Any = None
     armed_step: int = -1
     outcome: SkillOutcome | None = None
 
@@ -226,14 +225,10 @@ class PlannerNode(Node):
         )
         text = format_action(action, self.brain.info.benchmark)
         self.skill = RunningSkill(action, self.step)
-        if action.is_message:
-            body = action.text
-            if len(body) > MAX_MESSAGE_CHARS:
-                self.get_logger().warning(f"message of {len(body)} characters cut to {MAX_MESSAGE_CHARS}")
-                body = truncate_message(body)
-            self.skill.message = body
+        if action.is_message:  # the brain has cut it to the 500-character limit, with a warning
+            self.skill.message = action.text
             self.team_publisher.publish(
-                TeamMessage(header=self._header(), sender=self.robot, receiver="", text=body, step=self.clock)
+                TeamMessage(header=self._header(), sender=self.robot, receiver="", text=action.text, step=self.clock)
             )
         self.decision_publisher.publish(
             Decision(
@@ -253,15 +248,7 @@ class PlannerNode(Node):
     def _send_skill(self, skill: RunningSkill, text: str) -> None:
         if not self.skill_client.server_is_ready():
             self.get_logger().info("waiting for execute_skill", throttle_duration_sec=5.0)
-            timer = None
-
-            def retry() -> None:
-                assert timer is not None
-                self.destroy_timer(timer)
-                if self.skill is skill:
-                    self._send_skill(skill, text)
-
-            timer = self.create_timer(0.2, retry)
+            call_later(self, RETRY_S, lambda: self._send_skill(skill, text) if self.skill is skill else None)
             return
         future = self.skill_client.send_goal_async(
             ExecuteSkill.Goal(action=text, step=self.step),
@@ -275,7 +262,6 @@ class PlannerNode(Node):
             skill.outcome = SkillOutcome(skill.action, False, "rejected by the executor", 0)
             self._resume()
             return
-        skill.handle = handle
         handle.get_result_async().add_done_callback(lambda f, s=skill: self._on_skill_result(s, f))
 
     def _on_skill_feedback(self, skill: RunningSkill, message: Any) -> None:
