@@ -32,11 +32,11 @@ test: venv
 	$(PY) -m pytest -q -n 2
 
 lint: venv
-	$(VENV)/bin/ruff check src sim tests bench ros2_ws/src/coteam_ros
-	$(VENV)/bin/ruff format --check src sim tests bench ros2_ws/src/coteam_ros
+	$(VENV)/bin/ruff check src sim harness tests bench ros2_ws/src/coteam_ros
+	$(VENV)/bin/ruff format --check src sim harness tests bench ros2_ws/src/coteam_ros
 
 bench: venv
 	$(PY) bench/run_benchmarks.py --out docs/benchmarks.md
 
 clean:
-	rm -rf $(VENV) runs build *.egg-info src/*.egg-info sim/*.egg-info $(IFACES)/build
+	rm -rf $(VENV) runs build *.egg-info src/*.egg-info sim/*.egg-info harness/*.egg-info $(IFACES)/build

@@ -11,7 +11,7 @@ Measures, over real DDS on loopback (own ROS domain, localhost discovery, ROS_HO
 2. CPU seconds and peak RSS of every node process of a lockstep episode (bridge, and per robot perception,
    planner, executor), from ``os.wait4`` of the children this process started, split at the first step with
    ``/proc/<pid>/stat`` and ``/proc/<pid>/status`` samples;
-3. wall time of the lockstep episode against the in-process runner (``coteam_sim.runner.run_episode``, in its own
+3. wall time of the lockstep episode against the in-process runner (``coteam_harness.runner.run_episode``, in its own
    process) on the same episodes;
 4. the same episodes with 2 and 4 robots.
 
@@ -259,7 +259,7 @@ class RosRun:
 
 _IN_PROCESS = (
     "import json, sys, time\n"
-    "from coteam_sim.runner import run_episode\n"
+    "from coteam_harness.runner import run_episode\n"
     "from coteam_sim.suites import get_suite\n"
     "suite, index, n, trace = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]\n"
     "r = run_episode(get_suite(suite).episodes()[index].build(), 'pce', seed=0, n_agents=n, trace_path=trace)\n"

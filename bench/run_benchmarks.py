@@ -28,8 +28,8 @@ from coteam.reasoning import methods
 from coteam.world import Benchmark
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
-from coteam_sim.report import comparison, markdown
-from coteam_sim.runner import EpisodeResult, run_episode
+from coteam_harness.report import comparison, markdown
+from coteam_harness.runner import EpisodeResult, run_episode
 from coteam_sim.suites import get_suite
 
 # The team each benchmark is calibrated with, and the published numbers of its baseline.

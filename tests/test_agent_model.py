@@ -9,9 +9,10 @@ import pytest
 from coteam.actions import Verb
 from coteam.goals import goal_status
 from coteam.memory import AgentMemory
+from coteam.messages import TeamStatus
 from coteam.navigation import NavGrid
 from coteam.options import UNREACHABLE_RETRY_STEPS, available_actions
-from coteam.progress import progress_text, status_message
+from coteam.progress import progress_text
 from coteam.world import Benchmark, ObjectKind
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
@@ -129,7 +130,7 @@ def test_progress_text_mentions_goal_rooms_and_holdings(cwah_scene):
     unexplored = [r for r in cwah_scene.floorplan.rooms if not mem.is_explored(r.id)]
     for r in unexplored:
         assert f"The {r.name} ({r.id}) is unexplored." in text
-    msg = status_message(mem)
+    msg = TeamStatus.of(mem).text()
     assert msg.startswith("alice: in the ") and len(msg) <= 500
 
 
@@ -147,16 +148,11 @@ def test_tdw_room_is_explored_only_after_a_full_turn():
 
 def test_the_brain_cuts_a_long_message_with_a_warning(cwah_scene, caplog):
     from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction
+    from coteam.kit import MethodTeam
     from coteam.reasoning import AgentBrain, Decision
-    from coteam_sim.runner import episode_info
+    from coteam_harness.runner import episode_info
 
-    class Talkative:
-        name = "talkative"
-        full_observability = False
-
-        def reset(self, info):
-            pass
-
+    class Talkative(MethodTeam):
         def decide(self, ctx):
             return Decision(HighLevelAction(Verb.SEND_MESSAGE, text="x" * 700))
 

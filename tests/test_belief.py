@@ -20,12 +20,13 @@ from coteam.belief import (
     SEEN_EMPTY_EPS,
     BeliefState,
     PlaceKind,
-    parse_status_message,
 )
+from coteam.kit import TeamWrapper
 from coteam.memory import AgentMemory
+from coteam.messages import ItemRef, Sighting, TeamStatus, decode_payload, encode_payload
 from coteam.observation import Message
-from coteam.progress import status_message
-from coteam.reasoning import Decision, make_team
+from coteam.reasoning import Decision
+from coteam.registry import make_team
 from coteam.teams import mcts
 from coteam.world import Scene
 from coteam_sim.engine import Simulator
@@ -74,10 +75,25 @@ def _wait(sim: Simulator, mems: dict[str, AgentMemory], steps: int = 1) -> None:
             mem.update(sim.observe(mem.agent))
 
 
-def _send(sim: Simulator, sender: str, text: str, receiver: AgentMemory) -> None:
-    assert sim.step({sender: Primitive(PrimitiveKind.SEND_MESSAGE, text=text)})[sender] == ""
+def _status(agent, room, holding=(), seen=(), explored=(), complete=True) -> TeamStatus:
+    return TeamStatus(
+        agent=agent,
+        room=room,
+        holding=tuple(ItemRef(id=i, name=n) for i, n in holding),
+        seen=tuple(Sighting(id=i, name=n, room=r) for i, n, r in seen),
+        seen_complete=complete,
+        explored=tuple(explored),
+    )
+
+
+def _send(sim: Simulator, sender: str, status: TeamStatus, receiver: AgentMemory) -> None:
+    """A status message through the simulator; the receiver's memory gets it with its payload validated."""
+    prim = Primitive(PrimitiveKind.SEND_MESSAGE, text=status.text(), payload=encode_payload(status))
+    assert sim.step({sender: prim})[sender] == ""
     receiver.update(sim.observe(receiver.agent))
-    assert receiver.messages and receiver.messages[-1].text == text
+    last = receiver.messages[-1]
+    assert last.text == status.text()
+    receiver.messages[-1] = Message(last.sender, last.text, last.step, decode_payload(last.payload, (TeamStatus,)))
 
 
 def _total(dist) -> float:
@@ -219,18 +235,18 @@ def test_nowhere_left_is_reported_explicitly():
 
 
 # --- teammates and messages ------------------------------------------------------------------------------
-def test_status_message_parsing():
-    rep = parse_status_message(
+def test_a_status_payload_round_trips_and_renders_the_status_text():
+    status = _status(
+        "bob", "kitchen", [(12, "apple"), (27, "wine")], [(5, "cupcake", "bedroom")], ["kitchen", "bedroom"]
+    )
+    assert status.text() == (
         "bob: in the kitchen; holding <apple> (12), <wine> (27); seen <cupcake> (5) in the bedroom; "
         "explored kitchen, bedroom."
     )
-    assert rep.room == "kitchen" and rep.holding == ((12, "apple"), (27, "wine"))
-    assert rep.seen == ((5, "cupcake", "bedroom"),) and rep.seen_complete
-    assert rep.explored == ("kitchen", "bedroom")
-    assert parse_status_message("bob: in the kitchen; holding nothing.").holding == ()
-    cut = parse_status_message("bob: in the kitchen; holding nothing; explored kitchen, bedr")  # cut at 500
-    assert cut.explored == ("kitchen",)
-    assert not parse_status_message("I will check the kitchen, you take the bedroom").is_status
+    assert decode_payload(encode_payload(status), (TeamStatus,)) == status
+    assert _status("bob", "kitchen").text() == "bob: in the kitchen; holding nothing."
+    long = _status("bob", "kitchen", explored=["livingroom_with_a_very_long_name"] * 16)
+    assert len(long.fitted(120).text()) <= 120 and long.fitted(120).explored  # cut to fit, rooms dropped last first
 
 
 def test_a_teammate_status_message_updates_holdings_and_explored_rooms():
@@ -242,9 +258,9 @@ def test_a_teammate_status_message_updates_holdings_and_explored_rooms():
     assert 23 in alice.objects and BeliefState(alice).p_in_container("apple", cabinet) == pytest.approx(1.0)
     _enter(sim, alice, _room(scene, "livingroom"))
     _wait(sim, {"alice": alice}, 2)  # meanwhile bob fetches the apple
-    # The message format of coteam.progress.status_message, sent through the simulator.
-    text = "bob: in the kitchen; holding <apple> (23); seen <wine> (27) in the bedroom; explored kitchen, bedroom."
-    _send(sim, "bob", text, alice)
+    # A status report (TeamStatus payload), sent through the simulator.
+    status = _status("bob", "kitchen", [(23, "apple")], [(27, "wine", "bedroom")], ["kitchen", "bedroom"])
+    _send(sim, "bob", status, alice)
     belief = BeliefState(alice)
     bob = belief.teammate("bob")
     kitchen, bedroom = _room(scene, "kitchen"), _room(scene, "bedroom")
@@ -260,7 +276,7 @@ def test_a_teammate_status_message_updates_holdings_and_explored_rooms():
     assert belief.p_in_room("wine", bedroom) > 0.9
     assert bedroom in belief.teammate_explored_rooms()
     # Later bob reports holding nothing: the apple was probably delivered.
-    _send(sim, "bob", "bob: in the livingroom; holding nothing; explored bedroom, livingroom.", alice)
+    _send(sim, "bob", _status("bob", "livingroom", explored=["bedroom", "livingroom"]), alice)
     later = BeliefState(alice)
     apple = next(st for st in later.subgoals() if st.item == "apple")
     assert apple.unit_status() == ("probably done",) and later.teammate("bob").released == (23,)
@@ -275,7 +291,7 @@ def test_a_room_a_teammate_reports_explored_loses_mass_for_goal_items_it_did_not
     before = BeliefState(alice)
     for name in ("cupcake", "banana"):
         before.location(name)  # computed now: a belief reads its memory lazily
-    _send(sim, "bob", "bob: in the bathroom; holding nothing; explored bedroom, bathroom.", alice)
+    _send(sim, "bob", _status("bob", "bathroom", explored=["bedroom", "bathroom"]), alice)
     after = BeliefState(alice)
     assert after.teammate_explored_rooms() == {bedroom: pytest.approx(0.1), bathroom: pytest.approx(0.1)}
     kitchen = _room(scene, "kitchen")
@@ -289,16 +305,17 @@ def test_a_room_a_teammate_reports_explored_loses_mass_for_goal_items_it_did_not
     assert after.p_in_room("cupcake", kitchen) > before.p_in_room("cupcake", kitchen)
     # Items the task does not need are not mentioned in status messages: no evidence about them.
     assert after.p_in_room("banana", bedroom) == pytest.approx(before.p_in_room("banana", bedroom))
-    # A full list of sightings may have been cut: weaker evidence.
-    seen = ", ".join(f"<plate> ({i}) in the kitchen" for i in range(100, 106))
-    _send(sim, "bob", f"bob: in the kitchen; holding nothing; seen {seen}; explored livingroom.", alice)
+    # An incomplete list of sightings: weaker evidence.
+    seen = [(i, "plate", "kitchen") for i in range(100, 106)]
+    _send(sim, "bob", _status("bob", "kitchen", seen=seen, explored=["livingroom"], complete=False), alice)
     assert BeliefState(alice).teammate_explored_rooms()[_room(scene, "livingroom")] == pytest.approx(0.5)
 
 
 def test_my_newer_sighting_wins_over_an_older_message():
     scene, sim, mems = _episode(0)
     alice = mems["alice"]
-    alice.messages.append(Message("bob", "bob: in the bedroom; holding <wine> (27).", 0))
+    held = _status("bob", "bedroom", [(27, "wine")])
+    alice.messages.append(Message("bob", held.text(), 0, held))
     _wait(sim, {"alice": alice}, 3)
     _enter(sim, alice, _room(scene, "bedroom"))  # the wine is on the desk after all
     belief = BeliefState(alice)
@@ -311,9 +328,9 @@ def test_a_real_status_message_round_trips():
     alice, bob = mems["alice"], mems["bob"]
     for mem in mems.values():
         mem.update(sim.observe(mem.agent))  # bob starts in the bedroom, next to the wine
-    text = status_message(bob)
-    assert "seen <wine> (27) in the bedroom" in text
-    _send(sim, "bob", text, alice)
+    status = TeamStatus.of(bob)
+    assert "seen <wine> (27) in the bedroom" in status.text()
+    _send(sim, "bob", status, alice)
     belief = BeliefState(alice)
     mate = belief.teammate("bob")
     assert mate.room == _room(scene, "bedroom") and _room(scene, "bedroom") in mate.explored_rooms
@@ -329,7 +346,7 @@ def test_a_teammate_seen_in_the_room_of_a_known_item_may_have_taken_it():
     assert 27 in alice.objects
     _enter(sim, alice, _room(scene, "kitchen"))
     _wait(sim, {"alice": alice}, 2)
-    _send(sim, "bob", "bob: in the bedroom; holding nothing.", alice)
+    _send(sim, "bob", _status("bob", "bedroom"), alice)
     belief = BeliefState(alice, teammates=AGENTS)
     assert belief.teammate("bob").took[27] == pytest.approx(P_TAKE_AFTER_VISIT)
     assert belief.known_instances("wine")[27] == pytest.approx(1 - P_TAKE_AFTER_VISIT)
@@ -367,7 +384,7 @@ def test_uncertain_variables_are_sorted_by_entropy_then_impact_and_grounded():
     _enter(sim, alice, _room(scene, "bedroom"))
     _enter(sim, alice, _room(scene, "kitchen"))
     _wait(sim, {"alice": alice}, 2)
-    _send(sim, "bob", "bob: in the bedroom; holding nothing; explored bedroom.", alice)
+    _send(sim, "bob", _status("bob", "bedroom", explored=["bedroom"]), alice)
     belief = BeliefState(alice, teammates=AGENTS)
     variables = belief.uncertain_variables()
     kinds = {v.kind for v in variables}
@@ -381,13 +398,12 @@ def test_uncertain_variables_are_sorted_by_entropy_then_impact_and_grounded():
     assert any(re.fullmatch(r"<fridge> \(\d+\) contains a needed item", t) for t in texts)
 
 
-class _BeliefCheckingTeam:
+class _BeliefCheckingTeam(TeamWrapper):
     """Wraps a team: builds the belief at every decision, checks its invariants, sends status messages."""
 
     def __init__(self, inner):
-        self.inner = inner
-        self.name = inner.name
-        self.full_observability = inner.full_observability
+        super().__init__(inner)
+        self.payload_types = (TeamStatus,)
         self.checked = 0
         self.build_seconds: list[float] = []
         self.query_seconds: list[float] = []
@@ -414,12 +430,13 @@ class _BeliefCheckingTeam:
         if self.checked % 4 == 0 and any(o.action.is_message for o in ctx.options):
             from coteam.actions import HighLevelAction, Verb
 
-            return Decision(HighLevelAction(Verb.SEND_MESSAGE, text=status_message(ctx.memory)))
+            status = TeamStatus.of(ctx.memory)
+            return Decision(HighLevelAction(Verb.SEND_MESSAGE, text=status.text()), payload=status)
         return self.inner.decide(ctx)
 
 
 def test_belief_invariants_hold_at_every_decision_of_an_episode():
-    from coteam_sim.runner import run_episode
+    from coteam_harness.runner import run_episode
 
     team = _BeliefCheckingTeam(make_team("rhp"))
     result = run_episode(get_suite("cwah-test").episodes()[1].build(), team, n_agents=2)
@@ -430,7 +447,7 @@ def test_belief_invariants_hold_at_every_decision_of_an_episode():
 def bench_build_ms(suite: str = "cwah-test", episodes: int = 10) -> dict[str, float]:
     """Wall time per decision of building a BeliefState, and of the build plus every needed item's location and
     the uncertain variables (rhp team with status messages, 2 agents). Run: ``python tests/test_belief.py``."""
-    from coteam_sim.runner import run_episode
+    from coteam_harness.runner import run_episode
 
     build: list[float] = []
     total: list[float] = []

@@ -11,7 +11,7 @@ import statistics
 
 import pytest
 
-from coteam_sim.runner import run_episode
+from coteam_harness.runner import run_episode
 from coteam_sim.suites import get_suite
 
 pytestmark = pytest.mark.slow

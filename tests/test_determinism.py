@@ -18,29 +18,32 @@ from hypothesis import strategies as st
 
 from coteam.scene_io import load_scene, save_scene, scene_from_dict, scene_to_dict
 from coteam.world import Placement, Relation, placement_from_json, placement_to_json
-from coteam_sim.runner import run_episode
+from coteam_harness.runner import run_episode
+from coteam_harness.trace import ReplayMismatch, load_trace, replay
 from coteam_sim.suites import fresh_episode, get_suite
-from coteam_sim.trace import ReplayMismatch, load_trace, replay
 
 WALL_TIME_FIELDS = ("wall_s", "decision_ms_mean", "decision_ms_median", "decision_ms_p95", "trace")
 EPISODES = [("cwah-test", 3), ("tdwmat-test", 5)]
+TEAMS = ("rhp", "random", "pce")
 
 
 def _strip(trace: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(trace)
     for key in WALL_TIME_FIELDS:
         out["result"].pop(key, None)
+    for decision in out["decisions"]:
+        decision.pop("seconds")
     return out
 
 
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Path]:
-    """rhp and random traces (random sends messages) for one episode of each benchmark, recorded twice."""
+    """rhp, random and pce traces (pce sends messages) for one episode of each benchmark, recorded twice."""
     out = tmp_path_factory.mktemp("traces")
     paths = {}
     for suite, index in EPISODES:
         spec = get_suite(suite).episodes()[index]
-        for team in ("rhp", "random"):
+        for team in TEAMS:
             for run in ("a", "b"):
                 p = out / f"{suite}-{team}-{run}.json"
                 result = run_episode(spec.build(), team, n_agents=2, seed=7, trace_path=p, episode_name=spec.name)
@@ -49,7 +52,7 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Pa
     return paths
 
 
-CASES = [f"{suite}:{team}" for suite, _ in EPISODES for team in ("rhp", "random")]
+CASES = [f"{suite}:{team}" for suite, _ in EPISODES for team in TEAMS]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -70,7 +73,7 @@ def test_different_seed_gives_different_trace(tmp_path: Path) -> None:
 
 _SUBPROCESS = """
 import sys
-from coteam_sim.runner import run_episode
+from coteam_harness.runner import run_episode
 from coteam_sim.suites import get_suite
 for suite, index in ((\"cwah-test\", 3), (\"tdwmat-test\", 5)):
     spec = get_suite(suite).episodes()[index]

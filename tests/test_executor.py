@@ -14,8 +14,8 @@ from coteam.actions import HighLevelAction, ObjectRef, Verb
 from coteam.memory import AgentMemory
 from coteam.skills import SkillOutcome
 from coteam.world import AgentStart, Placement, Relation, Scene
+from coteam_harness.executor import SkillExecutor
 from coteam_sim.engine import Simulator
-from coteam_sim.executor import SkillExecutor
 from coteam_sim.primitives import Primitive, PrimitiveKind
 from coteam_sim.suites import get_suite
 

@@ -3,29 +3,28 @@
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
 
 from coteam.actions import Verb, format_action
+from coteam.kit import PerAgentTeam, TeamWrapper
 from coteam.memory import AgentMemory
 from coteam.navigation import NavGrid
 from coteam.observation import ObjectView, Observation
 from coteam.options import available_actions
-from coteam.reasoning import Decision, DecisionContext, EpisodeInfo, PerAgentTeam, make_team, methods
-from coteam.teams.mcts import MctsReasoner
+from coteam.reasoning import Decision, DecisionContext, EpisodeInfo
+from coteam.registry import make_team, method_class
+from coteam.teams.mcts import MhpTeam
 from coteam.world import Benchmark, FloorPlan, GoalPredicate, ObjectKind, Relation, Room, Task
-from coteam_sim.runner import run_episode
+from coteam_harness.runner import run_episode
 from coteam_sim.suites import get_suite
 
 
-class RecordingTeam:
+class RecordingTeam(TeamWrapper):
     """Wraps a team and records every decision it makes."""
 
     def __init__(self, inner):
-        self.inner = inner
-        self.name = inner.name
-        self.full_observability = inner.full_observability
+        super().__init__(inner)
         self.log: list[tuple[str, int, str, dict]] = []
 
     def reset(self, info: EpisodeInfo) -> None:
@@ -41,12 +40,11 @@ class RecordingTeam:
 def _run(suite: str, index: int, n_agents: int, params: dict | None = None):
     team = RecordingTeam(make_team("mhp", params))
     scene = get_suite(suite).episodes()[index].build()
-    return run_episode(scene, team, n_agents=n_agents, params=params), team.log
+    return run_episode(scene, team, n_agents=n_agents), team.log
 
 
 def test_mhp_is_registered_and_listed():
-    spec = methods()["mhp"]
-    assert {"iterations", "depth", "exploration"} <= set(spec.switches)
+    assert {"iterations", "depth", "exploration"} <= set(method_class("mhp").Config.switch_names())
     team = make_team("mhp", {"iterations": 10})
     assert isinstance(team, PerAgentTeam)
     assert team.name == "mhp" and not team.full_observability
@@ -106,8 +104,9 @@ def test_mhp_delivers_a_held_item_next_to_the_goal_before_exploring_a_far_room(n
     options = available_actions(memory, nav, allow_messages=False)
     verbs = {o.action.verb for o in options}
     assert verbs == {Verb.EXPLORE, Verb.PUT}
-    reasoner = MctsReasoner("alice", info, random.Random(1), {"iterations": 80})
-    decision = reasoner.decide(DecisionContext("alice", memory, options, nav))
+    team = MhpTeam(MhpTeam.Config(iterations=80), name="mhp")
+    team.reset(info)
+    decision = team.decide(DecisionContext("alice", memory, options, nav))
     assert decision.action.verb == Verb.PUT
     root = decision.rationale["root"]
     put = next(v for k, v in root.items() if k.startswith("[goput]"))

@@ -23,9 +23,9 @@ from coteam.methods.pce.scoring import (
 from coteam.methods.pce.scripted import scripted_pce_model
 from coteam.methods.pce.tree import Hypothesis, TreeError, depth, parse_tree, render_tree, scenarios
 from coteam.world import Benchmark
-from coteam_sim.runner import run_episode
+from coteam_harness.runner import run_episode
+from coteam_harness.trace import load_trace
 from coteam_sim.suites import get_suite
-from coteam_sim.trace import load_trace
 
 KNOWN = {2: "kitchen", 3: "bedroom", 24: "apple", 15: "dinnertable"}
 AVAILABLE = [
@@ -140,12 +140,12 @@ def test_render_tree_marks_the_choice():
 
 
 def test_config_switches_and_errors():
-    cfg = PceConfig.from_params({"lambda": 1.5, "D": 2, "ablation": "no_evaluator"})
+    cfg = PceConfig.parse_switches("pce", {"lambda": 1.5, "D": 2, "ablation": "no_evaluator"})
     assert cfg.lam == 1.5 and cfg.D == 2 and cfg.weights.lam == 1.5
-    with pytest.raises(ValueError, match="unknown pce parameter"):
-        PceConfig.from_params({"lamda": 1})
-    with pytest.raises(ValueError, match="unknown ablation"):
-        PceConfig.from_params({"ablation": "no_brain"})
+    with pytest.raises(ValueError, match=r"pce: unknown switch 'lamda' \(did you mean 'lambda'\?\)"):
+        PceConfig.parse_switches("pce", {"lamda": 1})
+    with pytest.raises(ValueError, match=r"switch 'ablation'.*'no_planner'"):
+        PceConfig.parse_switches("pce", {"ablation": "no_brain"})
 
 
 def leaf_actions(tree: dict) -> list[str]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 from coteam.actions import Verb
-from coteam.reasoning import AgentBrain, EpisodeInfo, make_team
+from coteam.reasoning import AgentBrain, EpisodeInfo
+from coteam.registry import make_team
 from coteam.world import Placement, Relation
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind

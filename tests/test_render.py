@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from coteam.scene_io import scene_from_dict
-from coteam_sim.env import CoteamParallelEnv
-from coteam_sim.render import (
+from coteam_harness.render import (
     agent_color,
     delivered_items,
     render_rgb,
@@ -20,9 +19,10 @@ from coteam_sim.render import (
     trace_paths,
     world_from_snapshot,
 )
-from coteam_sim.runner import run_episode
+from coteam_harness.runner import run_episode
+from coteam_harness.trace import load_trace
+from coteam_sim.env import CoteamParallelEnv
 from coteam_sim.suites import SUITES
-from coteam_sim.trace import load_trace
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

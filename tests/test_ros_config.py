@@ -35,6 +35,9 @@ from coteam_ros.config import (  # noqa: E402
     write_params_file,
 )
 
+from coteam.kit import MethodConfig, MethodTeam  # noqa: E402
+from coteam.registry import register_method, unregister_method  # noqa: E402
+
 SIM = ROOT / "config" / "team_sim.yaml"
 HARDWARE = ROOT / "config" / "team_hardware.yaml"
 LAUNCH_FILES = {"sim": PKG / "launch" / "team_sim.launch.py", "hardware": PKG / "launch" / "team_hardware.launch.py"}
@@ -196,6 +199,7 @@ def test_node_list_sim() -> None:
         "robots": ["alice", "bob"],
         "namespaces": ["/alice", "/bob"],
         "method": "pce",
+        "params_json": "{}",
     }
     assert alice_planner.parameters == {
         "robot": "alice",
@@ -210,6 +214,17 @@ def test_node_list_sim() -> None:
     assert specs[4].parameters == {"robot": "bob"}
     assert all(s.remappings == [] for s in specs)
     assert all(_is_ros_value(v) for s in specs for v in s.parameters.values())
+
+
+@pytest.mark.parametrize(
+    ("params", "problem"),
+    [({"lamda": 1}, "unknown switch 'lamda' (did you mean 'lambda'?)"), ({"lambda": "abc"}, "switch 'lambda'")],
+)
+def test_method_switches_are_validated_before_any_node_starts(params: dict, problem: str) -> None:
+    doc = _edit(SIM_DOC, "team.params", params)
+    with pytest.raises(ConfigError) as err:
+        parse_config(doc, "inline")
+    assert "team.params" in str(err.value) and problem in str(err.value) and "\n" not in str(err.value)
 
 
 def test_node_list_hardware() -> None:
@@ -233,8 +248,26 @@ def test_node_list_hardware() -> None:
     assert executor.parameters["navigation"] == "nav2"
 
 
-def test_params_json_and_one_robot_team() -> None:
+class _NestedConfig(MethodConfig):
+    depth: int = 1
+    weights: dict[str, float] = {}
+    tags: list[str] = []
+
+
+class _NestedTeam(MethodTeam):
+    Config = _NestedConfig
+
+
+@pytest.fixture
+def nested_method():
+    register_method("nested-params", _NestedTeam)
+    yield "nested-params"
+    unregister_method("nested-params")
+
+
+def test_params_json_and_one_robot_team(nested_method: str) -> None:
     doc = _edit(SIM_DOC, "robots", [{"name": "alice"}])
+    doc["team"]["method"] = nested_method
     doc["team"]["params"] = {"depth": 3, "weights": {"a": 0.5}, "tags": ["x"]}
     specs = node_list(parse_config(doc, "inline"))
     planner = next(s for s in specs if s.name == "planner")

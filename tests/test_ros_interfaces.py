@@ -229,7 +229,9 @@ def test_field_types():
         "receiver": "string",
         "text": "string",
         "step": "int32",
+        "payload_json": "string",
     }
+    assert msg.RobotStatus.get_fields_and_field_types()["transport_rate"] == "float"
     assert msg.ObjectDetections.get_fields_and_field_types()["objects"] == "sequence<coteam_interfaces/DetectedObject>"
     assert msg.SemanticMap.get_fields_and_field_types()["explored_rooms"] == "sequence<string>"
     assert msg.SemanticObject.get_fields_and_field_types()["last_seen"] == "builtin_interfaces/Time"

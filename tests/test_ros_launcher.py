@@ -301,7 +301,7 @@ def test_plan_record_and_results(tmp_path: Path) -> None:
 
 
 def _fake_results() -> str:
-    from coteam_sim.runner import EpisodeResult, summarize
+    from coteam_harness.results import EpisodeResult, summarize
 
     r = EpisodeResult(
         episode="cwah-test/0",
@@ -317,6 +317,7 @@ def _fake_results() -> str:
         stuff_rate=None,
         messages=3,
         message_chars=120,
+        comm_tokens=30,
         tokens=0,
         llm_calls=0,
         llm_fallbacks=0,

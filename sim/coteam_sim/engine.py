@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from coteam.actions import truncate_message
 from coteam.memory import HALF_FOV_DEG, angle_between, bearing
 from coteam.navigation import NavGrid, walk_along
-from coteam.observation import Message, ObjectView, Observation, TeammateView
+from coteam.observation import Message, ObjectView, Observation, TeammateView, object_view, task_landmarks
 from coteam.physics import Physics
 from coteam.world import (
     Benchmark,
     Container,
-    ObjectKind,
     Placement,
     Relation,
     Scene,
@@ -107,12 +106,12 @@ class Simulator:
         if k == PrimitiveKind.WAIT:
             return ""
         if k == PrimitiveKind.SEND_MESSAGE:
-            return self._send(agent, prim.text)
+            return self._send(agent, prim.text, prim.payload)
         if self.benchmark == Benchmark.CWAH:
             return self._apply_cwah(agent, prim)
         return self._apply_tdw(agent, prim)
 
-    def _send(self, agent: str, text: str) -> str:
+    def _send(self, agent: str, text: str, payload: str = "") -> str:
         text = truncate_message(text)
         if not text:
             return "empty message"
@@ -122,7 +121,7 @@ class Simulator:
         else:
             delay = (len(text) - 1) // self.config.message_chars_per_frame
             deliver = self.frames + self.config.tdw_frames["send_message"] + delay
-        self._mail.append(_Envelope(Message(agent, text, self.clock), recipients, deliver))
+        self._mail.append(_Envelope(Message(agent, text, self.clock, payload), recipients, deliver))
         return ""
 
     # --- C-WAH -----------------------------------------------------------------------------------------------
@@ -284,29 +283,7 @@ class Simulator:
 
     # --- observing -------------------------------------------------------------------------------------------
     def _view(self, object_id: int) -> ObjectView:
-        w = self.world
-        pos = w.position_of(object_id)
-        room = self.scene.floorplan.room_at(pos)
-        room_id = room.id if room else -1
-        if w.is_fixture(object_id):
-            f = w.fixture(object_id)
-            if isinstance(f, Container):
-                return ObjectView(f.id, f.name, ObjectKind.CONTAINER, room_id, pos, is_open=w.is_open[f.id])
-            return ObjectView(f.id, f.name, ObjectKind.SURFACE, room_id, pos)
-        item = w.item(object_id)
-        p = w.placements[object_id]
-        return ObjectView(
-            item.id,
-            item.name,
-            ObjectKind.ITEM,
-            room_id,
-            pos,
-            item.category,
-            location=p.relation,
-            holder=p.target if p.relation in (Relation.IN, Relation.ON) else -1,
-            held_by=w.held_by(object_id) or "",
-            capacity=item.capacity,
-        )
+        return object_view(self.world, object_id)
 
     def _visible_ids(self, agent: str) -> list[int]:
         w = self.world
@@ -383,4 +360,4 @@ class Simulator:
 
     def landmarks(self) -> tuple[ObjectView, ...]:
         """Objects every agent knows from the task description: the goal targets."""
-        return tuple(self._view(t) for t in sorted({p.target for p in self.scene.task.predicates}))
+        return task_landmarks(self.scene)

@@ -1,7 +1,7 @@
 """The simulator's navigator and manipulation mapping: what a robot's skill requests become as primitives.
 
 One :class:`GoalNavigator` runs one navigation goal, one primitive per step, from the robot's pose and the outcome
-of its previous primitive -- the same way in the in-process runner (:class:`coteam_sim.executor.SkillExecutor`)
+of its previous primitive -- the same way in the in-process runner (:class:`coteam_harness.executor.SkillExecutor`)
 and behind the ROS bridge's ``navigate_to_pose`` action servers, so both produce the same primitives.
 
 * C-WAH: ``[walkto]`` steps along the shortest path to the goal point; the goal ends when the point is reached,
@@ -128,4 +128,4 @@ def manipulation_primitive(benchmark: Benchmark, request: Manipulation) -> Primi
 
 
 def message_primitive(request: SendMessage) -> Primitive:
-    return Primitive(PrimitiveKind.SEND_MESSAGE, text=request.text)
+    return Primitive(PrimitiveKind.SEND_MESSAGE, text=request.text, payload=request.payload)

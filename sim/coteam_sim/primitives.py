@@ -9,7 +9,7 @@ Text form: ``[walktowards] 12``, ``[walkto] 10500 3250`` (towards a point, x y i
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from coteam.world import Benchmark
@@ -81,6 +81,7 @@ class Primitive:
     kind: PrimitiveKind
     args: tuple[int, ...] = ()
     text: str = ""
+    payload: str = field(default="", compare=False)  # a message's structured payload (JSON), delivered as is
 
     def __str__(self) -> str:
         if self.kind == PrimitiveKind.SEND_MESSAGE:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from coteam.world import Benchmark
@@ -64,6 +64,7 @@ class HighLevelAction:
     target: ObjectRef | None = None
     container: ObjectRef | None = None  # PUT_IN: the carriable container
     text: str = ""  # SEND_MESSAGE
+    payload: str = field(default="", compare=False)  # SEND_MESSAGE: the structured payload as JSON (coteam.messages)
 
     @property
     def is_message(self) -> bool:

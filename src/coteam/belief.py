@@ -14,13 +14,13 @@ Model and assumptions (all constants below are module-level and documented where
   of its 24 heading sectors in ``AgentMemory.room_coverage``) keeps only ``SEEN_EMPTY_EPS`` of its weight — a
   teammate may have brought an item there since. An opened container keeps nothing. A known, unheld instance
   takes the mass of "the next missing instance" with the probability that it is still there.
-* **Teammates' status messages** (the factual format of :func:`coteam.progress.status_message`): ``holding``
+* **Teammates' status reports** (the :class:`coteam.messages.TeamStatus` payload of their messages): ``holding``
   moves the item to the teammate (it is no longer at its old place); a later message or sighting without it
-  means it was put down — for a goal item, probably delivered. ``seen <x> (id) in the <room>`` adds a known
-  instance there. ``explored <room>`` (C-WAH also ``in the <room>``) lowers the open part of that room to
+  means it was put down — for a goal item, probably delivered. A sighting of ``<x> (id)`` in a room adds a known
+  instance there. An explored room lowers the open part of that room to
   ``TEAMMATE_EXPLORED_FACTOR`` for every goal item, on the assumption that teammates share the task and so
-  mention the goal items they saw (the message lists at most ``SEEN_LIST_LIMIT`` sightings: a full list only
-  lowers it to ``TEAMMATE_EXPLORED_TRUNCATED_FACTOR``). Containers are not affected (messages do not say
+  mention the goal items they saw (a report lists at most ``SEEN_LIST_LIMIT`` sightings: an incomplete list
+  only lowers it to ``TEAMMATE_EXPLORED_TRUNCATED_FACTOR``). Containers are not affected (messages do not say
   which were opened). The latest piece of evidence about an item wins, mine on ties.
 * **Teammates taking known items**: a teammate that was in the item's room after my last sighting took it
   with ``P_TAKE_AFTER_VISIT``; otherwise with up to ``P_TAKE_UNOBSERVED``, growing with the time since. Only
@@ -34,15 +34,14 @@ steps with the episode's mean frames per step (an approximation that only orders
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import lru_cache
 from typing import Any
 
 from coteam.goals import goal_status
 from coteam.memory import FULL_TURN_BINS, AgentMemory
+from coteam.messages import TeamStatus
 from coteam.observation import ObjectView
 from coteam.priors import (
     GOAL_ROOM_FACTOR,
@@ -57,7 +56,6 @@ from coteam.world import Benchmark, GoalPredicate, ObjectKind, Relation, Vec2
 SEEN_EMPTY_EPS = 0.01  # weight kept by a seen-empty part of a room: a teammate may have brought one there since
 TEAMMATE_EXPLORED_FACTOR = 0.1  # weight kept by the open part of a room a teammate reported explored
 TEAMMATE_EXPLORED_TRUNCATED_FACTOR = 0.5  # ... when its list of sightings was full (may have been cut)
-SEEN_LIST_LIMIT = 6  # status_message lists at most this many sightings
 P_TAKE_AFTER_VISIT = 0.4  # a teammate was in a known item's room after my last sighting: it took the item
 P_TAKE_UNOBSERVED = 0.1  # a teammate not known to have been there took it (reached after TAKE_TIME_SCALE)
 TAKE_TIME_SCALE = 0.2  # fraction of the horizon after which P_TAKE_UNOBSERVED is reached
@@ -90,53 +88,6 @@ class Place:
 
 
 NOWHERE = Place(PlaceKind.NOWHERE, -1, -1, "nowhere")
-
-
-# --- status messages -------------------------------------------------------------------------------------
-_REF = re.compile(r"<([^<>]+)> \((\d+)\)")
-_SEEN = re.compile(r"<([^<>]+)> \((\d+)\) in the ([A-Za-z_]+)")
-_IN_ROOM = re.compile(r"^(?:[\w-]+:\s*)?in the ([A-Za-z_]+)$")
-
-
-@dataclass(frozen=True)
-class StatusReport:
-    """The facts of one status message (``alice: in the kitchen; holding <apple> (12); seen <wine> (27) in the
-    bedroom; explored kitchen, bedroom.``). Clauses that are not in this format are ignored."""
-
-    room: str | None = None  # room name the sender was in
-    holding: tuple[tuple[int, str], ...] | None = None  # (id, name); None when not stated
-    seen: tuple[tuple[int, str, str], ...] = ()  # (id, name, room name)
-    seen_complete: bool = True  # the list of sightings was not full or cut
-    explored: tuple[str, ...] = ()  # room names
-
-    @property
-    def is_status(self) -> bool:
-        return self.room is not None or self.holding is not None or bool(self.seen) or bool(self.explored)
-
-
-@lru_cache(maxsize=4096)
-def parse_status_message(text: str) -> StatusReport:
-    text = text.strip()
-    truncated = not text.endswith(".")  # cut at 500 characters: the last entry may be incomplete
-    clauses = [c.strip() for c in text.rstrip(".").split(";")]
-    room: str | None = None
-    holding: tuple[tuple[int, str], ...] | None = None
-    seen: tuple[tuple[int, str, str], ...] = ()
-    complete = True
-    explored: tuple[str, ...] = ()
-    for i, clause in enumerate(clauses):
-        last_cut = truncated and i == len(clauses) - 1
-        if i == 0 and (m := _IN_ROOM.match(clause)):
-            room = m.group(1)
-        elif clause.startswith("holding "):
-            holding = tuple((int(k), n) for n, k in _REF.findall(clause))
-        elif clause.startswith("seen "):
-            seen = tuple((int(k), n, r) for n, k, r in _SEEN.findall(clause))
-            complete = len(seen) < SEEN_LIST_LIMIT and not last_cut
-        elif clause.startswith("explored "):
-            names = [n.strip() for n in clause[len("explored ") :].split(",")]
-            explored = tuple(n for n in (names[:-1] if last_cut else names) if n)
-    return StatusReport(room, holding, seen, complete, explored)
 
 
 # --- teammates -------------------------------------------------------------------------------------------
@@ -291,19 +242,17 @@ class BeliefState:
         for msg in m.messages:
             if msg.sender == m.agent:
                 continue
-            rep = parse_status_message(msg.text)
             snaps.setdefault(msg.sender, [])
-            if not rep.is_status:
+            rep = msg.payload
+            if not isinstance(rep, TeamStatus):
                 continue
-            holding = None
-            if rep.holding is not None:
-                holding = tuple(k for k, _ in rep.holding)
-                self._names.update(dict(rep.holding))
+            holding = tuple(h.id for h in rep.holding)
+            self._names.update({h.id: h.name for h in rep.holding})
             seen = []
-            for k, n, rname in rep.seen:
-                self._names.setdefault(k, n)
-                if rname in self._room_ids:
-                    seen.append((k, n, self._room_ids[rname]))
+            for sight in rep.seen:
+                self._names.setdefault(sight.id, sight.name)
+                if sight.room in self._room_ids:
+                    seen.append((sight.id, sight.name, self._room_ids[sight.room]))
             snaps[msg.sender].append(
                 TeammateSnapshot(
                     msg.step * self._ratio,

@@ -13,7 +13,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from coteam.reasoning import methods
+from coteam.kit.config import RoleMethodConfig
+from coteam.registry import method_class, method_names
 
 
 def _cmd_methods(args: argparse.Namespace) -> int:
@@ -21,21 +22,29 @@ def _cmd_methods(args: argparse.Namespace) -> int:
     table.add_column("method")
     table.add_column("summary")
     table.add_column("switches (--set key=value)")
-    for name, spec in sorted(methods().items()):
-        table.add_row(name, spec.summary, "\n".join(f"{k}: {v}" for k, v in spec.switches.items()) or "-")
+    for name in method_names():
+        team = method_class(name)
+        endpoint = (
+            set(RoleMethodConfig.model_fields) - {"backend"} if issubclass(team.Config, RoleMethodConfig) else set()
+        )
+        lines = [f"{s.name}: {s.describe()}" for s in team.Config.switches() if s.name not in endpoint]
+        if endpoint:
+            lines.append("model endpoint (backend=llm): " + ", ".join(RoleMethodConfig.LLM_FIELDS))
+            lines.append("  and transcript, replay, cache")
+        table.add_row(name, team.summary, "\n".join(lines) or "-")
     Console().print(table)
     return 0
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from coteam.explain import draw_decision_tree, find_decision, format_decision
+    from coteam.explain import draw_decision, find_decision, format_decision
 
     trace = json.loads(Path(args.trace).read_text())
     decision = find_decision(trace, args.agent, args.step)
-    print(format_decision(decision))
+    print(format_decision(decision, trace.get("team", "")))
     if args.png:
-        out = draw_decision_tree(decision, args.png)
-        print(f"tree drawn to {out}")
+        out = draw_decision(decision, trace.get("team", ""), args.png)
+        print(f"drawn to {out}")
     return 0
 
 
@@ -48,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("trace")
     p.add_argument("--agent", required=True)
     p.add_argument("--step", type=int, required=True, help="the decision taken at (or last before) this step")
-    p.add_argument("--png", help="also draw the assumption tree to this PNG")
+    p.add_argument("--png", help="also draw the decision to this PNG (PCE: its assumption tree)")
     p.set_defaults(func=_cmd_explain)
     for ep in sorted(entry_points(group="coteam.commands"), key=lambda e: e.name):
         ep.load()(sub)

@@ -58,7 +58,8 @@ class AgentMemory:
     checked: set[int] = field(default_factory=set)
     teammates: dict[str, TeammateSighting] = field(default_factory=dict)
     room_visits: dict[int, int] = field(default_factory=dict)  # room -> last step the agent was in it
-    messages: list[Message] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)  # received from teammates
+    sent: list[Message] = field(default_factory=list)  # my own messages
     actions: list[ActionRecord] = field(default_factory=list)
     last_failure: str = ""
 
@@ -132,6 +133,15 @@ class AgentMemory:
 
     def record_action(self, action: str, outcome: str) -> None:
         self.actions.append(ActionRecord(self.step, action, outcome))
+
+    def record_sent(self, message: Message) -> None:
+        self.sent.append(message)
+
+    def dialogue(self, last: int) -> list[Message]:
+        """The last ``last`` messages of the team's conversation, my teammates' and mine, oldest first."""
+        if last <= 0:
+            return []
+        return sorted([*self.messages, *self.sent], key=lambda m: (m.step, m.sender))[-last:]
 
     # --- queries -----------------------------------------------------------------------------------------
     def room_name(self, room_id: int) -> str:

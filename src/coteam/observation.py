@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from coteam.world import ObjectKind, Relation, Vec2
+from coteam.world import Container, ObjectKind, Relation, Scene, Vec2, WorldState
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,13 @@ class TeammateView:
 
 @dataclass(frozen=True)
 class Message:
+    """A team message as delivered: its text, and the sender's structured payload (:mod:`coteam.messages`) --
+    JSON text as it travels, the receiving method's validated payload model once in an agent's memory."""
+
     sender: str
     text: str
     step: int  # step (C-WAH) or frame (TDW-MAT) at which it was sent
+    payload: Any = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -127,3 +131,35 @@ def observation_from_dict(d: dict[str, Any]) -> Observation:
 def _vec(value: Any) -> Vec2:
     x, y = value
     return (float(x), float(y))
+
+
+def object_view(world: WorldState, object_id: int) -> ObjectView:
+    """How an object of ``world`` looks to an agent that sees it."""
+    pos = world.position_of(object_id)
+    room = world.scene.floorplan.room_at(pos)
+    room_id = room.id if room else -1
+    if world.is_fixture(object_id):
+        f = world.fixture(object_id)
+        if isinstance(f, Container):
+            return ObjectView(f.id, f.name, ObjectKind.CONTAINER, room_id, pos, is_open=world.is_open[f.id])
+        return ObjectView(f.id, f.name, ObjectKind.SURFACE, room_id, pos)
+    item = world.item(object_id)
+    p = world.placements[object_id]
+    return ObjectView(
+        item.id,
+        item.name,
+        ObjectKind.ITEM,
+        room_id,
+        pos,
+        item.category,
+        location=p.relation,
+        holder=p.target if p.relation in (Relation.IN, Relation.ON) else -1,
+        held_by=world.held_by(object_id) or "",
+        capacity=item.capacity,
+    )
+
+
+def task_landmarks(scene: Scene) -> tuple[ObjectView, ...]:
+    """Objects every agent knows from the task description at the start: the goal targets."""
+    world = WorldState(scene, ())
+    return tuple(object_view(world, t) for t in sorted({p.target for p in scene.task.predicates}))

@@ -77,18 +77,3 @@ def progress_text(memory: AgentMemory) -> str:
             + "."
         )
     return "\n".join(lines)
-
-
-def status_message(memory: AgentMemory) -> str:
-    """A short factual message: what I hold, where I am, and goal items I know about (≤ 500 characters)."""
-    held = memory.held_items()
-    parts = [f"{memory.agent}: in the {memory.room_name(memory.room)}" if memory.room >= 0 else memory.agent]
-    parts.append("holding " + (", ".join(describe(v) for v in held) if held else "nothing"))
-    wanted = memory.task.needed_names()
-    seen = [v for v in memory.items() if v.name in wanted and not v.held_by]
-    if seen:
-        parts.append("seen " + ", ".join(f"{describe(v)} in the {memory.room_name(v.room)}" for v in seen[:6]))
-    explored = [memory.room_name(r.id) for r in memory.floorplan.rooms if memory.is_explored(r.id)]
-    if explored:
-        parts.append("explored " + ", ".join(explored))
-    return ("; ".join(parts) + ".")[:500]

@@ -1,19 +1,22 @@
-"""The contract between an agent's runtime and a reasoning method, and the one registry of methods.
+"""The contract between an agent's runtime and a reasoning method.
 
-A *team* decides for every agent of the team. Decentralised methods are a team of independent per-agent
-reasoners (:class:`PerAgentTeam`); a centralised planner (the oracle) implements :class:`Team` directly and
-declares ``full_observability``. Runtimes (the in-process runner, the ROS planner node) only ever call
-:meth:`Team.reset` and :meth:`Team.decide` through an :class:`AgentBrain`.
+A *team* decides for every agent of the team and lives for a whole run of episodes: ``reset(info)`` at the start
+of each episode, ``decide(ctx)`` whenever one of its agents is free, ``on_message(agent, message)`` for each
+teammate message delivered to one of its agents, and ``end_episode(outcome)`` at the end. Runtimes (the
+in-process runner, the ROS planner node) drive it through an :class:`AgentBrain` and :func:`agent_turn`. The shared
+implementations of this contract (per-agent and centralised teams, typed configs, the LLM-role toolkit) are in
+:mod:`coteam.kit`; methods are found through :mod:`coteam.registry`.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import time
-from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Generator
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
+
+from pydantic import BaseModel
 
 from coteam.actions import (
     MAX_MESSAGE_CHARS,
@@ -25,12 +28,13 @@ from coteam.actions import (
     validate_action,
 )
 from coteam.memory import AgentMemory
+from coteam.messages import PayloadError, decode_payload, encode_payload
 from coteam.navigation import NavGrid
-from coteam.observation import ObjectView, Observation
+from coteam.observation import Message, ObjectView, Observation, task_landmarks
 from coteam.options import ActionOption, available_actions
 from coteam.physics import Physics
 from coteam.skills import SkillOutcome
-from coteam.world import Benchmark, FloorPlan, Task
+from coteam.world import Benchmark, FloorPlan, Scene, Task
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +54,33 @@ class EpisodeInfo:
     landmarks: tuple[ObjectView, ...] = ()
     # What the robots' primitives do and cost (the simulator's rules, or a hardware profile).
     physics: Physics = field(default_factory=Physics)
+    episode: str = ""  # the episode's name, e.g. cwah-test/3
+
+    @classmethod
+    def for_scene(
+        cls, scene: Scene, agents: tuple[str, ...], seed: int, physics: Physics | None = None, episode: str = ""
+    ) -> EpisodeInfo:
+        """What every agent knows at the start of ``scene``: the map, the task and the objects it names."""
+        return cls(
+            scene.benchmark,
+            scene.task,
+            scene.floorplan,
+            tuple(agents),
+            seed,
+            task_landmarks(scene),
+            physics or Physics(),
+            episode or scene.name,
+        )
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """How an episode ended, as its team learns it in ``end_episode``."""
+
+    episode: str
+    success: bool
+    steps: int  # C-WAH steps (the horizon on failure) / TDW-MAT frames
+    transport_rate: float
 
 
 @dataclass
@@ -72,84 +103,29 @@ class Decision:
     rationale: dict[str, Any] = field(default_factory=dict)
     tokens: int = 0
     llm_calls: int = 0
-    llm_fallbacks: int = 0  # roles whose LLM answer was unusable and were answered symbolically
+    llm_fallbacks: int = 0  # role answers that fell back to the symbolic solver
+    payload: BaseModel | None = None  # a message's structured payload (one of the team's payload types)
 
 
 class Team(Protocol):
     name: str
     full_observability: bool
+    payload_types: tuple[type[BaseModel], ...]  # what its messages may carry, checked on receipt
 
     def reset(self, info: EpisodeInfo) -> None: ...
 
     def decide(self, ctx: DecisionContext) -> Decision: ...
 
+    def on_message(self, agent: str, message: Message) -> None: ...
 
-class Reasoner(Protocol):
-    """A decentralised per-agent method."""
-
-    def decide(self, ctx: DecisionContext) -> Decision: ...
-
-
-ReasonerFactory = Callable[[str, EpisodeInfo, random.Random, Mapping[str, Any]], Reasoner]
-
-
-class PerAgentTeam:
-    """A team of independent reasoners, one per agent, each with its own seeded random stream."""
-
-    full_observability = False
-
-    def __init__(self, name: str, factory: ReasonerFactory, params: Mapping[str, Any] | None = None):
-        self.name = name
-        self._factory = factory
-        self._params = dict(params or {})
-        self._reasoners: dict[str, Reasoner] = {}
-
-    def reset(self, info: EpisodeInfo) -> None:
-        self._reasoners = {
-            agent: self._factory(agent, info, random.Random(f"{info.seed}:{self.name}:{agent}"), self._params)
-            for agent in info.agents
-        }
-
-    def decide(self, ctx: DecisionContext) -> Decision:
-        return self._reasoners[ctx.agent].decide(ctx)
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    name: str
-    summary: str
-    make_team: Callable[[Mapping[str, Any]], Team]
-    switches: Mapping[str, str] = field(default_factory=dict)  # parameter -> description (with default)
-
-
-_METHODS: dict[str, MethodSpec] = {}
-
-
-def register_method(spec: MethodSpec) -> MethodSpec:
-    if spec.name in _METHODS:
-        raise ValueError(f"method {spec.name!r} is already registered")
-    _METHODS[spec.name] = spec
-    return spec
-
-
-def methods() -> dict[str, MethodSpec]:
-    import coteam.methods
-    import coteam.teams  # noqa: F401  (registers the baselines)
-
-    return dict(_METHODS)
-
-
-def make_team(name: str, params: Mapping[str, Any] | None = None) -> Team:
-    registry = methods()
-    if name not in registry:
-        raise KeyError(f"unknown method {name!r}; known methods: {', '.join(sorted(registry))}")
-    return registry[name].make_team(dict(params or {}))
+    def end_episode(self, outcome: EpisodeOutcome) -> None: ...
 
 
 class AgentBrain:
     """One agent's reasoning side: memory, the available-action list, and the team's decision.
 
-    It knows nothing about the simulator or ROS: it consumes :class:`Observation` and emits
+    It knows nothing about the simulator or ROS: it consumes :class:`Observation` (validating teammates' message
+    payloads against the team's payload types: a bad one is dropped, logged and counted, its text kept) and emits
     :class:`Decision` objects whose actions are validated against the options it offered.
     """
 
@@ -162,9 +138,25 @@ class AgentBrain:
         self.memory = AgentMemory(agent, info.benchmark, info.floorplan, info.task)
         self.memory.objects.update({v.id: v for v in info.landmarks})
         self.decision_seconds: list[float] = []
+        self.payloads_dropped = 0
 
     def observe(self, obs: Observation) -> None:
+        if obs.messages:
+            obs = replace(obs, messages=tuple(self._receive(m) for m in obs.messages))
         self.memory.update(obs)
+        for message in obs.messages:
+            self.team.on_message(self.agent, message)
+
+    def _receive(self, message: Message) -> Message:
+        try:
+            payload = decode_payload(message.payload, self.team.payload_types)
+        except PayloadError as exc:
+            self.payloads_dropped += 1
+            log.warning(
+                "%s: payload of %s's message (step %d) dropped: %s", self.agent, message.sender, message.step, exc
+            )
+            payload = None
+        return replace(message, payload=payload)
 
     def decide(self) -> tuple[Decision, list[ActionOption]]:
         start = time.perf_counter()
@@ -172,17 +164,44 @@ class AgentBrain:
         decision = self.team.decide(DecisionContext(self.agent, self.memory, options, self.nav))
         action = validate_action(decision.action, self.memory.known_names(), [o.action for o in options])
         if action.verb == Verb.SEND_MESSAGE:
-            text = action.text.strip()
-            if len(text) > MAX_MESSAGE_CHARS:
-                log.warning("%s: message of %d characters cut to %d", self.agent, len(text), MAX_MESSAGE_CHARS)
-                text = truncate_message(text)
-            if not text or text == "<message>":
-                raise ActionNotAvailableError("a message action needs text")
-            action = HighLevelAction(Verb.SEND_MESSAGE, text=text)
-            decision = Decision(action, decision.rationale, decision.tokens, decision.llm_calls, decision.llm_fallbacks)
+            action = self._message(action, decision.payload)
+            decision = replace(decision, action=action)
+            self.memory.record_sent(Message(self.agent, action.text, self.memory.frames, decision.payload))
         self.decision_seconds.append(time.perf_counter() - start)
         self.memory.record_action(format_action(action, self.info.benchmark), "started")
         return decision, options
+
+    def _message(self, action: HighLevelAction, payload: BaseModel | None) -> HighLevelAction:
+        text = action.text.strip()
+        if len(text) > MAX_MESSAGE_CHARS:
+            log.warning("%s: message of %d characters cut to %d", self.agent, len(text), MAX_MESSAGE_CHARS)
+            text = truncate_message(text)
+        if not text or text == "<message>":
+            raise ActionNotAvailableError("a message action needs text")
+        if payload is not None and not isinstance(payload, self.team.payload_types):
+            raise TypeError(f"{type(payload).__name__} is not a payload type of team {self.team.name}")
+        return HighLevelAction(Verb.SEND_MESSAGE, text=text, payload=encode_payload(payload))
+
+    def record(self, decision: Decision, options: list[ActionOption]) -> dict[str, Any]:
+        """The trace record of the decision just taken (JSON-ready), the same in every runtime."""
+        m = self.memory
+        previous = m.actions[-2] if len(m.actions) > 1 else None
+        return {
+            "agent": self.agent,
+            "step": m.step,
+            "clock": m.frames,
+            "position": list(m.position),
+            "action": format_action(decision.action, m.benchmark),
+            "payload": decision.action.payload or None,
+            "options": [o.annotated() for o in options],
+            "rationale": decision.rationale,
+            "tokens": decision.tokens,
+            "llm_calls": decision.llm_calls,
+            "llm_fallbacks": decision.llm_fallbacks,
+            "seconds": self.decision_seconds[-1] if self.decision_seconds else 0.0,
+            "payloads_dropped": self.payloads_dropped,
+            "previous": [previous.action, previous.outcome] if previous else None,
+        }
 
 
 @dataclass(frozen=True)

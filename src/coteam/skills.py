@@ -9,7 +9,7 @@ A skill never produces simulator primitives itself. It asks for one of three thi
 * :class:`Manipulation` -- one grasp / put / open / close / drop (a ``Manipulate`` action goal).
 * :class:`SendMessage` -- one message to the team.
 
-The same skills therefore run in the in-process runner (``coteam_sim.executor.SkillExecutor`` turns requests into
+The same skills therefore run in the in-process runner (``coteam_harness.executor.SkillExecutor`` turns requests into
 primitives) and in the ROS executor node (requests become action goals), step for step alike.
 
 Protocol of :meth:`SkillRunner.advance`: call it with ``None`` when the skill starts and after every step in which
@@ -64,6 +64,7 @@ class Manipulation:
 @dataclass(frozen=True)
 class SendMessage:
     text: str
+    payload: str = ""  # JSON (coteam.messages)
 
 
 SkillRequest = NavGoal | Manipulation | SendMessage
@@ -153,7 +154,7 @@ class SkillRunner:
     def _make_skill(self, action: HighLevelAction) -> Skill:
         v = action.verb
         if v == Verb.SEND_MESSAGE:
-            return self._send(action.text)
+            return self._send(action.text, action.payload)
         if self.benchmark == Benchmark.CWAH:
             assert action.target is not None
             tid = action.target.id
@@ -190,8 +191,8 @@ class SkillRunner:
         yield request
         self._check_last()
 
-    def _send(self, text: str) -> Skill:
-        yield from self._act(SendMessage(text))
+    def _send(self, text: str, payload: str) -> Skill:
+        yield from self._act(SendMessage(text, payload))
 
     def _position_of(self, object_id: int) -> Vec2:
         view = self._mem().objects.get(object_id)

@@ -49,6 +49,7 @@ class RoleAnswer(Generic[T]):
     calls: int
     error: str = ""  # why the model's answer was not used (fallback)
     raw: str = ""  # the model's last raw text
+    prompt: tuple[dict[str, str], ...] = ()  # the chat messages sent (LLM backends)
 
     @property
     def tokens(self) -> int:
@@ -123,10 +124,16 @@ class LLMBackend:
                 len(completions),
                 error=reason,
                 raw=completions[-1].text if completions else "",
+                prompt=tuple(messages),
             )
         self._account(role, ctx, completions)
         return RoleAnswer(
-            value, "llm", sum((c.usage for c in completions), Usage()), len(completions), raw=completions[-1].text
+            value,
+            "llm",
+            sum((c.usage for c in completions), Usage()),
+            len(completions),
+            raw=completions[-1].text,
+            prompt=tuple(messages),
         )
 
     def _account(self, role: Role[Any], ctx: RoleContext, completions: list[Completion]) -> None:

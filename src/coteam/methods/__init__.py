@@ -1,3 +1,2 @@
-"""Reasoning methods of the papers. Importing this package registers them in :mod:`coteam.reasoning`."""
-
-from coteam.methods import pce  # noqa: F401  (registration side effect)
+"""The reasoning methods of the papers, one package each (decision procedure + prompts). They register through
+the ``coteam.methods`` entry-point group; nothing here imports them."""

@@ -1,6 +1,2 @@
-"""Built-in teams: the baselines every reasoning method is compared against.
-
-Importing this package registers them in :mod:`coteam.reasoning`'s method registry.
-"""
-
-from coteam.teams import mcts, oracle, random_team, rule_based  # noqa: F401  (registration side effects)
+"""Built-in teams: the baselines every reasoning method is compared against (random, rhp, mhp, oracle).
+They register through the ``coteam.methods`` entry-point group; nothing here imports them."""

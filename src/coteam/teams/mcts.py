@@ -21,19 +21,22 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from pydantic import Field
+
 from coteam.actions import Verb
 from coteam.goals import goal_status
+from coteam.kit import AgentReasoner, MethodConfig, PerAgentTeam
 from coteam.memory import FULL_TURN_BINS
 from coteam.navigation import NavGrid
 from coteam.options import ActionOption
 from coteam.physics import Physics
 from coteam.priors import GOAL_ROOM_FACTOR, container_weight, in_container_chance, item_category, room_weight
-from coteam.reasoning import Decision, DecisionContext, EpisodeInfo, MethodSpec, PerAgentTeam, register_method
-from coteam.teams.rule_based import TDW_DELIVER_BEFORE_END, TDW_NO_CONTAINERS_BEFORE_END, RuleBasedReasoner
+from coteam.reasoning import Decision, DecisionContext
+from coteam.teams.rule_based import TDW_DELIVER_BEFORE_END, TDW_NO_CONTAINERS_BEFORE_END, rule_based_choice
 from coteam.world import Benchmark, ObjectKind, Relation, Vec2
 
 DEFAULT_ITERATIONS = 200
@@ -45,16 +48,52 @@ UNREACHABLE_M = 1000.0  # path length used for places the grid cannot reach (kee
 Key = tuple  # an abstract action: (verb, argument)
 
 
+class MhpConfig(MethodConfig):
+    iterations: int = Field(DEFAULT_ITERATIONS, ge=1, description="MCTS iterations per decision")
+    depth: int = Field(DEFAULT_DEPTH, ge=1, description="high-level actions simulated per iteration (tree + rollout)")
+    exploration: float = Field(DEFAULT_EXPLORATION, ge=0, description="UCT exploration constant on normalised returns")
+    cwah_action_steps: float = Field(1.0, ge=0, description="one open, grab or put")
+    cwah_item_value: float = Field(30.0, ge=0, description="steps one delivered item is worth in a cut-off trajectory")
+    cwah_search_extra_steps: float = Field(
+        3.0, ge=0, description="finding an item in an unseen room's (unknown) containers"
+    )
+    tdw_reach_m: float = Field(1.2, ge=0, description="grasp navigation stops this close")
+    tdw_lane_detour: float = Field(
+        1.45, ge=0, description="4-connected lanes and their turns, per metre of 8-connected path"
+    )
+    tdw_turns_per_trip_deg: float = Field(
+        45.0, ge=0, description="heading changes of one navigation beyond the per-metre share"
+    )
+    tdw_face_deg: float = Field(45.0, ge=0, description="turning to face an object before grasping")
+    tdw_item_value: float = Field(400.0, ge=0, description="frames one delivered item is worth")
+    tdw_budget_frames: float = Field(
+        3000.0, ge=0, description="a simulated trajectory is scored on what it delivers in this time"
+    )
+    tdw_late_discount: float = Field(
+        0.3, ge=0, description="a delivery at the end of the budget is worth this much less"
+    )
+    tdw_hidden_extra_m: float = Field(
+        2.0, ge=0, description="an item revealed in a room is this far from its centre (on average)"
+    )
+    tdw_goto_reveal: float = Field(
+        0.4, ge=0, description="chance that walking into a room already shows a given item there"
+    )
+    tdw_carrier_capacity: int = Field(3, ge=0, description="capacity of a carried container in the abstract model")
+    prior_strength: float = Field(
+        1.0, ge=0, description="belief weights are category prior ** strength: 1 = priors, 0 = uniform"
+    )
+
+
 # --- cost model ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CostModel:
-    """Constants of the abstract model (any of them can be set as a method parameter).
+    """Constants of the abstract model: the robot's from its physics, the modelling choices from :class:`MhpConfig`.
 
     Time costs come from the episode's :class:`~coteam.physics.Physics`; the TDW-MAT navigation overheads
     (lane detour, turns per trip) were fitted to the frames the lane-following skill actually takes.
     """
 
-    # The robot itself: filled from the episode's Physics by from_params.
+    # The robot itself: filled from the episode's Physics by from_config.
     cwah_step_m: float  # metres walked per C-WAH step
     cwah_reach_m: float  # open / grab / put from this close
     tdw_forward_m: float
@@ -64,41 +103,37 @@ class CostModel:
     tdw_grasp_frames: float
     tdw_put_in_frames: float
     tdw_drop_frames: float
-    # The planner's own modelling choices.
-    cwah_action_steps: float = 1.0  # one open, grab or put
-    cwah_item_value: float = 30.0  # steps one delivered item is worth in a cut-off trajectory
-    cwah_search_extra_steps: float = 3.0  # finding an item in an unseen room's (unknown) containers
-    tdw_reach_m: float = 1.2  # grasp navigation stops this close
-    tdw_lane_detour: float = 1.45  # 4-connected lanes and their turns, per metre of 8-connected path
-    tdw_turns_per_trip_deg: float = 45.0  # heading changes of one navigation beyond the per-metre share
-    tdw_face_deg: float = 45.0  # turning to face an object before grasping
-    tdw_item_value: float = 400.0  # frames one delivered item is worth
-    tdw_budget_frames: float = 3000.0  # a simulated trajectory is scored on what it delivers in this time
-    tdw_late_discount: float = 0.3  # a delivery at the end of the budget is worth this much less
-    tdw_hidden_extra_m: float = 2.0  # an item revealed in a room is this far from its centre (on average)
-    tdw_goto_reveal: float = 0.4  # chance that walking into a room already shows a given item there
-    tdw_carrier_capacity: int = 3
-    prior_strength: float = 1.0  # belief weights are prior ** strength: 1 = category priors, 0 = uniform
+    # The planner's own modelling choices (switches of MhpConfig).
+    cwah_action_steps: float
+    cwah_item_value: float
+    cwah_search_extra_steps: float
+    tdw_reach_m: float
+    tdw_lane_detour: float
+    tdw_turns_per_trip_deg: float
+    tdw_face_deg: float
+    tdw_item_value: float
+    tdw_budget_frames: float
+    tdw_late_discount: float
+    tdw_hidden_extra_m: float
+    tdw_goto_reveal: float
+    tdw_carrier_capacity: int
+    prior_strength: float
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any], physics: Physics) -> CostModel:
-        """The robot's own constants from ``physics``; any field may be overridden by a method parameter."""
-        kwargs: dict[str, Any] = {
-            "cwah_step_m": physics.cwah_walk_step_m,
-            "cwah_reach_m": physics.cwah_reach_m,
-            "tdw_forward_m": physics.tdw_forward_m,
-            "tdw_forward_frames": float(physics.tdw_frames["move_forward"]),
-            "tdw_turn_deg": float(physics.tdw_turn_deg),
-            "tdw_turn_frames": float(physics.tdw_frames["turn_left"]),
-            "tdw_grasp_frames": float(physics.tdw_frames["grasp"]),
-            "tdw_put_in_frames": float(physics.tdw_frames["put_in"]),
-            "tdw_drop_frames": float(physics.tdw_frames["drop"]),
-        }
-        casts = {"float": float, "int": int}
-        for f in fields(cls):
-            if f.name in params:
-                kwargs[f.name] = casts[str(f.type)](params[f.name])
-        return cls(**kwargs)
+    def from_config(cls, config: MhpConfig, physics: Physics) -> CostModel:
+        """The robot's own constants from ``physics``, the modelling choices from the method's switches."""
+        return cls(
+            cwah_step_m=physics.cwah_walk_step_m,
+            cwah_reach_m=physics.cwah_reach_m,
+            tdw_forward_m=physics.tdw_forward_m,
+            tdw_forward_frames=float(physics.tdw_frames["move_forward"]),
+            tdw_turn_deg=float(physics.tdw_turn_deg),
+            tdw_turn_frames=float(physics.tdw_frames["turn_left"]),
+            tdw_grasp_frames=float(physics.tdw_frames["grasp"]),
+            tdw_put_in_frames=float(physics.tdw_frames["put_in"]),
+            tdw_drop_frames=float(physics.tdw_frames["drop"]),
+            **{f.name: getattr(config, f.name) for f in fields(cls) if f.name in MhpConfig.model_fields},
+        )
 
     def cwah_walk(self, metres: float, reach: float | None = None) -> float:
         r = self.cwah_reach_m if reach is None else reach
@@ -659,18 +694,18 @@ class _Node:
         self.w = 0.0
 
 
-class MctsReasoner:
+class MhpAgent(AgentReasoner):
     """One agent's UCT search over its high-level actions (see the module docstring)."""
 
-    def __init__(self, agent: str, info: EpisodeInfo, rng: random.Random, params: Mapping[str, Any]):
-        self.agent = agent
-        self.benchmark = info.benchmark
-        self.rng = rng
-        self.iterations = max(1, int(params.get("iterations", DEFAULT_ITERATIONS)))
-        self.depth = max(1, int(params.get("depth", DEFAULT_DEPTH)))
-        self.exploration = float(params.get("exploration", DEFAULT_EXPLORATION))
-        self.cost = CostModel.from_params(params, info.physics)
-        self.rules = RuleBasedReasoner(agent, info, rng, params)
+    config: MhpConfig
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.benchmark = self.info.benchmark
+        self.iterations = self.config.iterations
+        self.depth = self.config.depth
+        self.exploration = self.config.exploration
+        self.cost = CostModel.from_config(self.config, self.info.physics)
         self._geo: Geometry | None = None
 
     def _geometry(self, nav: NavGrid) -> Geometry:
@@ -680,8 +715,8 @@ class MctsReasoner:
 
     def decide(self, ctx: DecisionContext) -> Decision:
         options = [o for o in ctx.options if not o.action.is_message]
-        rule = self.rules.decide(ctx)
-        default = rule.action
+        rule_choice, rule_name = rule_based_choice(ctx)
+        default = rule_choice.action
         geo = self._geometry(ctx.nav)
         model: CwahModel | TdwModel = (
             CwahModel(ctx, geo, self.cost) if self.benchmark == Benchmark.CWAH else TdwModel(ctx, geo, self.cost)
@@ -692,7 +727,7 @@ class MctsReasoner:
                 {
                     "method": "mhp",
                     "iterations": 0,
-                    "rule": rule.rationale.get("rule", ""),
+                    "rule": rule_name,
                     "note": "nothing left to plan for: rule-based fallback",
                 },
             )
@@ -793,18 +828,7 @@ class MctsReasoner:
         return choice
 
 
-register_method(
-    MethodSpec(
-        "mhp",
-        "MCTS hierarchical planner: UCT over high-level actions with belief sampling (MHP baseline)",
-        lambda params: PerAgentTeam("mhp", MctsReasoner, params),
-        switches={
-            "iterations": f"MCTS iterations per decision (default {DEFAULT_ITERATIONS})",
-            "depth": f"high-level actions simulated per iteration, tree plus rule-based rollout "
-            f"(default {DEFAULT_DEPTH})",
-            "exploration": f"UCT exploration constant on normalised returns (default {DEFAULT_EXPLORATION})",
-            "prior_strength": "belief weights are category prior ** strength: 1 = priors, 0 = uniform (default 1)",
-            "<CostModel field>": "any abstract-model constant, e.g. cwah_item_value=30, tdw_item_value=400",
-        },
-    )
-)
+class MhpTeam(PerAgentTeam):
+    summary = "MCTS hierarchical planner: UCT over high-level actions with belief sampling (MHP baseline)"
+    Config = MhpConfig
+    Agent = MhpAgent

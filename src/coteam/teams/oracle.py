@@ -12,14 +12,13 @@ targets remain, and delivers when its hands are full.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
 from coteam.actions import Verb
 from coteam.goals import goal_status
+from coteam.kit import CentralisedTeam
 from coteam.observation import ObjectView
 from coteam.options import ActionOption
-from coteam.reasoning import Decision, DecisionContext, EpisodeInfo, MethodSpec, register_method
+from coteam.reasoning import Decision, DecisionContext, EpisodeInfo
 from coteam.teams import joint_plan
 from coteam.world import Benchmark, ObjectKind, Relation, Vec2
 
@@ -29,16 +28,13 @@ MAX_JOINT_SEARCH = 200_000  # instance choices × assignments × orders the exac
 TEAMMATE_SLACK_M = 2.0  # take an item unless a free teammate is this much closer to it
 
 
-class OracleTeam:
-    name = "oracle"
+class OracleTeam(CentralisedTeam):
+    summary = "centralised planner with full observability (near-optimal reference)"
     full_observability = True
 
-    def __init__(self, params: Mapping[str, Any]):
+    def start_episode(self, info: EpisodeInfo) -> None:
+        super().start_episode(info)
         self.claims: dict[int, str] = {}
-
-    def reset(self, info: EpisodeInfo) -> None:
-        self.claims = {}
-        self.info = info
 
     def _delivery_cost(self, ctx: DecisionContext, option: ActionOption) -> float:
         """Cost to fetch the item and then bring it to its goal target."""
@@ -50,7 +46,7 @@ class OracleTeam:
             back = ctx.nav.path_length(item.position, m.objects[goal].position)
         return option.my_distance + 0.5 * back
 
-    def decide(self, ctx: DecisionContext) -> Decision:
+    def plan(self, ctx: DecisionContext) -> Decision:
         m = ctx.memory
         agent = ctx.agent
         # Forget claims on items that are now held or delivered.
@@ -195,12 +191,3 @@ class OracleTeam:
         """With nothing to fetch, stay out of the way: go to (or look around) the current room."""
         here = [o for o in ctx.options if o.action.verb in (Verb.EXPLORE, Verb.GOTO)]
         return min(here, key=lambda o: (o.my_distance if math.isfinite(o.my_distance) else math.inf, o.text))
-
-
-register_method(
-    MethodSpec(
-        "oracle",
-        "centralised planner with full observability (near-optimal reference)",
-        lambda params: OracleTeam(params),
-    )
-)

@@ -1,32 +1,19 @@
-"""``random``: a uniform choice among the currently available high-level actions (a lower bound)."""
+"""``random``: a uniform choice among the currently available physical actions (a lower bound; it does not talk,
+as in the papers)."""
 
 from __future__ import annotations
 
-import random
-from collections.abc import Mapping
-from typing import Any
-
-from coteam.actions import HighLevelAction, Verb
-from coteam.progress import status_message
-from coteam.reasoning import Decision, DecisionContext, EpisodeInfo, MethodSpec, PerAgentTeam, register_method
+from coteam.kit import AgentReasoner, PerAgentTeam
+from coteam.reasoning import Decision, DecisionContext
 
 
-class RandomReasoner:
-    def __init__(self, agent: str, info: EpisodeInfo, rng: random.Random, params: Mapping[str, Any]):
-        self.rng = rng
-
+class RandomAgent(AgentReasoner):
     def decide(self, ctx: DecisionContext) -> Decision:
-        option = self.rng.choice(ctx.options)
-        action = option.action
-        if action.is_message:
-            action = HighLevelAction(Verb.SEND_MESSAGE, text=status_message(ctx.memory))
-        return Decision(action, {"method": "random", "choices": len(ctx.options)})
+        physical = [o for o in ctx.options if not o.action.is_message]
+        option = self.rng.choice(physical)
+        return Decision(option.action, {"method": "random", "choices": len(physical)})
 
 
-register_method(
-    MethodSpec(
-        "random",
-        "uniform over the available high-level actions (lower bound)",
-        lambda params: PerAgentTeam("random", RandomReasoner, params),
-    )
-)
+class RandomTeam(PerAgentTeam):
+    summary = "uniform over the available physical actions, no messages (lower bound)"
+    Agent = RandomAgent

@@ -8,13 +8,12 @@ The agents do not talk; each agent's rules only use its own memory.
 
 from __future__ import annotations
 
-import random
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from coteam.actions import Verb
+from coteam.kit import AgentReasoner, PerAgentTeam
 from coteam.options import ActionOption
-from coteam.reasoning import Decision, DecisionContext, EpisodeInfo, MethodSpec, PerAgentTeam, register_method
+from coteam.reasoning import Decision, DecisionContext
 from coteam.world import Benchmark
 
 # TDW-MAT timing rules of the scripted helper: head for the goal late in the episode, stop collecting
@@ -37,60 +36,58 @@ def stalest(ctx: DecisionContext, room_options: Sequence[ActionOption]) -> Actio
     return min(room_options, key=lambda o: (visits.get(o.action.target.id, -1), o.text))  # type: ignore[union-attr]
 
 
-class RuleBasedReasoner:
-    def __init__(self, agent: str, info: EpisodeInfo, rng: random.Random, params: Mapping[str, Any]):
-        self.benchmark = info.benchmark
+def rule_based_choice(ctx: DecisionContext) -> tuple[ActionOption, str]:
+    """The rules' choice for this decision and the rule that made it."""
+    return (_cwah if ctx.memory.benchmark == Benchmark.CWAH else _tdw)(ctx)
 
+
+class RhpAgent(AgentReasoner):
     def decide(self, ctx: DecisionContext) -> Decision:
-        choice, rule = (self._cwah if self.benchmark == Benchmark.CWAH else self._tdw)(ctx)
+        choice, rule = rule_based_choice(ctx)
         return Decision(choice.action, {"method": "rhp", "rule": rule})
 
-    def _cwah(self, ctx: DecisionContext) -> tuple[ActionOption, str]:
-        m = ctx.memory
-        puts, grabs = by_verb(ctx, Verb.PUT), by_verb(ctx, Verb.GRAB)
-        if puts and (m.free_hands() == 0 or not grabs):
-            return nearest(puts), "deliver"  # type: ignore[return-value]
-        if grabs:
-            return nearest(grabs), "grab nearest needed item"  # type: ignore[return-value]
-        search = by_verb(ctx, Verb.CHECK) + [
-            o for o in by_verb(ctx, Verb.EXPLORE) if not m.is_explored(o.action.target.id)
-        ]  # type: ignore[union-attr]
-        if search:
-            return nearest(search), "search nearest unexplored place"  # type: ignore[return-value]
-        return stalest(ctx, by_verb(ctx, Verb.EXPLORE)), "revisit the room seen longest ago"
 
-    def _tdw(self, ctx: DecisionContext) -> tuple[ActionOption, str]:
-        m = ctx.memory
-        left = m.task.horizon - m.frames
-        held = m.held_items()
-        put_in, transport = by_verb(ctx, Verb.PUT_IN), by_verb(ctx, Verb.TRANSPORT)
-        grabs = by_verb(ctx, Verb.GRAB)
-        containers = [o for o in grabs if m.objects[o.action.target.id].capacity > 0]  # type: ignore[union-attr]
-        targets = [o for o in grabs if o not in containers]
-        if put_in:
-            return put_in[0], "fill the container I carry"
-        if transport and (left < TDW_DELIVER_BEFORE_END or m.free_hands() == 0):
-            return transport[0], "deliver"
-        has_carrier = any(v.capacity > 0 for v in held)
-        if containers and not has_carrier and left > TDW_NO_CONTAINERS_BEFORE_END:
-            return nearest(containers), "pick up a container"  # type: ignore[return-value]
-        if targets:
-            return nearest(targets), "grab nearest target"  # type: ignore[return-value]
-        explore_here = by_verb(ctx, Verb.EXPLORE)
-        if explore_here and not m.is_explored(m.room):
-            return explore_here[0], "look around this room"
-        unexplored = [o for o in by_verb(ctx, Verb.GOTO) if not m.is_explored(o.action.target.id)]  # type: ignore[union-attr]
-        if unexplored:
-            return nearest(unexplored), "go to nearest unexplored room"  # type: ignore[return-value]
-        if transport:
-            return transport[0], "deliver what I have"
-        return stalest(ctx, by_verb(ctx, Verb.GOTO)), "revisit the room seen longest ago"
+class RhpTeam(PerAgentTeam):
+    summary = "rule-based hierarchical planner (scripted helper baseline)"
+    Agent = RhpAgent
 
 
-register_method(
-    MethodSpec(
-        "rhp",
-        "rule-based hierarchical planner (scripted helper baseline)",
-        lambda params: PerAgentTeam("rhp", RuleBasedReasoner, params),
-    )
-)
+def _cwah(ctx: DecisionContext) -> tuple[ActionOption, str]:
+    m = ctx.memory
+    puts, grabs = by_verb(ctx, Verb.PUT), by_verb(ctx, Verb.GRAB)
+    if puts and (m.free_hands() == 0 or not grabs):
+        return nearest(puts), "deliver"  # type: ignore[return-value]
+    if grabs:
+        return nearest(grabs), "grab nearest needed item"  # type: ignore[return-value]
+    search = by_verb(ctx, Verb.CHECK) + [o for o in by_verb(ctx, Verb.EXPLORE) if not m.is_explored(o.action.target.id)]  # type: ignore[union-attr]
+    if search:
+        return nearest(search), "search nearest unexplored place"  # type: ignore[return-value]
+    return stalest(ctx, by_verb(ctx, Verb.EXPLORE)), "revisit the room seen longest ago"
+
+
+def _tdw(ctx: DecisionContext) -> tuple[ActionOption, str]:
+    m = ctx.memory
+    left = m.task.horizon - m.frames
+    held = m.held_items()
+    put_in, transport = by_verb(ctx, Verb.PUT_IN), by_verb(ctx, Verb.TRANSPORT)
+    grabs = by_verb(ctx, Verb.GRAB)
+    containers = [o for o in grabs if m.objects[o.action.target.id].capacity > 0]  # type: ignore[union-attr]
+    targets = [o for o in grabs if o not in containers]
+    if put_in:
+        return put_in[0], "fill the container I carry"
+    if transport and (left < TDW_DELIVER_BEFORE_END or m.free_hands() == 0):
+        return transport[0], "deliver"
+    has_carrier = any(v.capacity > 0 for v in held)
+    if containers and not has_carrier and left > TDW_NO_CONTAINERS_BEFORE_END:
+        return nearest(containers), "pick up a container"  # type: ignore[return-value]
+    if targets:
+        return nearest(targets), "grab nearest target"  # type: ignore[return-value]
+    explore_here = by_verb(ctx, Verb.EXPLORE)
+    if explore_here and not m.is_explored(m.room):
+        return explore_here[0], "look around this room"
+    unexplored = [o for o in by_verb(ctx, Verb.GOTO) if not m.is_explored(o.action.target.id)]  # type: ignore[union-attr]
+    if unexplored:
+        return nearest(unexplored), "go to nearest unexplored room"  # type: ignore[return-value]
+    if transport:
+        return transport[0], "deliver what I have"
+    return stalest(ctx, by_verb(ctx, Verb.GOTO)), "revisit the room seen longest ago"

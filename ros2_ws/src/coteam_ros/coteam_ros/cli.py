@@ -75,8 +75,8 @@ def print_results(path: Path, console: Any, keep: bool = True) -> None:
         console.print(f"results file {path} unreadable: {exc}")
         return
     try:
-        from coteam_sim.cli import results_table
-        from coteam_sim.runner import EpisodeResult
+        from coteam_harness.cli import results_table
+        from coteam_harness.results import EpisodeResult
 
         known = {f.name for f in fields(EpisodeResult)}
         episodes = [EpisodeResult(**{k: v for k, v in e.items() if k in known}) for e in data["episodes"]]

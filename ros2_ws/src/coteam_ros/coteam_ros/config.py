@@ -323,9 +323,9 @@ def _parse_team(top: _Reader, source: str) -> MethodConfig:
         raise top.error("team", "required (team: {method: ..., backend: ..., params: {}})")
     r = _Reader(source, top.data["team"], "team", ("method", "backend", "params"))
     from coteam.llm import backends
-    from coteam.reasoning import methods
+    from coteam.registry import method_class, method_names
 
-    method = r.text("method", None, tuple(sorted(methods())))
+    method = r.text("method", None, tuple(method_names()))
     backend = r.text("backend", "symbolic", tuple(backends()))
     params = r.data.get("params") or {}
     if not isinstance(params, Mapping) or not all(isinstance(k, str) for k in params):
@@ -334,6 +334,13 @@ def _parse_team(top: _Reader, source: str) -> MethodConfig:
         json.dumps(params, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise r.error(r.key("params"), f"must be plain JSON-like values: {exc}") from None
+    with_backend = dict(params)
+    if "backend" in method_class(method).Config.switch_names():
+        with_backend.setdefault("backend", backend)
+    try:
+        method_class(method).Config.parse_switches(method, with_backend)
+    except ValueError as exc:
+        raise r.error(r.key("params"), str(exc)) from None
     return MethodConfig(method=method, backend=backend, params=dict(params))
 
 
@@ -392,6 +399,7 @@ def node_list(cfg: TeamConfig) -> list[NodeSpec]:
                     "robots": list(names),
                     "namespaces": [r.namespace for r in cfg.robots],
                     "method": cfg.team.method,
+                    "params_json": json.dumps(cfg.team.params, sort_keys=True),
                 },
             )
         )

@@ -7,13 +7,11 @@ objects every robot knows from the task description.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from coteam.reasoning import EpisodeInfo
 from coteam.scene_io import load_scene
 from coteam.world import AGENT_NAMES, Scene
-from coteam_sim.engine import Simulator
-from coteam_sim.runner import episode_info
 from coteam_sim.suites import get_suite
 
 
@@ -35,5 +33,4 @@ def load_episode(suite: str, episode: int, seed: int, robots: list[str], scene_p
         scene, name = spec.build(), spec.name
     if not 1 <= len(robots) <= len(AGENT_NAMES):
         raise ValueError(f"a team has 1 to {len(AGENT_NAMES)} robots, got {len(robots)}")
-    sim = Simulator(scene, AGENT_NAMES[: len(robots)], seed=seed)  # for the landmarks: the same for any names
-    return EpisodeSetup(name, scene, replace(episode_info(sim, seed), agents=tuple(robots)))
+    return EpisodeSetup(name, scene, EpisodeInfo.for_scene(scene, tuple(robots), seed, episode=name))

@@ -1,15 +1,7 @@
-"""PCE: Planner → Composer → Evaluator over assumption decision trees (see :mod:`.reasoner`)."""
+"""PCE: Planner → Composer → Evaluator over assumption decision trees (see :mod:`.reasoner`).
 
-from coteam.methods.pce.reasoner import SWITCHES, PceConfig, PceReasoner
-from coteam.reasoning import MethodSpec, PerAgentTeam, register_method
+Registered as ``pce`` through the ``coteam.methods`` entry-point group (``coteam.methods.pce:PceTeam``)."""
 
-register_method(
-    MethodSpec(
-        "pce",
-        "Planner-Composer-Evaluator: assumption trees scored by likelihood, gain and cost",
-        lambda params: PerAgentTeam("pce", PceReasoner, params),
-        SWITCHES,
-    )
-)
+from coteam.methods.pce.reasoner import PceAgent, PceConfig, PceTeam
 
-__all__ = ["PceConfig", "PceReasoner"]
+__all__ = ["PceAgent", "PceConfig", "PceTeam"]

@@ -21,12 +21,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from coteam.actions import Verb
+from coteam.actions import Verb, truncate_message
 from coteam.belief import BeliefState, PlaceKind, UncertainVariable
 from coteam.memory import AgentMemory
+from coteam.messages import TeamStatus
 from coteam.methods.pce.scoring import Weights, distance_penalty, house_walk_m, message_penalty, normalize
 from coteam.options import ActionOption
-from coteam.progress import describe, status_message
+from coteam.progress import describe
 
 Assumptions = Mapping[str, bool]  # variable text -> assumed truth value
 
@@ -208,7 +209,7 @@ class SymbolicContext:
 
     def cost_penalty(self, option: ActionOption, message: str = "") -> float:
         if option.action.is_message:
-            return message_penalty(len(message or status_message(self.memory)))
+            return message_penalty(len(message or TeamStatus.of(self.memory).text()))
         return self.travel_penalty(option.my_distance)
 
     def travel_penalty(self, metres: float) -> float:
@@ -264,7 +265,7 @@ class SymbolicContext:
                 answer = "Answer: " + "; ".join(f"{describe(v)} in the {m.room_name(v.room)}" for v in asked[:4]) + ". "
             else:
                 answer = "Answer: I have not seen that. "
-        return (answer + status_message(m))[:500]
+        return truncate_message(answer + TeamStatus.of(m).text())
 
     def mark_sent(self) -> None:
         self.communicated.update(self.news())

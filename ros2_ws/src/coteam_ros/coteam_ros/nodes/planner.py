@@ -38,11 +38,11 @@ from std_msgs.msg import Header
 from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, truncate_message
 from coteam.navigation import NavGrid
 from coteam.observation import Message, Observation, observation_from_dict
-from coteam.reasoning import AgentBrain, PollSkill, StartSkill, agent_turn, make_team, methods
+from coteam.reasoning import AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
+from coteam.registry import make_team, method_class
 from coteam.skills import SkillOutcome
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import RETRY_S, call_later, spin_node
-from coteam_sim.trace import decision_record
 
 NODE_NAME = "planner"
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -77,11 +77,12 @@ class PlannerNode(Node):
         self.message_delivery: str = self.declare_parameter("message_delivery", "status").value
         if self.message_delivery not in ("status", "arrival"):
             raise ValueError(f"message_delivery must be status or arrival, not {self.message_delivery!r}")
-        if "backend" in methods()[self.method].switches:
+        if "backend" in method_class(self.method).Config.switch_names():
             params.setdefault("backend", self.backend)
-        info = load_episode(suite, episode, seed, robots, scene_path).info
         team = make_team(self.method, params)
+        info = load_episode(suite, episode, seed, robots, scene_path).info
         team.reset(info)
+        self.team = team
         self.brain = AgentBrain(self.robot, info, team, NavGrid(info.floorplan))
         self.step = -1
         self.clock = 0
@@ -113,7 +114,12 @@ class PlannerNode(Node):
             return
         if self.waiting is not None:  # a newer status: stop waiting for the older one's messages
             self._deliver(self.waiting[0], give_up=True)
-        self.step, self.clock, self.ready, self.done = status.step, status.clock, status.ready, status.episode_done
+        self.step, self.clock, self.ready = status.step, status.clock, status.ready
+        if status.episode_done and not self.done:
+            self.team.end_episode(
+                EpisodeOutcome(self.brain.info.episode, status.success, status.clock, status.transport_rate)
+            )
+        self.done = status.episode_done
         self.waiting = (obs, time.monotonic())
         self._try_deliver()
 
@@ -127,7 +133,7 @@ class PlannerNode(Node):
             )
             text = truncate_message(text)
         key = (message.sender, message.step)
-        self.inbox[key] = Message(message.sender, text, message.step)
+        self.inbox[key] = Message(message.sender, text, message.step, message.payload_json)
         if self.waiting is not None:
             self._try_deliver()
 
@@ -195,7 +201,7 @@ class PlannerNode(Node):
             if not acted:
                 self._tick(StepTick.IDLE)
             elif self.skill is not None and self.skill.message:
-                self._tick(StepTick.MESSAGE, self.skill.message)
+                self._tick(StepTick.MESSAGE, self.skill.message, self.skill.action.payload)
             else:
                 self._tick(StepTick.ACT)
 
@@ -204,9 +210,11 @@ class PlannerNode(Node):
             request, self.request = self.request, None
             self._play(request)
 
-    def _tick(self, kind: int, text: str = "") -> None:
+    def _tick(self, kind: int, text: str = "", payload: str = "") -> None:
         self.tick_publisher.publish(
-            StepTick(header=self._header(), robot=self.robot, step=self.step, kind=kind, text=text)
+            StepTick(
+                header=self._header(), robot=self.robot, step=self.step, kind=kind, text=text, payload_json=payload
+            )
         )
 
     def _header(self) -> Header:
@@ -215,20 +223,20 @@ class PlannerNode(Node):
     def _start_skill(self, request: StartSkill) -> None:
         decision = request.decision
         action = decision.action
-        memory = self.brain.memory
-        record = decision_record(self.robot, memory, decision, request.options)
-        record.update(
-            seconds=self.brain.decision_seconds[-1],
-            llm_calls=decision.llm_calls,
-            llm_fallbacks=decision.llm_fallbacks,
-            previous=[memory.actions[-2].action, memory.actions[-2].outcome] if len(memory.actions) > 1 else None,
-        )
+        record = self.brain.record(decision, request.options)
         text = format_action(action, self.brain.info.benchmark)
         self.skill = RunningSkill(action, self.step)
         if action.is_message:  # the brain has cut it to the 500-character limit, with a warning
             self.skill.message = action.text
             self.team_publisher.publish(
-                TeamMessage(header=self._header(), sender=self.robot, receiver="", text=action.text, step=self.clock)
+                TeamMessage(
+                    header=self._header(),
+                    sender=self.robot,
+                    receiver="",
+                    text=action.text,
+                    step=self.clock,
+                    payload_json=action.payload,
+                )
             )
         self.decision_publisher.publish(
             Decision(

@@ -23,7 +23,7 @@ rules and the receivers' status lists the delivered messages (sender, step) with
 get only from ``/team/messages``. Decisions (``decision``) are collected for the results.
 
 At the end of the episode (goal reached or horizon) it publishes a last status with ``episode_done``, writes
-``results_path`` (``coteam_sim.runner.write_results``) and ``trace_path`` (a ``coteam-trace/1`` JSON) when set,
+``results_path`` (``coteam_harness.runner.write_results``) and ``trace_path`` (a ``coteam-trace/1`` JSON) when set,
 and exits 0.
 """
 
@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import rclpy
@@ -52,16 +51,17 @@ from std_msgs.msg import Header
 
 from coteam.observation import Message, Observation, observation_to_dict
 from coteam.perception import detection_from_view
-from coteam.reasoning import make_team
+from coteam.registry import method_class, method_config
 from coteam.skills import Manipulation, ManipulationKind, NavGoal, NavResult
+from coteam_harness.meter import EpisodeMeter
+from coteam_harness.results import EpisodeResult, write_results
+from coteam_harness.trace import TraceRecorder
 from coteam_ros.convert import detections_to_msg, pose_to_nav_goal, yaw_quaternion
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
 from coteam_sim.env import CoteamParallelEnv
 from coteam_sim.navigator import GoalNavigator, manipulation_primitive
 from coteam_sim.primitives import Primitive, PrimitiveKind
-from coteam_sim.runner import EpisodeResult, category_rates, p95, write_results
-from coteam_sim.trace import TraceRecorder
 
 NODE_NAME = "sim_bridge"
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -104,7 +104,6 @@ class RobotSlot:
     waited_since: float = 0.0
     responsive: bool = True
     ever_ticked: bool = False
-    decisions: list[dict[str, Any]] = field(default_factory=list)
 
 
 class SimBridgeNode(Node):
@@ -120,6 +119,7 @@ class SimBridgeNode(Node):
         robots: list[str] = list(self.declare_parameter("robots", ["alice", "bob"]).value)
         namespaces = list(self.declare_parameter("namespaces", [""]).value)
         self.method: str = self.declare_parameter("method", "pce").value
+        params = json.loads(self.declare_parameter("params_json", "{}").value or "{}")
         self.results_path: str = self.declare_parameter("results_path", "").value
         self.trace_path: str = self.declare_parameter("trace_path", "").value
         self.tick_timeout_s: float = self.declare_parameter("tick_timeout_s", 5.0).value
@@ -136,9 +136,10 @@ class SimBridgeNode(Node):
         self.episode_name = setup.name
         self.suite = scene_path or suite
         self.scene = setup.scene
-        team = make_team(self.method)
-        self.team_name = team.name
-        self.env = CoteamParallelEnv(self.scene.benchmark, len(robots), full_observability=team.full_observability)
+        full_observability = method_class(self.method).full_observability
+        method_params = method_config(self.method, params).model_dump(mode="json", by_alias=True, exclude={"api_key"})
+        self.team_name = self.method
+        self.env = CoteamParallelEnv(self.scene.benchmark, len(robots), full_observability=full_observability)
         if self.env.possible_agents != robots:
             raise ValueError(f"robots must be the simulator's agents {self.env.possible_agents}, got {robots}")
         obs, _ = self.env.reset(seed=self.seed, options={"scene": self.scene})
@@ -147,12 +148,11 @@ class SimBridgeNode(Node):
         self.names = {r.id: r.name for r in self.scene.floorplan.rooms} | {
             f.id: f.name for f in (*self.scene.containers, *self.scene.surfaces)
         }
-        self.recorder = TraceRecorder(self.scene, tuple(robots), self.team_name, {}, self.seed)
-        self.messages = self.message_chars = 0
+        self.recorder = TraceRecorder(
+            self.scene, tuple(robots), self.team_name, method_params, self.seed, full_observability
+        )
+        self.meter = EpisodeMeter(self.sim, self.episode_name, self.team_name)
         self.progress_logged = self.sim.world.progress()[0]
-        self.failures: dict[str, int] = {}
-        self.started = time.perf_counter()
-        self.wall_s = 0.0
         self.created = time.monotonic()
         self.finished = False
         self.goals = DeferredGoals()
@@ -225,6 +225,7 @@ class SimBridgeNode(Node):
         stamp = self._stamp()
         self.clock_publisher.publish(Clock(clock=stamp))
         done = not self.env.agents
+        progress, goal_items = self.sim.world.progress()
         now = time.monotonic()
         for name, slot in self.robots.items():
             slot.tick = None
@@ -246,6 +247,8 @@ class SimBridgeNode(Node):
                     clock=self.sim.clock,
                     ready=self._ready(name),
                     episode_done=done,
+                    success=done and progress == goal_items,
+                    transport_rate=progress / goal_items if done else 0.0,
                     last_failure=o.last_failure,
                     observation_json=json.dumps(observation_to_dict(public)),
                 )
@@ -297,7 +300,7 @@ class SimBridgeNode(Node):
     def _primitive_for(self, name: str, slot: RobotSlot) -> Primitive:
         tick = slot.tick
         if tick is not None and tick.kind == StepTick.MESSAGE:
-            return Primitive(PrimitiveKind.SEND_MESSAGE, text=tick.text)
+            return Primitive(PrimitiveKind.SEND_MESSAGE, text=tick.text, payload=tick.payload_json)
         if self.mode == "lockstep" and (tick is None or tick.kind == StepTick.IDLE):
             return Primitive(PrimitiveKind.WAIT)
         if slot.manipulation is not None:
@@ -315,16 +318,12 @@ class SimBridgeNode(Node):
         actions = {name: self._primitive_for(name, slot) for name, slot in self.robots.items() if self._ready(name)}
         clock_before = self.sim.clock
         obs, _, _, _, infos = self.env.step(actions)
-        self.recorder.step(clock_before, self.sim, actions, {a: infos[a]["failure"] for a in actions})
+        failures = {a: infos[a]["failure"] for a in actions}
+        self.meter.step(actions, failures)
+        self.recorder.step(clock_before, self.sim, actions, failures)
         for name, prim in actions.items():
             slot = self.robots[name]
-            reason = infos[name]["failure"]
-            if reason:
-                self.failures[reason] = self.failures.get(reason, 0) + 1
-            elif prim.kind == PrimitiveKind.SEND_MESSAGE:
-                self.messages += 1
-                self.message_chars += len(prim.text)
-                self.recorder.message(name, clock_before, prim.text)
+            reason = failures[name]
             pending = slot.manipulation
             if pending is not None and prim is pending.primitive:
                 slot.manipulation = None
@@ -350,7 +349,7 @@ class SimBridgeNode(Node):
             self.progress_logged = done
             self.get_logger().info(
                 f"step {self.sim.steps} (clock {self.sim.clock}/{self.sim.horizon}): {done}/{total} goal items in "
-                f"place, {self.messages} messages"
+                f"place, {self.meter.messages} messages"
             )
 
     # --- navigate_to_pose -----------------------------------------------------------------------------------------
@@ -444,7 +443,7 @@ class SimBridgeNode(Node):
         except json.JSONDecodeError:
             self.get_logger().warning(f"{slot.name}: decision with malformed trace_json ignored")
             return
-        slot.decisions.append(record)
+        self.meter.decision(record)
         self.recorder.add_decision(record)
 
     def _end_goals(self) -> None:
@@ -457,7 +456,7 @@ class SimBridgeNode(Node):
 
     def _finish_episode(self) -> None:
         self.finished = True
-        self.wall_s = time.perf_counter() - self.started
+        self.meter.stop()
         done, total = self.sim.world.progress()
         self.get_logger().info(
             f"episode over at step {self.sim.steps} (clock {self.sim.clock}): "
@@ -475,36 +474,7 @@ class SimBridgeNode(Node):
             self.recorder.write(self.trace_path)
 
     def result(self) -> EpisodeResult:
-        done, total = self.sim.world.progress()
-        success = done == total
-        records = [r for s in self.robots.values() for r in s.decisions]
-        seconds = [float(r.get("seconds", 0.0)) for r in records]
-        rates = category_rates(self.scene, done, total)
-        return EpisodeResult(
-            episode=self.episode_name,
-            scene=self.scene.name,
-            task=self.scene.task.name,
-            benchmark=self.scene.benchmark.value,
-            agents=len(self.robots),
-            team=self.team_name,
-            success=success,
-            steps=self.sim.clock if success else self.sim.horizon,
-            transport_rate=done / total,
-            food_rate=rates.get("food"),
-            stuff_rate=rates.get("stuff"),
-            messages=self.messages,
-            message_chars=self.message_chars,
-            tokens=sum(int(r.get("tokens", 0)) for r in records),
-            llm_calls=sum(int(r.get("llm_calls", 0)) for r in records),
-            llm_fallbacks=sum(int(r.get("llm_fallbacks", 0)) for r in records),
-            decisions=len(records),
-            decision_ms_mean=1000 * statistics.fmean(seconds) if seconds else 0.0,
-            decision_ms_median=1000 * statistics.median(seconds) if seconds else 0.0,
-            decision_ms_p95=1000 * p95(seconds),
-            wall_s=self.wall_s if self.finished else time.perf_counter() - self.started,
-            trace=self.trace_path or None,
-            failures=dict(self.failures),
-        )
+        return self.meter.result(self.trace_path or None)
 
 
 def _pose_with_covariance(position: tuple[float, float], heading: float) -> PoseWithCovariance:

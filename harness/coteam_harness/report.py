@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from coteam.world import Benchmark
-from coteam_sim.runner import EpisodeResult, summarize
+from coteam_harness.results import EpisodeResult, summarize
 
 
 def comparison(results: Mapping[str, list[EpisodeResult]], benchmark: Benchmark) -> list[dict[str, Any]]:
@@ -22,6 +22,11 @@ def comparison(results: Mapping[str, list[EpisodeResult]], benchmark: Benchmark)
             "method": method,
             "episodes": len(rs),
             "comm": s["messages"],
+            "chars": s["message_chars"],
+            "comm_tokens": s["comm_tokens"],
+            "travel_m": s["travel_m"],
+            "balance": s["balance"],
+            "failed": s["failed_actions"],
             "usages": s["tokens"],
             "llm_fallbacks": s["llm_fallbacks"],
         }
@@ -45,24 +50,62 @@ def _fmt(value: Any, pct: bool = False) -> str:
     return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
+TALK_HEAD = "| Comm | Chars | Comm tokens | Travel m | Balance | Failed | Usages |"
+
+
+def _talk(r: dict[str, Any]) -> str:
+    return (
+        f"{_fmt(r['comm'])} | {r['chars']:.0f} | {r['comm_tokens']:.0f} | {r['travel_m']:.1f} | {r['balance']:.2f} | "
+        f"{_fmt(r['failed'])} | {r['usages']:.0f} |"
+    )
+
+
 def markdown(rows: list[dict[str, Any]], benchmark: Benchmark, title: str) -> str:
+    """Comm = messages, Chars = their characters, Comm tokens = their o200k tokens (per episode); Travel m =
+    metres walked by the whole team; Balance = the least busy agent's share of primitives against an even split;
+    Failed = failed primitives; Usages = LLM tokens."""
     if benchmark == Benchmark.CWAH:
-        head = "| method | Total Steps ↓ | Comm | Usages | × oracle steps |\n|---|---|---|---|---|"
+        head = "| method | Total Steps ↓ " + TALK_HEAD + " × oracle steps |\n|" + "---|" * 10
         body = [
-            f"| {r['method']} | {_fmt(r['total_steps'])} | {_fmt(r['comm'])} | {_fmt(r['usages'])} | "
-            f"{_fmt(r['vs_oracle'])} |"
-            for r in rows
+            f"| {r['method']} | {_fmt(r['total_steps'])} | " + _talk(r) + f" {_fmt(r['vs_oracle'])} |" for r in rows
         ]
     else:
-        head = (
-            "| method | Total % ↑ | Food % | Stuff % | Comm | Usages | × oracle rate |\n|---|---|---|---|---|---|---|"
-        )
+        head = "| method | Total % ↑ | Food % | Stuff % " + TALK_HEAD + " × oracle rate |\n|" + "---|" * 12
         body = [
             f"| {r['method']} | {_fmt(r['total'], True)} | {_fmt(r['food'], True)} | {_fmt(r['stuff'], True)} | "
-            f"{_fmt(r['comm'])} | {_fmt(r['usages'])} | {_fmt(r['vs_oracle'])} |"
+            + _talk(r)
+            + f" {_fmt(r['vs_oracle'])} |"
             for r in rows
         ]
     return f"## {title}\n\n{head}\n" + "\n".join(body) + "\n"
+
+
+def scaling_markdown(
+    by_count: Mapping[int, Mapping[str, list[EpisodeResult]]], benchmark: Benchmark, suite: str
+) -> str:
+    """Methods by team size: steps (C-WAH) or transport rate (TDW-MAT), and messages per episode."""
+    counts = sorted(by_count)
+    methods = list(by_count[counts[0]])
+    metric, label = ("steps", "steps ↓") if benchmark == Benchmark.CWAH else ("transport_rate", "transport rate ↑")
+    head = (
+        "| method | "
+        + " | ".join(f"{n} agents: {label}" for n in counts)
+        + " | "
+        + " | ".join(f"{n}: msgs" for n in counts)
+        + " |\n|"
+        + "---|" * (1 + 2 * len(counts))
+    )
+    body = []
+    for m in methods:
+        s = [summarize(list(by_count[n][m])) for n in counts]
+        body.append(
+            f"| {m} | "
+            + " | ".join(f"{x[metric]:.3f}" if metric == "transport_rate" else f"{x[metric]:.1f}" for x in s)
+            + " | "
+            + " | ".join(f"{x['messages']:.1f}" for x in s)
+            + " |"
+        )
+    return f"## {suite}: scaling with the number of agents\n\n{head}\n" + "\n".join(body) + "\n"
 
 
 def bar_chart(rows: list[dict[str, Any]], benchmark: Benchmark, title: str, out: Path) -> Path:

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from coteam.actions import format_action
-from coteam.memory import AgentMemory
-from coteam.options import ActionOption
+from coteam.actions import format_action, truncate_message
 from coteam.physics import Physics
-from coteam.reasoning import Decision
 from coteam.scene_io import scene_from_dict, scene_to_dict
 from coteam.skills import SkillOutcome
 from coteam.world import Scene
 from coteam_sim.engine import Simulator
-from coteam_sim.primitives import Primitive, parse_primitive
+from coteam_sim.primitives import Primitive, PrimitiveKind, parse_primitive
 
 TRACE_FORMAT = "coteam-trace/1"
 
@@ -26,22 +24,16 @@ def state_digest(sim: Simulator) -> str:
     return hashlib.sha1(json.dumps(sim.world.to_snapshot(), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def decision_record(agent: str, memory: AgentMemory, decision: Decision, options: list[ActionOption]) -> dict[str, Any]:
-    """One decision as a trace records it (JSON-ready)."""
-    return {
-        "agent": agent,
-        "step": memory.step,
-        "clock": memory.frames,
-        "position": list(memory.position),
-        "action": format_action(decision.action, memory.benchmark),
-        "options": [o.annotated() for o in options],
-        "rationale": decision.rationale,
-        "tokens": decision.tokens,
-    }
-
-
 class TraceRecorder:
-    def __init__(self, scene: Scene, agents: tuple[str, ...], team: str, params: dict[str, Any], seed: int):
+    def __init__(
+        self,
+        scene: Scene,
+        agents: tuple[str, ...],
+        team: str,
+        params: dict[str, Any],
+        seed: int,
+        full_observability: bool = False,
+    ):
         self.benchmark = scene.benchmark
         self.data: dict[str, Any] = {
             "format": TRACE_FORMAT,
@@ -50,17 +42,15 @@ class TraceRecorder:
             "team": team,
             "params": params,
             "seed": seed,
+            "full_observability": full_observability,
             "steps": [],
             "decisions": [],
             "outcomes": [],
             "messages": [],
         }
 
-    def decision(self, agent: str, memory: AgentMemory, decision: Decision, options: list[ActionOption]) -> None:
-        self.data["decisions"].append(decision_record(agent, memory, decision, options))
-
     def add_decision(self, record: dict[str, Any]) -> None:
-        """A decision recorded elsewhere (a ROS planner's :func:`decision_record`)."""
+        """A decision's record (:meth:`coteam.reasoning.AgentBrain.record`, in process or from a ROS planner)."""
         self.data["decisions"].append(record)
 
     def outcome(self, agent: str, step: int, outcome: SkillOutcome) -> None:
@@ -75,10 +65,19 @@ class TraceRecorder:
             }
         )
 
-    def message(self, sender: str, clock: int, text: str) -> None:
-        self.data["messages"].append({"sender": sender, "clock": clock, "text": text})
-
-    def step(self, clock_before: int, sim: Simulator, actions: dict[str, Primitive], failures: dict[str, str]) -> None:
+    def step(
+        self, clock_before: int, sim: Simulator, actions: Mapping[str, Primitive], failures: Mapping[str, str]
+    ) -> None:
+        for sender, prim in actions.items():
+            if prim.kind == PrimitiveKind.SEND_MESSAGE and not failures.get(sender):
+                self.data["messages"].append(
+                    {
+                        "sender": sender,
+                        "clock": clock_before,
+                        "text": truncate_message(prim.text),
+                        "payload": prim.payload or None,
+                    }
+                )
         self.data["steps"].append(
             {
                 "step": sim.steps - 1,
@@ -116,7 +115,7 @@ class ReplayMismatch(AssertionError):
 def replay(trace: dict[str, Any], config: Physics | None = None) -> Simulator:
     """Re-execute the recorded primitives; raise :class:`ReplayMismatch` at the first divergent step."""
     scene = scene_from_dict(trace["scene"])
-    full = trace["team"] == "oracle"
+    full = bool(trace.get("full_observability", False))
     sim = Simulator(scene, tuple(trace["agents"]), seed=trace["seed"], config=config, full_observability=full)
     for rec in trace["steps"]:
         if sim.clock != rec["clock"]:

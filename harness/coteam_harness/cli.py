@@ -1,4 +1,4 @@
-"""Simulator subcommands of ``coteam``: ``run``, ``suites``, ``render``, ``demo``."""
+"""Harness subcommands of ``coteam``: ``run``, ``bench``, ``suites``, ``render``, ``demo``."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from coteam.llm import backends
-from coteam.reasoning import make_team, methods
+from coteam.registry import make_team, method_class, method_names
 from coteam.world import MAX_AGENTS, Benchmark
-from coteam_sim.runner import EpisodeResult, run_episode, summarize, write_results
+from coteam_harness.results import EpisodeResult, summarize, write_results
+from coteam_harness.runner import method_params, run_episode
 from coteam_sim.suites import SUITES, EpisodeSpec, get_suite
 
 console = Console(width=None if sys.stdout.isatty() else 132)  # full tables in logs and pipes
@@ -80,7 +81,7 @@ def run_suite(
     seed: int,
     quiet: bool = False,
 ) -> list[EpisodeResult]:
-    make_team(team, params)  # fail fast on an unknown method
+    team_obj = make_team(team, params)  # validated once, before any episode; reset (not rebuilt) per episode
     out.mkdir(parents=True, exist_ok=True)
     results: list[EpisodeResult] = []
     with Progress(
@@ -99,10 +100,9 @@ def run_suite(
             trace = out / "traces" / f"{spec.suite}-{spec.index:03d}.json"
             result = run_episode(
                 scene,
-                team,
+                team_obj,
                 n_agents=agents,
                 seed=seed,
-                params=params,
                 trace_path=trace,
                 episode_name=spec.name,
                 on_step=lambda clock, horizon, ep=ep: progress.update(ep, completed=clock),
@@ -110,7 +110,8 @@ def run_suite(
             progress.update(ep, completed=scene.task.horizon, visible=False)
             progress.advance(overall)
             results.append(result)
-    write_results(results, out / "results.json", {"team": team, "agents": agents, "params": params, "seed": seed})
+    meta = {"team": team, "agents": agents, "params": method_params(team_obj), "seed": seed}
+    write_results(results, out / "results.json", meta)
     return results
 
 
@@ -124,9 +125,10 @@ def results_table(results: list[EpisodeResult], title: str) -> Table:
         "frames" if tdw else "steps",
         "transport rate",
         "messages",
-        "chars",
-        "tokens",
-        "decisions",
+        "comm tokens",
+        "travel m",
+        "failed",
+        "LLM tokens",
         "ms/decision",
     ):
         table.add_column(col, justify="left" if col in ("episode", "task") else "right")
@@ -138,9 +140,10 @@ def results_table(results: list[EpisodeResult], title: str) -> Table:
             str(r.steps),
             f"{r.transport_rate:.2f}",
             str(r.messages),
-            str(r.message_chars),
+            str(r.comm_tokens),
+            f"{r.travel_total_m:.1f}",
+            str(r.failed_actions),
             str(r.tokens),
-            str(r.decisions),
             f"{r.decision_ms_mean:.2f}",
         )
     s = summarize(results)
@@ -152,9 +155,10 @@ def results_table(results: list[EpisodeResult], title: str) -> Table:
         f"{s['steps']:.1f}",
         f"{s['transport_rate']:.3f}",
         f"{s['messages']:.1f}",
-        f"{s['message_chars']:.0f}",
+        f"{s['comm_tokens']:.0f}",
+        f"{s['travel_m']:.1f}",
+        f"{s['failed_actions']:.1f}",
         f"{s['tokens']:.0f}",
-        "",
         f"{s['decision_ms_mean']:.2f}",
     )
     return table
@@ -174,35 +178,62 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_agent_counts(text: str) -> list[int]:
+    """``"2"`` -> [2]; ``"2,3,4"`` -> [2, 3, 4] (each between 1 and MAX_AGENTS)."""
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--agents expects a number or a list like 2,3,4, got {text!r}") from None
+    if not counts or any(not 1 <= n <= MAX_AGENTS for n in counts):
+        raise ValueError(f"--agents must be between 1 and {MAX_AGENTS}, got {text!r}")
+    return counts
+
+
+def split_params(names: list[str], params: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each method's share of ``params`` (the switches its config declares), validated before anything runs."""
+    declared = {n: set(method_class(n).Config.switch_names()) for n in names}
+    unused = sorted(k for k in params if not any(k in d for d in declared.values()))
+    if unused:
+        raise ValueError(f"no method in {', '.join(names)} has the switch(es) {', '.join(unused)}")
+    own = {n: {k: v for k, v in params.items() if k in declared[n]} for n in names}
+    for n in names:
+        method_class(n).Config.parse_switches(n, own[n])
+    return own
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from coteam_sim.report import write_report
+    from coteam_harness.report import scaling_markdown, write_report
 
     params = parse_params(args.set, args.config)
     if args.backend is not None:
         params["backend"] = args.backend
+    counts = parse_agent_counts(args.agents)
     suite = get_suite(args.suite)
     specs = select_episodes(args.suite, args.episodes, args.seed)
     out = Path(args.out or f"runs/bench-{args.suite}")
     names = [m.strip() for m in args.methods.split(",") if m.strip()]
-    unknown = [n for n in names if n not in methods()]
+    unknown = [n for n in names if n not in method_names()]
     if unknown or not names:
-        raise KeyError(
-            f"unknown method(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(sorted(methods()))}"
+        raise KeyError(f"unknown method(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(method_names())}")
+    own = split_params(names, params)
+    by_count: dict[int, dict[str, list[EpisodeResult]]] = {}
+    for n in counts:
+        results = {}
+        for name in names:
+            run_out = out / name if len(counts) == 1 else out / f"x{n}" / name
+            results[name] = run_suite(specs, name, n, own[name], run_out, args.seed, quiet=args.quiet)
+        by_count[n] = results
+        report = write_report(
+            results, suite.benchmark, f"{args.suite} x{n}", out if len(counts) == 1 else out / f"x{n}"
         )
-    results = {}
-    for name in names:
-        # Hyper-parameters only go to the methods that declare them.
-        own = {k: v for k, v in params.items() if k in methods()[name].switches or _any_switch(name, k)}
-        results[name] = run_suite(specs, name, args.agents, own, out / name, args.seed, quiet=args.quiet)
-    report = write_report(results, suite.benchmark, args.suite, out)
-    console.print(Path(report["markdown"]).read_text())
-    console.print(f"table: {report['markdown']}\njson:  {report['json']}\nchart: {report['png']}")
+        console.print(Path(report["markdown"]).read_text())
+        console.print(f"table: {report['markdown']}\njson:  {report['json']}\nchart: {report['png']}")
+    if len(counts) > 1:
+        text = scaling_markdown(by_count, suite.benchmark, args.suite)
+        (out / "scaling.md").write_text(text)
+        console.print(text)
+        console.print(f"scaling table: {out / 'scaling.md'}")
     return 0
-
-
-def _any_switch(method: str, key: str) -> bool:
-    """Switch names listed together ("a, b, c") in a method's switch table."""
-    return any(key in [k.strip() for k in names.split(",")] for names in methods()[method].switches)
 
 
 def _cmd_suites(args: argparse.Namespace) -> int:
@@ -224,8 +255,8 @@ def _cmd_suites(args: argparse.Namespace) -> int:
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
-    from coteam_sim.render import render_trace
-    from coteam_sim.trace import load_trace
+    from coteam_harness.render import render_trace
+    from coteam_harness.trace import load_trace
 
     trace = load_trace(args.trace)
     out = Path(args.out or Path(args.trace).with_suffix(".png"))
@@ -235,8 +266,8 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from coteam_sim.render import render_trace
-    from coteam_sim.trace import load_trace
+    from coteam_harness.render import render_trace
+    from coteam_harness.trace import load_trace
 
     out = Path(args.out)
     for suite in ("cwah-test", "tdwmat-test"):
@@ -268,8 +299,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("bench", help="compare methods on a suite: paper-style table, JSON and bar chart")
     p.add_argument("--suite", required=True, choices=sorted(SUITES))
-    p.add_argument("--methods", default="pce,mhp,rhp,random,oracle", help="comma-separated methods")
-    p.add_argument("--agents", type=int, default=2)
+    p.add_argument("--methods", default="pce,coela,mhp,rhp,random,oracle", help="comma-separated methods")
+    p.add_argument("--agents", default="2", help="team size, or several for a scaling table (e.g. 2,3,4)")
     p.add_argument("--episodes", help="e.g. 0-4 (default: the whole test set, or 0-9 when generated)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--backend", choices=backends(), help="backend of the methods with roles")
@@ -293,7 +324,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_render)
 
     p = sub.add_parser("demo", help="one C-WAH and one TDW-MAT episode with a two-robot team")
-    p.add_argument("--team", default="rhp", choices=sorted(methods()))
+    p.add_argument("--team", default="rhp", choices=method_names())
     p.add_argument("--episode", type=int, default=0)
     p.add_argument("--out", default="runs/demo")
     p.set_defaults(func=_cmd_demo)

@@ -1,0 +1,130 @@
+"""In-process episode runner: a team's brains decide, skill executors turn decisions into primitives, the
+PettingZoo env steps, and everything is recorded in a JSON trace."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from coteam.physics import Physics
+from coteam.reasoning import AgentBrain, EpisodeInfo, EpisodeOutcome, StartSkill, Team, agent_turn
+from coteam.registry import make_team
+from coteam.world import Scene
+from coteam_harness.executor import SkillExecutor
+from coteam_harness.meter import EpisodeMeter
+from coteam_harness.results import EpisodeResult
+from coteam_harness.trace import TraceRecorder
+from coteam_sim.engine import Simulator
+from coteam_sim.env import CoteamParallelEnv
+from coteam_sim.primitives import Primitive, PrimitiveKind
+
+
+class AgentRuntime:
+    """One agent in-process: brain (decides) + skill executor (primitives)."""
+
+    def __init__(self, brain: AgentBrain, executor: SkillExecutor, meter: EpisodeMeter, recorder: TraceRecorder | None):
+        self.brain = brain
+        self.executor = executor
+        self.meter = meter
+        self.recorder = recorder
+
+    def next_primitive(self) -> Primitive:
+        turn = agent_turn(self.brain, self.executor.busy)
+        try:
+            request = next(turn)
+            while True:
+                if isinstance(request, StartSkill):
+                    record = self.brain.record(request.decision, request.options)
+                    self.meter.decision(record)
+                    if self.recorder:
+                        self.recorder.add_decision(record)
+                    self.executor.start(request.decision.action, self.brain.memory)
+                    request = next(turn)
+                    continue
+                prim, outcome = self.executor.next_primitive()
+                if prim is not None:
+                    return prim
+                assert outcome is not None
+                if self.recorder:
+                    self.recorder.outcome(self.brain.agent, self.brain.memory.step, outcome)
+                request = turn.send(outcome)
+        except StopIteration:
+            return Primitive(PrimitiveKind.WAIT)
+
+
+def episode_info(sim: Simulator, seed: int, episode: str = "") -> EpisodeInfo:
+    """What every agent knows at reset about the simulator's episode."""
+    return EpisodeInfo.for_scene(sim.scene, sim.agents, seed, sim.config, episode)
+
+
+def run_episode(
+    scene: Scene,
+    team: Team | str,
+    *,
+    n_agents: int = 2,
+    seed: int = 0,
+    params: Mapping[str, Any] | None = None,
+    config: Physics | None = None,
+    trace_path: str | Path | None = None,
+    episode_name: str = "",
+    on_step: Callable[[int, int], None] | None = None,
+) -> EpisodeResult:
+    """One episode of ``team`` (a team object lives for a whole run: it is reset here, not rebuilt; a method
+    name builds a team for this episode only)."""
+    team_obj = make_team(team, params) if isinstance(team, str) else team
+    env = CoteamParallelEnv(scene.benchmark, n_agents, config=config, full_observability=team_obj.full_observability)
+    obs, _ = env.reset(seed=seed, options={"scene": scene})
+    sim = env.sim
+    assert sim is not None
+    name = episode_name or scene.name
+    info = episode_info(sim, seed, name)
+    team_obj.reset(info)
+    meter = EpisodeMeter(sim, name, team_obj.name)
+    recorder = (
+        TraceRecorder(scene, info.agents, team_obj.name, method_params(team_obj), seed, team_obj.full_observability)
+        if trace_path
+        else None
+    )
+    runtimes = {
+        a: AgentRuntime(
+            AgentBrain(a, info, team_obj, sim.nav),
+            SkillExecutor(scene.benchmark, sim.nav, sim.config),
+            meter,
+            recorder,
+        )
+        for a in env.agents
+    }
+    for a, o in obs.items():
+        runtimes[a].brain.observe(o)
+    while env.agents:
+        actions: dict[str, Primitive] = {}
+        for a in env.agents:
+            if obs[a].ready:
+                actions[a] = runtimes[a].next_primitive()
+        clock_before = sim.clock
+        obs, _, _, _, infos = env.step(actions)
+        failures = {a: infos[a]["failure"] for a in actions}
+        meter.step(actions, failures)
+        if recorder:
+            recorder.step(clock_before, sim, actions, failures)
+        for a, o in obs.items():
+            runtimes[a].brain.observe(o)
+        if on_step:
+            on_step(sim.clock, sim.horizon)
+    meter.stop()
+    result = meter.result(str(trace_path) if trace_path else None)
+    team_obj.end_episode(EpisodeOutcome(name, result.success, result.steps, result.transport_rate))
+    if recorder and trace_path:
+        recorder.finish(sim, asdict(result))
+        recorder.write(trace_path)
+    return result
+
+
+def method_params(team: Team) -> dict[str, Any]:
+    """The team's validated switches as a trace records them (secrets left out)."""
+    config = getattr(team, "config", None)
+    if config is None:
+        return {}
+    return config.model_dump(mode="json", by_alias=True, exclude={"api_key"})

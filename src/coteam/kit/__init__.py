@@ -1,0 +1,25 @@
+"""The method kit: what every reasoning method shares, so that a method is only its decision procedure and its
+prompts. Typed configs (:mod:`.config`), team base classes with the episode lifecycle (:mod:`.team`), the LLM-role
+toolkit (:mod:`.roles`) and the situation slots of prompts (:mod:`.context`). Register a method with
+:func:`coteam.registry.register_method` or the ``coteam.methods`` entry-point group."""
+
+from coteam.kit.config import MethodConfig, RoleMethodConfig, Switch
+from coteam.kit.context import actions_text, dialogue_text, situation_slots
+from coteam.kit.roles import RoleKit, RoleSession
+from coteam.kit.team import AgentReasoner, CentralisedTeam, MethodTeam, PerAgentTeam, TeamWrapper
+
+__all__ = [
+    "AgentReasoner",
+    "CentralisedTeam",
+    "MethodConfig",
+    "MethodTeam",
+    "PerAgentTeam",
+    "RoleKit",
+    "RoleMethodConfig",
+    "RoleSession",
+    "Switch",
+    "TeamWrapper",
+    "actions_text",
+    "dialogue_text",
+    "situation_slots",
+]

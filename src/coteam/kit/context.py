@@ -1,0 +1,36 @@
+"""The situation as every method's prompts describe it: goal, progress, the team's dialogue, my last actions and
+the available actions. Methods add their own slots; these are written once."""
+
+from __future__ import annotations
+
+from coteam.progress import goal_text, progress_text
+from coteam.reasoning import DecisionContext, EpisodeInfo
+
+
+def dialogue_text(ctx: DecisionContext, last: int) -> str:
+    """The last ``last`` messages of the team's conversation, mine marked ``(me)``."""
+    lines = [
+        f"{m.sender} (me): {m.text}" if m.sender == ctx.agent else f"{m.sender}: {m.text}"
+        for m in ctx.memory.dialogue(last)
+    ]
+    return "\n".join(lines) or "(no messages yet)"
+
+
+def actions_text(ctx: DecisionContext, last: int) -> str:
+    actions = ctx.memory.actions[-last:] if last > 0 else []
+    return "\n".join(f"step {a.step}: {a.action} -> {a.outcome}" for a in actions) or "(none yet)"
+
+
+def situation_slots(
+    ctx: DecisionContext, info: EpisodeInfo, *, last_actions: int, last_messages: int
+) -> dict[str, str]:
+    """Prompt slots ``agent``, ``teammates``, ``goal``, ``progress``, ``dialogue``, ``actions``, ``available``."""
+    return {
+        "agent": ctx.agent,
+        "teammates": ", ".join(a for a in info.agents if a != ctx.agent) or "none",
+        "goal": goal_text(ctx.memory),
+        "progress": progress_text(ctx.memory),
+        "dialogue": dialogue_text(ctx, last_messages),
+        "actions": actions_text(ctx, last_actions),
+        "available": "\n".join(o.annotated() for o in ctx.options),
+    }

@@ -1,0 +1,171 @@
+"""Team base classes: everything a method needs besides its decision procedure and its prompts.
+
+* :class:`MethodTeam` -- the lifecycle of :class:`coteam.reasoning.Team` (``reset`` per episode, ``decide``,
+  ``on_message``, ``end_episode``), the validated config, the role toolkit built once per run (methods with a
+  :class:`~coteam.kit.config.RoleMethodConfig`), a store that may outlive episodes, and how the method's trace
+  records are explained.
+* :class:`PerAgentTeam` -- a decentralised method: one :class:`AgentReasoner` per agent, each with its own seeded
+  random stream, rebuilt at every ``reset`` (the team object and its model backend stay).
+* :class:`CentralisedTeam` -- one planner for the whole team; it sees what each agent has perceived (their
+  decision contexts), with or without full observability.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Mapping
+from importlib import resources
+from importlib.abc import Traversable
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from coteam.kit.config import MethodConfig, RoleMethodConfig
+from coteam.kit.roles import RoleKit
+from coteam.observation import Message
+from coteam.reasoning import Decision, DecisionContext, EpisodeInfo, EpisodeOutcome
+
+
+class MethodTeam:
+    """Base of every method's team (see the module docstring). Subclasses set the class attributes."""
+
+    summary: ClassVar[str] = ""
+    Config: ClassVar[type[MethodConfig]] = MethodConfig
+    payload_types: ClassVar[tuple[type[BaseModel], ...]] = ()  # what this method's messages may carry
+    full_observability: ClassVar[bool] = False
+
+    def __init__(self, config: MethodConfig | None = None, *, name: str | None = None):
+        self.config = config if config is not None else self.Config()
+        self.name = name or type(self).__name__.lower()
+        self.store: dict[str, Any] = {}  # kept across episodes only when the config's keep_store is true
+        self.roles = RoleKit(self.config, self.prompt_folder()) if isinstance(self.config, RoleMethodConfig) else None
+        self.info: EpisodeInfo | None = None
+        self.episodes = 0
+
+    @classmethod
+    def prompt_folder(cls) -> Traversable:
+        """The ``prompts`` folder next to the method's module: its prompt templates."""
+        package = sys.modules[cls.__module__].__package__ or cls.__module__
+        return resources.files(package) / "prompts"
+
+    # --- lifecycle ---------------------------------------------------------------------------------------------
+    def reset(self, info: EpisodeInfo) -> None:
+        if not getattr(self.config, "keep_store", False):
+            self.store.clear()
+        self.info = info
+        self.episodes += 1
+        self.start_episode(info)
+
+    def start_episode(self, info: EpisodeInfo) -> None:
+        """Per-episode set-up (override)."""
+
+    def decide(self, ctx: DecisionContext) -> Decision:
+        raise NotImplementedError
+
+    def on_message(self, agent: str, message: Message) -> None:
+        """A teammate's message was delivered to ``agent`` (already in its memory, payload validated)."""
+
+    def end_episode(self, outcome: EpisodeOutcome) -> None:
+        """The episode is over (override to learn from it; the store keeps what should last)."""
+
+    # --- explaining ----------------------------------------------------------------------------------------------
+    @classmethod
+    def explain(cls, rationale: Mapping[str, Any]) -> list[str]:
+        """Lines that explain one decision's rationale (``coteam explain``); methods override for their keys."""
+        return rationale_lines(rationale)
+
+    @classmethod
+    def draw(cls, decision: Mapping[str, Any], out: str) -> str:
+        """Draw one decision (``coteam explain --png``); methods with something to draw override it."""
+        raise ValueError(f"{cls.__name__} draws nothing for its decisions")
+
+
+def rationale_lines(rationale: Mapping[str, Any]) -> list[str]:
+    """A rationale's keys as ``key: value`` lines, and how each role was answered (source, tokens, calls, errors)."""
+    roles = rationale.get("roles") or {}
+    other = {k: v for k, v in rationale.items() if k not in ("roles", "context")}
+    lines = [f"{k}: {v}" for k, v in sorted(other.items())]
+    if roles:
+        lines.append(
+            "Roles: "
+            + ", ".join(f"{k} {v['source']} ({v['tokens']} tokens, {v['calls']} calls)" for k, v in roles.items())
+        )
+        lines += [f"  {k} error: {v['error']}" for k, v in roles.items() if v.get("error")]
+    return lines
+
+
+class AgentReasoner:
+    """One agent of a :class:`PerAgentTeam`, for one episode."""
+
+    def __init__(self, team: PerAgentTeam, agent: str, info: EpisodeInfo, rng: random.Random):
+        self.team = team
+        self.agent = agent
+        self.info = info
+        self.rng = rng
+        self.config: Any = team.config
+        self.roles = team.roles
+
+    @property
+    def teammates(self) -> list[str]:
+        return [a for a in self.info.agents if a != self.agent]
+
+    def decide(self, ctx: DecisionContext) -> Decision:
+        raise NotImplementedError
+
+    def on_message(self, message: Message) -> None:
+        """A teammate's message was delivered to this agent."""
+
+
+class PerAgentTeam(MethodTeam):
+    """A decentralised team: each agent decides on its own (``Agent``), from its own memory and messages."""
+
+    Agent: ClassVar[type[AgentReasoner]] = AgentReasoner
+
+    def start_episode(self, info: EpisodeInfo) -> None:
+        self.agents = {a: self.Agent(self, a, info, random.Random(f"{info.seed}:{self.name}:{a}")) for a in info.agents}
+
+    def decide(self, ctx: DecisionContext) -> Decision:
+        return self.agents[ctx.agent].decide(ctx)
+
+    def on_message(self, agent: str, message: Message) -> None:
+        self.agents[agent].on_message(message)
+
+
+class CentralisedTeam(MethodTeam):
+    """One planner for all agents. ``contexts`` holds every agent's latest decision context (its memory, so the
+    planner sees everything any agent has perceived); a subclass implements :meth:`plan`. Set
+    ``full_observability`` for a planner that sees the whole world (the oracle)."""
+
+    def start_episode(self, info: EpisodeInfo) -> None:
+        self.contexts: dict[str, DecisionContext] = {}
+
+    def decide(self, ctx: DecisionContext) -> Decision:
+        self.contexts[ctx.agent] = ctx
+        return self.plan(ctx)
+
+    def plan(self, ctx: DecisionContext) -> Decision:
+        raise NotImplementedError
+
+
+class TeamWrapper:
+    """Wraps a team and forwards the whole contract to it (like Gymnasium's ``Wrapper``): override what you want
+    to watch or change, e.g. ``decide`` to record decisions."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.name = inner.name
+        self.full_observability = inner.full_observability
+        self.payload_types = inner.payload_types
+
+    def reset(self, info: EpisodeInfo) -> None:
+        self.inner.reset(info)
+
+    def decide(self, ctx: DecisionContext) -> Decision:
+        return self.inner.decide(ctx)
+
+    def on_message(self, agent: str, message: Message) -> None:
+        self.inner.on_message(agent, message)
+
+    def end_episode(self, outcome: EpisodeOutcome) -> None:
+        self.inner.end_episode(outcome)

@@ -1,0 +1,7 @@
+"""``coela``: the CoELA-style communication-heavy baseline (see :mod:`.team`).
+
+Registered as ``coela`` through the ``coteam.methods`` entry-point group (``coteam.methods.coela:CoelaTeam``)."""
+
+from coteam.methods.coela.team import CoelaAgent, CoelaConfig, CoelaTeam, match_option
+
+__all__ = ["CoelaAgent", "CoelaConfig", "CoelaTeam", "match_option"]

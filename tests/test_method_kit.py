@@ -1,0 +1,310 @@
+"""The method kit: registry and typed configs, the team lifecycle, structured messages, the architecture doc's
+30-line method, and the rule that a method is only its decision procedure and its prompts."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, Field
+
+from coteam.actions import HighLevelAction, Verb
+from coteam.kit import AgentReasoner, CentralisedTeam, MethodConfig, PerAgentTeam
+from coteam.messages import TeamStatus
+from coteam.navigation import NavGrid
+from coteam.observation import Message
+from coteam.reasoning import AgentBrain, Decision, EpisodeInfo
+from coteam.registry import make_team, method_class, method_names, register_method, unregister_method
+from coteam.teams.rule_based import rule_based_choice
+from coteam_harness.cli import run_suite
+from coteam_harness.runner import run_episode
+from coteam_harness.trace import load_trace
+from coteam_sim.engine import Simulator
+from coteam_sim.suites import get_suite
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+@pytest.fixture
+def registered():
+    names: list[str] = []
+
+    def register(name: str, cls: type) -> str:
+        register_method(name, cls)
+        names.append(name)
+        return name
+
+    yield register
+    for n in names:
+        unregister_method(n)
+
+
+# --- registry and configs ----------------------------------------------------------------------------------------
+def test_every_method_comes_from_the_entry_point_group_and_the_core_imports_none():
+    assert {"pce", "coela", "mhp", "rhp", "random", "oracle"} <= set(method_names())
+    code = (
+        "import sys, coteam.reasoning, coteam.registry, coteam.kit; "
+        "print(sorted(m for m in sys.modules if m.startswith(('coteam.methods.', 'coteam.teams.'))))"
+    )
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    for path in [*(ROOT / "src" / "coteam").glob("*.py"), *(ROOT / "src" / "coteam" / "kit").glob("*.py")]:
+        imports = re.findall(r"^\s*(?:from|import) (coteam\.(?:methods|teams)\S*)", path.read_text(), re.M)
+        assert not imports, f"{path.name} imports {imports}"
+    explain = (ROOT / "src" / "coteam" / "explain.py").read_text()
+    assert "planner" not in explain and "tree" not in explain  # the method prints its own keys
+
+
+@pytest.mark.parametrize("name", ["pce", "coela", "mhp", "rhp", "random", "oracle"])
+def test_an_unknown_switch_is_a_one_line_error_naming_it_for_every_method(name):
+    with pytest.raises(ValueError) as err:
+        make_team(name, {"lamda": 1})
+    message = str(err.value)
+    assert message.startswith(f"{name}: unknown switch 'lamda'") and "\n" not in message
+    assert "its switches are:" in message
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "expected"),
+    [
+        ("pce", {"lambda": "abc"}, "pce: bad value 'abc' for switch 'lambda'"),
+        ("pce", {"D": 0}, "switch 'D'"),
+        ("pce", {"ablation": "no_brain"}, "'no_planner'"),
+        ("mhp", {"iterations": "many"}, "switch 'iterations'"),
+        ("coela", {"backend": "magic"}, "symbolic | llm"),
+        ("coela", {"cache": "x.sqlite"}, "needs backend=llm"),
+    ],
+)
+def test_an_ill_typed_switch_names_the_switch_and_what_it_accepts(name, params, expected):
+    with pytest.raises(ValueError) as err:
+        make_team(name, params)
+    assert expected in str(err.value) and "\n" not in str(err.value)
+
+
+def test_pce_lambda_is_a_switch_named_lambda():
+    team = make_team("pce", {"lambda": 1.5, "D": 2})
+    assert team.config.lam == 1.5 and team.config.D == 2
+    assert "lambda" in method_class("pce").Config.switch_names()
+
+
+def test_coteam_run_with_a_wrong_switch_fails_before_any_episode(tmp_path):
+    for name in ("pce", "coela", "mhp"):
+        out = tmp_path / name
+        argv = [
+            "-m",
+            "coteam.cli",
+            "run",
+            "--suite",
+            "cwah-test",
+            "--team",
+            name,
+            "--set",
+            "lamda=1",
+            "--out",
+            str(out),
+        ]
+        proc = subprocess.run([PY, *argv], capture_output=True, text=True)
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "unknown switch 'lamda'" in lines[0]
+        assert not out.exists()  # nothing ran
+
+
+def test_bench_rejects_a_switch_no_method_has(tmp_path):
+    from coteam.cli import main
+
+    argv = ["bench", "--suite", "cwah-test", "--methods", "rhp,mhp", "--set", "lambda=2", "--out", str(tmp_path)]
+    assert main(argv) == 2
+    assert not any(tmp_path.iterdir())
+
+
+# --- lifecycle -----------------------------------------------------------------------------------------------
+class _StoreConfig(MethodConfig):
+    keep_store: bool = Field(False, description="keep the store across episodes")
+
+
+class _CountingAgent(AgentReasoner):
+    def decide(self, ctx):
+        option, _ = rule_based_choice(ctx)
+        return Decision(option.action)
+
+
+class _CountingTeam(PerAgentTeam):
+    Config = _StoreConfig
+    Agent = _CountingAgent
+
+    def start_episode(self, info):
+        super().start_episode(info)
+        self.store["episodes"] = self.store.get("episodes", 0) + 1
+        self.outcomes = getattr(self, "outcomes", [])
+
+    def end_episode(self, outcome):
+        self.outcomes.append(outcome)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_team_is_reset_not_rebuilt_between_episodes_and_may_keep_a_store(registered, tmp_path, keep):
+    name = registered("counting", _CountingTeam)
+    built: list[object] = []
+    original = _CountingTeam.__init__
+
+    def counting_init(self, *args, **kwargs):
+        built.append(self)
+        original(self, *args, **kwargs)
+
+    _CountingTeam.__init__ = counting_init  # type: ignore[method-assign]
+    try:
+        specs = get_suite("cwah-test").episodes()[:2]
+        results = run_suite(specs, name, 2, {"keep_store": keep}, tmp_path, seed=0, quiet=True)
+    finally:
+        _CountingTeam.__init__ = original  # type: ignore[method-assign]
+    assert len(built) == 1
+    team = built[0]
+    assert team.episodes == 2 and team.store["episodes"] == (2 if keep else 1)
+    assert [o.episode for o in team.outcomes] == [s.name for s in specs]
+    assert [o.steps for o in team.outcomes] == [r.steps for r in results]
+
+
+def test_one_llm_backend_serves_every_agent_and_episode_of_a_run(tmp_path):
+    team = make_team("pce")
+    backend = team.roles.backend
+    specs = get_suite("cwah-test").episodes()[:2]
+    for spec in specs:
+        run_episode(spec.build(), team, n_agents=2)
+        assert team.roles.backend is backend
+        assert all(agent.roles.backend is backend for agent in team.agents.values())
+
+
+class _PooledCentralTeam(CentralisedTeam):
+    """One planner for the whole team under partial observability: each agent takes the nearest useful action
+    that no teammate's last choice already targets."""
+
+    def start_episode(self, info):
+        super().start_episode(info)
+        self.choices: dict[str, object] = {}
+        self.seen_contexts = 0
+
+    def plan(self, ctx):
+        self.seen_contexts = max(self.seen_contexts, len(self.contexts))
+        taken = {c for a, c in self.choices.items() if a != ctx.agent}
+        options = [o for o in ctx.options if not o.action.is_message and o.action.target not in taken]
+        option, rule = rule_based_choice(ctx)
+        if option.action.target in taken and options:
+            option = min(options, key=lambda o: (o.my_distance, o.text))
+        self.choices[ctx.agent] = option.action.target
+        return Decision(option.action, {"method": "pooled", "rule": rule})
+
+
+def test_a_centralised_team_fits_the_contract_with_partial_observability(registered):
+    name = registered("pooled", _PooledCentralTeam)
+    team = make_team(name)
+    assert not team.full_observability
+    result = run_episode(get_suite("cwah-test").episodes()[0].build(), team, n_agents=2)
+    assert result.success and team.seen_contexts == 2
+
+
+# --- messages --------------------------------------------------------------------------------------------------
+class _Count(BaseModel):
+    n: int = Field(le=3)
+
+
+class _ForgingAgent(AgentReasoner):
+    """Sends one message whose payload the receiver must reject (n > 3, built without validation)."""
+
+    sent = False
+
+    def decide(self, ctx):
+        if not self.sent and any(o.action.is_message for o in ctx.options):
+            self.sent = True
+            return Decision(HighLevelAction(Verb.SEND_MESSAGE, text="count: 5"), payload=_Count.model_construct(n=5))
+        option, _ = rule_based_choice(ctx)
+        return Decision(option.action)
+
+
+class _ForgingTeam(PerAgentTeam):
+    Agent = _ForgingAgent
+    payload_types = (_Count,)
+
+    def start_episode(self, info):
+        super().start_episode(info)
+        self.received: list[Message] = []
+
+    def on_message(self, agent, message):
+        self.received.append(message)
+
+
+def test_a_malformed_payload_is_dropped_and_counted_and_its_text_delivered(registered, tmp_path):
+    name = registered("forging", _ForgingTeam)
+    team = make_team(name)
+    result = run_episode(get_suite("cwah-test").episodes()[0].build(), team, n_agents=2, trace_path=tmp_path / "t.json")
+    assert result.messages == 2 and result.payloads_dropped == 2
+    assert {m.text for m in team.received} == {"count: 5"} and all(m.payload is None for m in team.received)
+    sent = load_trace(tmp_path / "t.json")["messages"]
+    assert all(json.loads(m["payload"]) == {"n": 5} for m in sent)
+
+
+@pytest.mark.parametrize("raw", ["{not json", '["a list"]', '{"kind": "status"}', "x" * 9000, b"\xff\xfe"])
+def test_the_brain_drops_a_bad_payload_with_a_warning_and_keeps_the_text(raw, caplog):
+    scene = get_suite("cwah-test").episodes()[0].build()
+    sim = Simulator(scene, ("alice", "bob"))
+    team = make_team("pce")
+    info = EpisodeInfo.for_scene(scene, ("alice", "bob"), 0)
+    team.reset(info)
+    brain = AgentBrain("alice", info, team, NavGrid(scene.floorplan))
+    obs = sim.observe("alice")
+    from dataclasses import replace
+
+    with caplog.at_level("WARNING", logger="coteam.reasoning"):
+        brain.observe(replace(obs, messages=(Message("bob", "hello", 0, raw),)))
+    assert brain.payloads_dropped == 1 and "payload of bob's message (step 0) dropped" in caplog.text
+    assert brain.memory.messages[-1].text == "hello" and brain.memory.messages[-1].payload is None
+
+
+def test_a_status_payload_is_validated_into_the_typed_report():
+    scene = get_suite("cwah-test").episodes()[0].build()
+    sim = Simulator(scene, ("alice", "bob"))
+    team = make_team("pce")
+    info = EpisodeInfo.for_scene(scene, ("alice", "bob"), 0)
+    team.reset(info)
+    alice = AgentBrain("alice", info, team, NavGrid(scene.floorplan))
+    bob = AgentBrain("bob", info, team, NavGrid(scene.floorplan))
+    bob.observe(sim.observe("bob"))
+    status = TeamStatus.of(bob.memory)
+    from dataclasses import replace
+
+    alice.observe(replace(sim.observe("alice"), messages=(Message("bob", status.text(), 0, status.model_dump_json()),)))
+    assert alice.memory.messages[-1].payload == status and alice.payloads_dropped == 0
+
+
+# --- the doc's example, and no copies between methods -------------------------------------------------------------
+def test_the_architecture_docs_30_line_method_runs(tmp_path):
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    block = re.search(r"### A method in 30 lines\n.*?```python\n(.*?)```", doc, re.S)
+    assert block is not None
+    code = block.group(1)
+    assert len([line for line in code.splitlines() if line.strip()]) <= 32
+    namespace: dict = {"__name__": "greedy_example"}
+    try:
+        exec(compile(code, "architecture.md", "exec"), namespace)
+        result = run_episode(get_suite("cwah-test").episodes()[0].build(), make_team("greedy"), n_agents=2)
+        quiet = run_episode(get_suite("cwah-test").episodes()[0].build(), make_team("greedy", {"report": False}))
+    finally:
+        unregister_method("greedy")
+    assert result.success and result.messages > 0 and quiet.messages == 0
+
+
+def test_coela_and_pce_share_no_code():
+    proc = subprocess.run(
+        ["duplicates", "--repo", str(ROOT / "src" / "coteam" / "methods"), "--most", "50"],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0 or not proc.stdout:
+        pytest.skip("the duplicates tool is not on this machine")
+    pairs = [line for line in proc.stdout.splitlines() if "~" in line]
+    assert not [p for p in pairs if "coela" in p and "pce" in p], pairs
