@@ -83,13 +83,14 @@ RUN rm -rf ros2_ws/src/coteam_interfaces/build \
  && rm -rf build log \
  && head -n 1 install/coteam_ros/lib/coteam_ros/planner | grep "^#!$VIRTUAL_ENV/bin/python" > /dev/null
 
-# The coteam core (src/coteam and sim/coteam_sim, found by setuptools through pyproject.toml) and the MCAP
+# The coteam core (src/coteam, sim/coteam_sim and harness/coteam_harness, found by setuptools through pyproject.toml) and the MCAP
 # recorder's PyPI packages, pinned in requirements/ros.txt. numpy is held at the apt version: the ROS message
 # packages are compiled against it, and a numpy 2 pulled into the venv would break their import.
 COPY pyproject.toml README.md ./
 COPY requirements requirements
 COPY src src
 COPY sim sim
+COPY harness harness
 RUN python3 -c 'import numpy; print("numpy==" + numpy.__version__)' > /tmp/constraints.txt \
  && grep -E '^mcap' requirements/ros.txt > /tmp/mcap.txt \
  && pip install --no-cache-dir -c /tmp/constraints.txt . -r /tmp/mcap.txt \

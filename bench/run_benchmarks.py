@@ -4,7 +4,8 @@
 
 Measures: raw simulator primitive throughput per benchmark; wall time and peak memory of whole test-suite runs
 (each in its own process, one core); the calibration of the rule-based, MCTS, random and oracle teams against the
-published baseline numbers; the paper-style comparison of every method on both suites; PCE decision latency and
+published baseline numbers; the paper-style comparison of every method on both suites (with the papers' talk,
+travel and balance metrics); scaling with 2-4 agents; how fast a wrong switch fails; PCE decision latency and
 LLM-path token use; the ROS 2 team stack (bench/ros_team.py; skip with --skip-ros).
 """
 
@@ -24,12 +25,13 @@ from pathlib import Path
 from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.methods.pce.scripted import scripted_pce_model
 from coteam.physics import Physics
-from coteam.reasoning import methods
+from coteam.registry import method_names
 from coteam.world import Benchmark
+from coteam_harness.report import comparison, markdown, scaling_markdown
+from coteam_harness.results import EpisodeResult, summarize
+from coteam_harness.runner import run_episode
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
-from coteam_harness.report import comparison, markdown
-from coteam_harness.runner import EpisodeResult, run_episode
 from coteam_sim.suites import get_suite
 
 # The team each benchmark is calibrated with, and the published numbers of its baseline.
@@ -149,10 +151,45 @@ def pce_llm_tokens(episodes: int = 3) -> dict:
     return {"rows": rows, "tokens_per_episode": statistics.fmean(x["tokens"] for x in rows)}
 
 
+def scaling(suite: str, methods: tuple[str, ...] = ("pce", "mhp"), counts: tuple[int, ...] = (2, 3, 4)) -> str:
+    """``coteam bench --agents 2,3,4``'s scaling table, from in-process runs of the whole suite."""
+    by_count = {
+        n: {
+            m: [run_episode(s.build(), m, n_agents=n, episode_name=s.name) for s in get_suite(suite).episodes()]
+            for m in methods
+        }
+        for n in counts
+    }
+    return scaling_markdown(by_count, Benchmark(get_suite(suite).benchmark), suite)
+
+
+def switch_error_seconds(method: str) -> tuple[float, int, str]:
+    """Wall time of `coteam run --set lamda=1` (a misspelt switch) in a fresh process: exit code and message."""
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [sys.executable, "-m", "coteam.cli", "run", "--suite", "cwah-test", "--team", method]
+        start = time.perf_counter()
+        proc = subprocess.run([*cmd, "--set", "lamda=1", "--out", out], capture_output=True, text=True)
+        return time.perf_counter() - start, proc.returncode, proc.stderr.strip()
+
+
+def talk_summary(runs: dict[str, dict[str, list[EpisodeResult]]]) -> list[str]:
+    """PCE's talk against the communication-heavy coela, per suite."""
+    lines = []
+    for suite, by_method in runs.items():
+        if "pce" in by_method and "coela" in by_method:
+            pce, coela = summarize(by_method["pce"]), summarize(by_method["coela"])
+            lines.append(
+                f"- {suite}: pce sends {pce['messages']:.1f} messages ({pce['comm_tokens']:.0f} comm tokens) per "
+                f"episode, coela {coela['messages']:.1f} ({coela['comm_tokens']:.0f}): "
+                f"{pce['comm_tokens'] / coela['comm_tokens']:.0%} of coela's comm tokens."
+            )
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="docs/benchmarks.md")
-    parser.add_argument("--teams", default=",".join(sorted(methods())))
+    parser.add_argument("--teams", default=",".join(method_names()))
     parser.add_argument("--skip-ros", action="store_true", help="leave out the ROS 2 team stack section")
     args = parser.parse_args()
     teams = [t for t in args.teams.split(",") if t]
@@ -208,6 +245,11 @@ def main() -> int:
                 )
     lines += [
         "",
+        "Peak MB of the teams that talk (pce, coela) includes the o200k tokenizer's tables, loaded by the episode's "
+        "first message to count its comm tokens.",
+    ]
+    lines += [
+        "",
         "## Method comparison",
         "",
         "The same two-agent runs as the table above, as `coteam bench --suite SUITE --methods ...` prints them "
@@ -218,6 +260,35 @@ def main() -> int:
         benchmark = runs[next(iter(runs))][0].benchmark
         rows = comparison(runs, Benchmark(benchmark))
         lines += ["", markdown(rows, Benchmark(benchmark), suite).replace("## ", "### ", 1).rstrip()]
+    lines += [
+        "",
+        "Communication (papers: PCE about 2 messages per C-WAH episode against about 10 for CoELA; CoBel-World "
+        "counts talk in tokens):",
+        "",
+        *talk_summary(two_agent_runs),
+        "",
+        "## Scaling with the number of agents",
+        "",
+        "The whole test suites with 2, 3 and 4 agents, as "
+        "`coteam bench --suite SUITE --methods pce,mhp --agents 2,3,4` prints them (papers: steps fall as agents "
+        "are added).",
+    ]
+    for suite in ("cwah-test", "tdwmat-test"):
+        table = scaling(suite)
+        print(table, flush=True)
+        lines += ["", table.replace("## ", "### ", 1).rstrip()]
+    errors = [(m, *switch_error_seconds(m)) for m in teams]
+    lines += [
+        "",
+        "## A wrong switch fails fast",
+        "",
+        "`coteam run --suite cwah-test --team METHOD --set lamda=1` in a fresh process (interpreter start-up and "
+        "imports included): it exits with status 2 and one line before any episode; target under 2 s.",
+        "",
+        "| method | seconds | exit | message |",
+        "|---|---|---|---|",
+        *[f"| {m} | {s:.2f} | {code} | `{msg}` |" for m, s, code, msg in errors],
+    ]
     latencies = [pce_latency(suite) for suite in ("cwah-test", "tdwmat-test")]
     print("pce latency", latencies, flush=True)
     llm = pce_llm_tokens()

@@ -29,3 +29,30 @@ def test_bench_writes_table_json_and_chart(tmp_path, capsys, suite, metric):
 
 def test_bench_rejects_unknown_methods(tmp_path):
     assert main(["bench", "--suite", "cwah-test", "--methods", "rhp,telepathy", "--out", str(tmp_path)]) == 2
+
+
+def test_bench_prints_the_papers_metrics_for_each_method(tmp_path):
+    out = tmp_path / "bench"
+    argv = ["bench", "--suite", "cwah-test", "--methods", "pce,coela,rhp", "--episodes", "0", "--quiet"]
+    assert main([*argv, "--out", str(out)]) == 0
+    rows = {r["method"]: r for r in json.loads((out / "comparison.json").read_text())["rows"]}
+    for key in ("comm", "chars", "comm_tokens", "travel_m", "balance", "failed"):
+        assert all(key in r for r in rows.values())
+    assert rows["rhp"]["comm"] == 0 and rows["rhp"]["comm_tokens"] == 0
+    assert rows["coela"]["comm"] > rows["pce"]["comm"] > 0
+    assert rows["coela"]["comm_tokens"] > rows["pce"]["comm_tokens"] > 0
+    assert all(r["travel_m"] > 0 and 0 < r["balance"] <= 1 for r in rows.values())
+    assert "Comm tokens" in (out / "comparison.md").read_text()
+
+
+def test_bench_sweeps_the_number_of_agents_into_a_scaling_table(tmp_path, capsys):
+    out = tmp_path / "bench"
+    argv = ["bench", "--suite", "cwah-test", "--methods", "rhp,oracle", "--agents", "1,2,3", "--episodes", "0-1"]
+    assert main([*argv, "--quiet", "--out", str(out)]) == 0
+    table = (out / "scaling.md").read_text()
+    assert "| method | 1 agents: steps ↓ | 2 agents: steps ↓ | 3 agents: steps ↓ |" in table
+    for n in (1, 2, 3):
+        assert (out / f"x{n}" / "comparison.json").is_file()
+        assert json.loads((out / f"x{n}" / "rhp" / "results.json").read_text())["meta"]["agents"] == n
+    assert "scaling with the number of agents" in capsys.readouterr().out
+    assert main(["bench", "--suite", "cwah-test", "--agents", "2,x", "--out", str(tmp_path / "bad")]) == 2

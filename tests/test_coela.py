@@ -116,3 +116,15 @@ def test_a_model_that_talks_nonsense_falls_back_to_the_stated_default_and_counts
     assert fell_back and result.llm_fallbacks >= len(fell_back)
     assert all("names none of the actions" in d["rationale"]["roles"]["coela.plan"]["error"] for d in fell_back)
     assert result.transport_rate > 0  # the deterministic default (the rules' nearest useful action) made progress
+
+
+def test_explain_asks_coela_how_to_print_its_decisions(tmp_path, capsys):
+    from coteam.cli import main
+
+    _run("cwah-test", 0, trace=tmp_path / "t.json")
+    decision = load_trace(tmp_path / "t.json")["decisions"][3]
+    argv = ["explain", str(tmp_path / "t.json"), "--agent", decision["agent"], "--step", str(decision["step"])]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Drafted message:" in out and "Planner answered" in out and "coela.plan symbolic" in out
+    assert main([*argv, "--png", str(tmp_path / "x.png")]) == 2  # coela draws nothing: a one-line error

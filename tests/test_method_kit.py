@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -248,35 +249,29 @@ def test_a_malformed_payload_is_dropped_and_counted_and_its_text_delivered(regis
     assert all(json.loads(m["payload"]) == {"n": 5} for m in sent)
 
 
-@pytest.mark.parametrize("raw", ["{not json", '["a list"]', '{"kind": "status"}', "x" * 9000, b"\xff\xfe"])
-def test_the_brain_drops_a_bad_payload_with_a_warning_and_keeps_the_text(raw, caplog):
+def _pce_pair() -> tuple[Simulator, AgentBrain, AgentBrain]:
+    """A two-robot pce team at the start of cwah-test episode 0: the simulator and both brains."""
     scene = get_suite("cwah-test").episodes()[0].build()
-    sim = Simulator(scene, ("alice", "bob"))
     team = make_team("pce")
     info = EpisodeInfo.for_scene(scene, ("alice", "bob"), 0)
     team.reset(info)
-    brain = AgentBrain("alice", info, team, NavGrid(scene.floorplan))
-    obs = sim.observe("alice")
-    from dataclasses import replace
+    sim = Simulator(scene, info.agents)
+    return sim, *(AgentBrain(a, info, team, NavGrid(scene.floorplan)) for a in info.agents)
 
+
+@pytest.mark.parametrize("raw", ["{not json", '["a list"]', '{"kind": "status"}', "x" * 9000, b"\xff\xfe"])
+def test_the_brain_drops_a_bad_payload_with_a_warning_and_keeps_the_text(raw, caplog):
+    sim, alice, _ = _pce_pair()
     with caplog.at_level("WARNING", logger="coteam.reasoning"):
-        brain.observe(replace(obs, messages=(Message("bob", "hello", 0, raw),)))
-    assert brain.payloads_dropped == 1 and "payload of bob's message (step 0) dropped" in caplog.text
-    assert brain.memory.messages[-1].text == "hello" and brain.memory.messages[-1].payload is None
+        alice.observe(replace(sim.observe("alice"), messages=(Message("bob", "hello", 0, raw),)))
+    assert alice.payloads_dropped == 1 and "payload of bob's message (step 0) dropped" in caplog.text
+    assert alice.memory.messages[-1].text == "hello" and alice.memory.messages[-1].payload is None
 
 
 def test_a_status_payload_is_validated_into_the_typed_report():
-    scene = get_suite("cwah-test").episodes()[0].build()
-    sim = Simulator(scene, ("alice", "bob"))
-    team = make_team("pce")
-    info = EpisodeInfo.for_scene(scene, ("alice", "bob"), 0)
-    team.reset(info)
-    alice = AgentBrain("alice", info, team, NavGrid(scene.floorplan))
-    bob = AgentBrain("bob", info, team, NavGrid(scene.floorplan))
+    sim, alice, bob = _pce_pair()
     bob.observe(sim.observe("bob"))
     status = TeamStatus.of(bob.memory)
-    from dataclasses import replace
-
     alice.observe(replace(sim.observe("alice"), messages=(Message("bob", status.text(), 0, status.model_dump_json()),)))
     assert alice.memory.messages[-1].payload == status and alice.payloads_dropped == 0
 

@@ -24,6 +24,10 @@ PKG = ROOT / "ros2_ws" / "src" / "coteam_ros"
 if importlib.util.find_spec("coteam_ros") is None:  # not pip-installed yet: use the source tree
     sys.path.insert(0, str(PKG))
 
+from pydantic import Field  # noqa: E402
+
+from coteam.kit import MethodConfig, MethodTeam  # noqa: E402
+from coteam.registry import register_method, unregister_method  # noqa: E402
 from coteam_ros import launcher  # noqa: E402
 from coteam_ros.config import (  # noqa: E402
     ConfigError,
@@ -34,9 +38,6 @@ from coteam_ros.config import (  # noqa: E402
     ros_args,
     write_params_file,
 )
-
-from coteam.kit import MethodConfig, MethodTeam  # noqa: E402
-from coteam.registry import register_method, unregister_method  # noqa: E402
 
 SIM = ROOT / "config" / "team_sim.yaml"
 HARDWARE = ROOT / "config" / "team_hardware.yaml"
@@ -250,8 +251,8 @@ def test_node_list_hardware() -> None:
 
 class _NestedConfig(MethodConfig):
     depth: int = 1
-    weights: dict[str, float] = {}
-    tags: list[str] = []
+    weights: dict[str, float] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
 
 
 class _NestedTeam(MethodTeam):

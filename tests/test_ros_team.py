@@ -77,18 +77,16 @@ def test_lockstep_run_equals_the_in_process_run(tmp_path: Path, monkeypatch: pyt
     "world",
     [
         "suite: cwah-test, episode: 0, seed: 0, mode: realtime, tick_hz: 10.0",
-        "suite: tdwmat-test, episode: 0, seed: 0, mode: lockstep",  # the bridge stops waiting for bob after 1 s
+        "suite: cwah-test, episode: 0, seed: 0, mode: lockstep",  # the bridge stops waiting for bob (tick_timeout_s)
     ],
     ids=["realtime", "lockstep"],
 )
 def test_the_team_goes_on_when_a_planner_dies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, world: str) -> None:
     isolate_ros(tmp_path, monkeypatch)
-    from coteam_interfaces.msg import RobotStatus
+    from coteam_interfaces.msg import RobotStatus, TeamMessage
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-    config = write_config(
-        tmp_path / "team.yaml", "suite: cwah-test, episode: 0, seed: 0, mode: realtime, tick_hz: 10.0"
-    )
+    config = write_config(tmp_path / "team.yaml", world)
     out = tmp_path / "out"
     out.mkdir()
     children = plan(load_config(config), tmp_path, results_path=out / "results.json")
@@ -104,6 +102,9 @@ def test_the_team_goes_on_when_a_planner_dies(tmp_path: Path, monkeypatch: pytes
         while not (steps and steps[-1] >= 20) and time.monotonic() < deadline:
             rclpy.spin_once(node, timeout_sec=0.05)
         assert steps and steps[-1] >= 20 and bridge.poll() is None
+        # A message whose payload is not JSON: alice's planner drops the payload and counts it.
+        forged = node.create_publisher(TeamMessage, "/team/messages", qos)
+        forged.publish(TeamMessage(sender="bob", text="hello", step=3, payload_json="{broken"))
         procs["planner@/bob"].send_signal(signal.SIGKILL)
         killed_at = steps[-1]
         assert bridge.wait(timeout=120) == 0, "the episode ends (goal or horizon) without bob's planner"
@@ -129,6 +130,7 @@ def test_the_team_goes_on_when_a_planner_dies(tmp_path: Path, monkeypatch: pytes
     assert any(s["actions"].get("alice", "[wait]") != "[wait]" for s in after), "alice works on"
     assert {d["agent"] for d in trace["decisions"] if d["step"] > killed_at + 1} <= {"alice"}
     assert result["transport_rate"] > 0
+    assert result["payloads_dropped"] == 1
 
 
 def sealed_room_scene(scene: Scene, agents: int = 2) -> tuple[Scene, str]:

@@ -142,12 +142,14 @@ class AgentBrain:
 
     def observe(self, obs: Observation) -> None:
         if obs.messages:
-            obs = replace(obs, messages=tuple(self._receive(m) for m in obs.messages))
+            obs = replace(obs, messages=tuple(self.receive(m) for m in obs.messages))
         self.memory.update(obs)
         for message in obs.messages:
             self.team.on_message(self.agent, message)
 
-    def _receive(self, message: Message) -> Message:
+    def receive(self, message: Message) -> Message:
+        """``message`` with its payload validated against the team's payload types (a bad one dropped, logged and
+        counted). Runtimes that receive messages before they are delivered (the ROS planner) check them at once."""
         try:
             payload = decode_payload(message.payload, self.team.payload_types)
         except PayloadError as exc:

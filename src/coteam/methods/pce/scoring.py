@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from coteam.actions import MAX_MESSAGE_CHARS
 from coteam.world import FloorPlan
 
 FULL_COST_HOUSE_SHARE = 0.8  # measured on cwah-test and tdwmat-test (docs/benchmarks.md)
@@ -96,6 +97,6 @@ def house_walk_m(floorplan: FloorPlan) -> float:
     return FULL_COST_HOUSE_SHARE * (floorplan.width + floorplan.height) * floorplan.cell_size
 
 
-def message_penalty(chars: int, limit: int = 500) -> float:
+def message_penalty(chars: int, limit: int = MAX_MESSAGE_CHARS) -> float:
     """Message length on the 1–5 cost scale: 1 for a short note, 5 for a full 500-character message."""
     return 1.0 + 4.0 * min(1.0, max(0, chars) / limit)

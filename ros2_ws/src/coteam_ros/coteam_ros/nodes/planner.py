@@ -133,7 +133,7 @@ class PlannerNode(Node):
             )
             text = truncate_message(text)
         key = (message.sender, message.step)
-        self.inbox[key] = Message(message.sender, text, message.step, message.payload_json)
+        self.inbox[key] = self.brain.receive(Message(message.sender, text, message.step, message.payload_json))
         if self.waiting is not None:
             self._try_deliver()
 
