@@ -18,7 +18,7 @@ LETTERED = {
     "A": "[gograb] <apple> (21)",
     "B": "[goexplore] <kitchen> (2)",
     "C": "[gocheck] <fridge> (9)",
-    "D": "[send_message] <alice: in the kitchen; holding nothing.>",
+    "D": "[send_message] <alice: in the <kitchen> (2); holding nothing.>",
 }
 
 
@@ -27,15 +27,22 @@ LETTERED = {
     [
         ("[goexplore] <kitchen> (2)", ("B", "exact")),
         ("  [gocheck] <fridge> (9) - my cost: 3.0 m ", ("C", "exact")),
-        ("I think [gograb] <apple> (21) is best.", ("A", "exact")),
+        ("I think [gograb] <apple> (21) is best.", ("A", "text")),
+        ("C. [gograb] <apple> (21)", ("C", "letter")),
         ("B", ("B", "letter")),
         ("(C)", ("C", "letter")),
         ("C.", ("C", "letter")),
         ("Option D", ("D", "letter")),
         ("My choice: A because it is close", ("A", "letter")),
         ("A, since it is closest", ("A", "letter")),
+        ("b", ("B", "letter")),
+        ("**B**", ("B", "letter")),
+        ("The answer is C", ("C", "letter")),
+        ("My choice is A", ("A", "letter")),
+        ("I choose B", ("B", "letter")),
         ("grab the apple (21)", ("A", "name")),
         ("look inside the <fridge>", ("C", "name")),
+        ("walk over to the kitchen (2)", ("B", "name")),  # the drafted message names the kitchen too: not counted
     ],
 )
 def test_answers_are_matched_by_text_then_letter_then_name_or_id(answer, expected):

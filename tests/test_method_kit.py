@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from coteam.actions import HighLevelAction, Verb
-from coteam.kit import AgentReasoner, CentralisedTeam, MethodConfig, PerAgentTeam
+from coteam.kit import AgentReasoner, CentralisedTeam, PerAgentTeam
 from coteam.messages import TeamStatus
 from coteam.navigation import NavGrid
 from coteam.observation import Message
@@ -78,7 +78,10 @@ def test_an_unknown_switch_is_a_one_line_error_naming_it_for_every_method(name):
         ("pce", {"ablation": "no_brain"}, "'no_planner'"),
         ("mhp", {"iterations": "many"}, "switch 'iterations'"),
         ("coela", {"backend": "magic"}, "symbolic | llm"),
-        ("coela", {"cache": "x.sqlite"}, "needs backend=llm"),
+        ("coela", {"cache": "x.sqlite"}, "coela: switch(es) cache need backend=llm"),
+        ("pce", {"K_action": True}, "switch 'K_action'"),
+        ("pce", {"D": "3"}, "switch 'D'"),
+        ("pce", {"lam": 2}, "unknown switch 'lam'"),
     ],
 )
 def test_an_ill_typed_switch_names_the_switch_and_what_it_accepts(name, params, expected):
@@ -125,10 +128,6 @@ def test_bench_rejects_a_switch_no_method_has(tmp_path):
 
 
 # --- lifecycle -----------------------------------------------------------------------------------------------
-class _StoreConfig(MethodConfig):
-    keep_store: bool = Field(False, description="keep the store across episodes")
-
-
 class _CountingAgent(AgentReasoner):
     def decide(self, ctx):
         option, _ = rule_based_choice(ctx)
@@ -136,7 +135,6 @@ class _CountingAgent(AgentReasoner):
 
 
 class _CountingTeam(PerAgentTeam):
-    Config = _StoreConfig
     Agent = _CountingAgent
 
     def start_episode(self, info):
@@ -171,14 +169,21 @@ def test_a_team_is_reset_not_rebuilt_between_episodes_and_may_keep_a_store(regis
     assert [o.steps for o in team.outcomes] == [r.steps for r in results]
 
 
-def test_one_llm_backend_serves_every_agent_and_episode_of_a_run(tmp_path):
-    team = make_team("pce")
-    backend = team.roles.backend
-    specs = get_suite("cwah-test").episodes()[:2]
-    for spec in specs:
-        run_episode(spec.build(), team, n_agents=2)
-        assert team.roles.backend is backend
-        assert all(agent.roles.backend is backend for agent in team.agents.values())
+def test_one_llm_backend_serves_every_agent_and_episode_of_a_run(monkeypatch):
+    from coteam.llm.testserver import LoopbackOpenAIServer
+    from coteam.methods.pce.scripted import scripted_pce_model
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with LoopbackOpenAIServer(scripted_pce_model) as server:
+        team = make_team("pce", {"backend": "llm", "base_url": server.base_url, "max_retries": 0})
+        backend = team.roles.backend
+        assert backend.name == "llm"
+        calls = 0
+        for spec in get_suite("cwah-test").episodes()[:2]:
+            calls += run_episode(spec.build(), team, n_agents=2).llm_calls
+            assert team.roles.backend is backend
+            assert all(agent.roles.backend is backend for agent in team.agents.values())
+        assert backend.ledger.calls == calls == len(server.requests) > 0  # one client and ledger for the run
 
 
 class _PooledCentralTeam(CentralisedTeam):
@@ -266,6 +271,21 @@ def test_the_brain_drops_a_bad_payload_with_a_warning_and_keeps_the_text(raw, ca
         alice.observe(replace(sim.observe("alice"), messages=(Message("bob", "hello", 0, raw),)))
     assert alice.payloads_dropped == 1 and "payload of bob's message (step 0) dropped" in caplog.text
     assert alice.memory.messages[-1].text == "hello" and alice.memory.messages[-1].payload is None
+
+
+@pytest.mark.parametrize("raw", [None, "", b"", "{}", {}])
+def test_no_payload_is_not_a_bad_payload(raw):
+    sim, alice, _ = _pce_pair()
+    alice.observe(replace(sim.observe("alice"), messages=(Message("bob", "hello", 0, raw),)))
+    assert alice.payloads_dropped == 0 and alice.memory.messages[-1].payload is None
+
+
+def test_a_status_that_speaks_for_another_robot_is_dropped():
+    sim, alice, bob = _pce_pair()
+    bob.observe(sim.observe("bob"))
+    forged = TeamStatus.of(bob.memory).model_dump_json()
+    alice.observe(replace(sim.observe("alice"), messages=(Message("carol", "hi", 0, forged),)))
+    assert alice.payloads_dropped == 1 and alice.memory.messages[-1].payload is None
 
 
 def test_a_status_payload_is_validated_into_the_typed_report():

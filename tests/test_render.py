@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 from coteam.scene_io import scene_from_dict
-from coteam_harness.render import (
+from coteam_harness.runner import run_episode
+from coteam_harness.trace import load_trace
+from coteam_sim.env import CoteamParallelEnv
+from coteam_sim.render import (
     agent_color,
     delivered_items,
     render_rgb,
@@ -19,9 +22,6 @@ from coteam_harness.render import (
     trace_paths,
     world_from_snapshot,
 )
-from coteam_harness.runner import run_episode
-from coteam_harness.trace import load_trace
-from coteam_sim.env import CoteamParallelEnv
 from coteam_sim.suites import SUITES
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -200,7 +200,7 @@ def test_node_list_sim() -> None:
         "robots": ["alice", "bob"],
         "namespaces": ["/alice", "/bob"],
         "method": "pce",
-        "params_json": "{}",
+        "params_json": '{"backend": "symbolic"}',
     }
     assert alice_planner.parameters == {
         "robot": "alice",
@@ -544,3 +544,35 @@ def test_package_files() -> None:
     assert (PKG / "resource" / "coteam_ros").is_file()
     setup = (PKG / "setup.py").read_text()
     assert "coteam.commands" in setup and "share/ament_index/resource_index/packages" in setup
+
+
+def test_the_bridge_records_the_switches_the_planners_run_with() -> None:
+    doc = _edit(SIM_DOC, "team.backend", "llm")
+    specs = node_list(parse_config(doc, "inline"))
+    bridge, planner = specs[0], next(s for s in specs if s.name == "planner")
+    assert json.loads(bridge.parameters["params_json"]) == {"backend": "llm"}  # what the planners run with
+    assert planner.parameters["backend"] == "llm" and json.loads(planner.parameters["params_json"]) == {}
+
+
+@pytest.mark.parametrize(
+    ("edits", "problem"),
+    [
+        ({"team.method": "rhp", "team.backend": "llm"}, "rhp has no LLM roles"),
+        ({"team.params": {"backend": "llm"}}, "contradicts team.backend 'symbolic'"),
+    ],
+)
+def test_a_backend_the_method_cannot_use_is_an_error(edits: dict, problem: str) -> None:
+    doc = SIM_DOC
+    for key, value in edits.items():
+        doc = _edit(doc, key, value)
+    with pytest.raises(ConfigError, match=problem):
+        parse_config(doc, "inline")
+
+
+def test_a_planner_with_a_bad_switch_says_so_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolate_ros(tmp_path, monkeypatch)
+    argv = [sys.executable, "-m", "coteam_ros.nodes.planner", "--ros-args", "-p", "params_json:='{\"lamda\": 1}'"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot start: pce: unknown switch 'lamda'" in lines[0], proc.stderr

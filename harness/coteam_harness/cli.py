@@ -255,8 +255,8 @@ def _cmd_suites(args: argparse.Namespace) -> int:
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
-    from coteam_harness.render import render_trace
     from coteam_harness.trace import load_trace
+    from coteam_sim.render import render_trace
 
     trace = load_trace(args.trace)
     out = Path(args.out or Path(args.trace).with_suffix(".png"))
@@ -266,8 +266,8 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from coteam_harness.render import render_trace
     from coteam_harness.trace import load_trace
+    from coteam_sim.render import render_trace
 
     out = Path(args.out)
     for suite in ("cwah-test", "tdwmat-test"):

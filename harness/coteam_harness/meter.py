@@ -52,10 +52,12 @@ class EpisodeMeter:
             self._positions[agent] = now
 
     def decision(self, record: Mapping[str, Any]) -> None:
-        """One decision's trace record (tokens, LLM calls and fallbacks, seconds, payloads dropped so far)."""
+        """One decision's trace record (tokens, LLM calls and fallbacks, seconds)."""
         self.decisions.append(record)
-        agent = str(record.get("agent", ""))
-        self.payloads_dropped[agent] = max(self.payloads_dropped.get(agent, 0), int(record.get("payloads_dropped", 0)))
+
+    def payloads(self, agent: str, dropped: int) -> None:
+        """How many teammate payloads ``agent`` has dropped so far (counts only grow; the latest report wins)."""
+        self.payloads_dropped[agent] = max(self.payloads_dropped.get(agent, 0), dropped)
 
     def stop(self) -> None:
         """The episode is over: its wall time stops here."""

@@ -73,6 +73,8 @@ def run_episode(
 ) -> EpisodeResult:
     """One episode of ``team`` (a team object lives for a whole run: it is reset here, not rebuilt; a method
     name builds a team for this episode only)."""
+    if not isinstance(team, str) and params is not None:
+        raise ValueError("params go to make_team: a team object already has its validated config")
     team_obj = make_team(team, params) if isinstance(team, str) else team
     env = CoteamParallelEnv(scene.benchmark, n_agents, config=config, full_observability=team_obj.full_observability)
     obs, _ = env.reset(seed=seed, options={"scene": scene})
@@ -114,6 +116,8 @@ def run_episode(
         if on_step:
             on_step(sim.clock, sim.horizon)
     meter.stop()
+    for a, rt in runtimes.items():
+        meter.payloads(a, rt.brain.payloads_dropped)
     result = meter.result(str(trace_path) if trace_path else None)
     team_obj.end_episode(EpisodeOutcome(name, result.success, result.steps, result.transport_rate))
     if recorder and trace_path:
@@ -123,8 +127,6 @@ def run_episode(
 
 
 def method_params(team: Team) -> dict[str, Any]:
-    """The team's validated switches as a trace records them (secrets left out)."""
+    """The team's validated switches as a trace records them (secrets left out; {} for a team without a config)."""
     config = getattr(team, "config", None)
-    if config is None:
-        return {}
-    return config.model_dump(mode="json", by_alias=True, exclude={"api_key"})
+    return config.recorded() if config is not None else {}

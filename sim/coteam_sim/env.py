@@ -149,7 +149,7 @@ class CoteamParallelEnv(ParallelEnv):
     def render(self):
         if self.render_mode != "rgb_array":
             return None
-        from coteam_harness.render import render_rgb
+        from coteam_sim.render import render_rgb
 
         assert self.sim is not None
         return render_rgb(self.sim.scene, self.sim.world)

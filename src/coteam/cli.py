@@ -1,6 +1,6 @@
 """The ``coteam`` command. Core subcommands live here; packages add theirs through the ``coteam.commands``
-entry-point group (the simulator adds ``run``, ``suites``, ``render``, ``demo``), so the core imports neither the
-simulator nor ROS."""
+entry-point group (the harness adds ``run``, ``bench``, ``suites``, ``render``, ``demo``; coteam_ros adds
+``launch``), so the core imports neither the simulator nor ROS."""
 
 from __future__ import annotations
 

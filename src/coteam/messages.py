@@ -28,6 +28,7 @@ log = logging.getLogger("coteam.messages")
 
 MAX_PAYLOAD_BYTES = 8192  # a payload's JSON text; larger ones are dropped on receipt
 SEEN_LIST_LIMIT = 6  # goal-item sightings one status lists
+MAX_LISTED = 64  # holdings / explored rooms a status may list (more never fit in a message's text anyway)
 
 
 class PayloadError(ValueError):
@@ -54,10 +55,10 @@ class TeamStatus(BaseModel):
     kind: str = Field("status", pattern="^status$")
     agent: str = Field(min_length=1, max_length=64)
     room: str | None = Field(None, max_length=64)
-    holding: tuple[ItemRef, ...] = Field((), max_length=2)
+    holding: tuple[ItemRef, ...] = Field((), max_length=MAX_LISTED)
     seen: tuple[Sighting, ...] = Field((), max_length=SEEN_LIST_LIMIT)
     seen_complete: bool = True  # every goal item the sender knows of (and does not hold) is listed
-    explored: tuple[str, ...] = Field((), max_length=16)
+    explored: tuple[str, ...] = Field((), max_length=MAX_LISTED)
 
     @classmethod
     def of(cls, memory: AgentMemory) -> TeamStatus:
@@ -67,10 +68,12 @@ class TeamStatus(BaseModel):
         status = cls(
             agent=memory.agent,
             room=memory.room_name(memory.room) if memory.room >= 0 else None,
-            holding=tuple(ItemRef(id=v.id, name=v.name) for v in memory.held_items()),
+            holding=tuple(ItemRef(id=v.id, name=v.name) for v in memory.held_items())[:MAX_LISTED],
             seen=tuple(Sighting(id=v.id, name=v.name, room=memory.room_name(v.room)) for v in seen[:SEEN_LIST_LIMIT]),
             seen_complete=len(seen) < SEEN_LIST_LIMIT,
-            explored=tuple(memory.room_name(r.id) for r in memory.floorplan.rooms if memory.is_explored(r.id)),
+            explored=tuple(memory.room_name(r.id) for r in memory.floorplan.rooms if memory.is_explored(r.id))[
+                :MAX_LISTED
+            ],
         )
         return status.fitted(MAX_MESSAGE_CHARS)
 
@@ -104,7 +107,7 @@ def encode_payload(payload: BaseModel | None) -> str:
 def decode_payload(raw: Any, schemas: Sequence[type[BaseModel]]) -> BaseModel | None:
     """The first of ``schemas`` that validates ``raw`` (JSON text or an already-decoded object); ``None`` for no
     payload. Raises :class:`PayloadError` saying what is wrong."""
-    if raw is None or raw == "" or raw == {}:
+    if raw is None or (isinstance(raw, str | bytes | bytearray | dict) and not raw):
         return None
     if isinstance(raw, BaseModel):
         raw = raw.model_dump(mode="json")
@@ -120,6 +123,8 @@ def decode_payload(raw: Any, schemas: Sequence[type[BaseModel]]) -> BaseModel | 
             raw = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise PayloadError(f"payload is not JSON: {exc.msg} at character {exc.pos}") from None
+        if raw == {}:
+            return None
     if not isinstance(raw, dict):
         raise PayloadError(f"payload must be a JSON object, got {type(raw).__name__}")
     if not schemas:

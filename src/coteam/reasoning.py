@@ -152,6 +152,9 @@ class AgentBrain:
         counted). Runtimes that receive messages before they are delivered (the ROS planner) check them at once."""
         try:
             payload = decode_payload(message.payload, self.team.payload_types)
+            speaker = getattr(payload, "agent", message.sender)
+            if speaker != message.sender:
+                raise PayloadError(f"the payload speaks for {speaker!r}, the message is from {message.sender!r}")
         except PayloadError as exc:
             self.payloads_dropped += 1
             log.warning(

@@ -19,6 +19,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 
+SECRETS = {"api_key"}  # switches never written to results or traces
+
 
 @dataclass(frozen=True)
 class Switch:
@@ -57,9 +59,19 @@ def _range(info: FieldInfo) -> str:
 
 class MethodConfig(BaseModel):
     """Base of every method's switches. Subclass it and declare fields with ``Field(default, description=...)``;
-    a switch whose name is not a Python identifier (``lambda``) is a field with an ``alias``."""
+    a switch whose name is not a Python identifier (``lambda``) is a field with an ``alias`` (the switch has that
+    one name). Values are taken strictly: ``D=3`` but not ``D="3"`` or ``D=true`` (an int is a valid float).
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    ``keep_store`` is the kit's own switch: with it, the team's ``store`` outlives episodes (off by default, so
+    benchmark episodes stay independent)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    keep_store: bool = Field(False, description="keep the method's store across episodes (a learning method's memory)")
+
+    def recorded(self) -> dict[str, Any]:
+        """The switches as results and traces record them: by switch name, JSON values, no secrets."""
+        return self.model_dump(mode="json", by_alias=True, exclude=SECRETS)
 
     @classmethod
     def switches(cls) -> list[Switch]:
@@ -106,7 +118,8 @@ class MethodConfig(BaseModel):
                 f"{method}: bad value {error.get('input')!r} for switch {switch!r}: {error.get('msg', 'invalid')}; "
                 f"expected {s.kind}{(' ' + s.range) if s.range else ''} ({s.help})"
             )
-        return f"{method}: {error.get('msg', 'invalid configuration')}"
+        message = str(error.get("msg", "invalid configuration")).removeprefix("Value error, ")
+        return f"{method}: {message}"
 
 
 Backend = Literal["symbolic", "llm"]
@@ -146,9 +159,11 @@ class RoleMethodConfig(MethodConfig):
         if self.backend == "symbolic":
             given = [k for k in ("transcript", "replay", "cache") if getattr(self, k) is not None]
             if given:
-                raise ValueError(f"the symbolic backend uses no model: {', '.join(given)} needs backend=llm")
+                raise ValueError(f"switch(es) {', '.join(given)} need backend=llm: the symbolic backend uses no model")
         elif self.replay is not None and (self.transcript is not None or self.cache is not None):
-            raise ValueError("replay serves a recorded transcript: it cannot be combined with transcript or cache")
+            raise ValueError(
+                "switch replay serves a recorded transcript: it cannot be combined with transcript or cache"
+            )
         return self
 
     def llm_settings(self) -> dict[str, Any]:

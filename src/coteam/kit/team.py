@@ -37,7 +37,7 @@ class MethodTeam:
 
     def __init__(self, config: MethodConfig | None = None, *, name: str | None = None):
         self.config = config if config is not None else self.Config()
-        self.name = name or type(self).__name__.lower()
+        self.name = name or type(self).__name__.removesuffix("Team").lower()  # the registered name by convention
         self.store: dict[str, Any] = {}  # kept across episodes only when the config's keep_store is true
         self.roles = RoleKit(self.config, self.prompt_folder()) if isinstance(self.config, RoleMethodConfig) else None
         self.info: EpisodeInfo | None = None
@@ -51,7 +51,7 @@ class MethodTeam:
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     def reset(self, info: EpisodeInfo) -> None:
-        if not getattr(self.config, "keep_store", False):
+        if not self.config.keep_store:
             self.store.clear()
         self.info = info
         self.episodes += 1
@@ -154,6 +154,7 @@ class TeamWrapper:
 
     def __init__(self, inner: Any):
         self.inner = inner
+        self.config = getattr(inner, "config", None)
         self.name = inner.name
         self.full_observability = inner.full_observability
         self.payload_types = inner.payload_types

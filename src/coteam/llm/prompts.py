@@ -1,4 +1,5 @@
-"""Prompt templates: one Markdown file per template in ``coteam/llm/prompts/`` (package data).
+"""Prompt templates: one Markdown file per template in a folder (package data): each method's ``prompts/`` folder
+(``coteam/methods/<method>/prompts/``, loaded by the role toolkit), or ``coteam/llm/prompts/`` by default.
 
 File format (``<name>.md``; the template's name is the file name without ``.md``)::
 

@@ -3,13 +3,20 @@ as in the papers)."""
 
 from __future__ import annotations
 
+from coteam.actions import HighLevelAction, Verb
 from coteam.kit import AgentReasoner, PerAgentTeam
+from coteam.messages import TeamStatus
 from coteam.reasoning import Decision, DecisionContext
 
 
 class RandomAgent(AgentReasoner):
     def decide(self, ctx: DecisionContext) -> Decision:
         physical = [o for o in ctx.options if not o.action.is_message]
+        if not physical:  # every physical action was unreachable lately: say where I am rather than nothing
+            status = TeamStatus.of(ctx.memory)
+            return Decision(
+                HighLevelAction(Verb.SEND_MESSAGE, text=status.text()), {"method": "random"}, payload=status
+            )
         option = self.rng.choice(physical)
         return Decision(option.action, {"method": "random", "choices": len(physical)})
 
@@ -17,3 +24,4 @@ class RandomAgent(AgentReasoner):
 class RandomTeam(PerAgentTeam):
     summary = "uniform over the available physical actions, no messages (lower bound)"
     Agent = RandomAgent
+    payload_types = (TeamStatus,)

@@ -31,7 +31,11 @@ def by_verb(ctx: DecisionContext, verb: Verb) -> list[ActionOption]:
 
 
 def stalest(ctx: DecisionContext, room_options: Sequence[ActionOption]) -> ActionOption:
-    """The room option whose room this agent was in longest ago (never visited first)."""
+    """The room option whose room this agent was in longest ago (never visited first); with no room to go to (every
+    room was unreachable lately), the nearest other physical action, else whatever is offered."""
+    if not room_options:
+        physical = [o for o in ctx.options if not o.action.is_message]
+        return nearest(physical) or ctx.options[0]
     visits = ctx.memory.room_visits
     return min(room_options, key=lambda o: (visits.get(o.action.target.id, -1), o.text))  # type: ignore[union-attr]
 

@@ -99,6 +99,14 @@ class MethodConfig:
     backend: str = "symbolic"
     params: Mapping[str, Any] = field(default_factory=dict)
 
+    def switches(self) -> dict[str, Any]:
+        """The method's switches as the planners run them: ``params`` plus the backend (methods with roles)."""
+        from coteam.registry import method_class
+
+        if "backend" in method_class(self.method).Config.switch_names():
+            return {**self.params, "backend": self.backend}
+        return dict(self.params)
+
 
 @dataclass(frozen=True)
 class RobotConfig:
@@ -334,14 +342,18 @@ def _parse_team(top: _Reader, source: str) -> MethodConfig:
         json.dumps(params, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise r.error(r.key("params"), f"must be plain JSON-like values: {exc}") from None
-    with_backend = dict(params)
     if "backend" in method_class(method).Config.switch_names():
-        with_backend.setdefault("backend", backend)
+        if r.has("backend") and params.get("backend", backend) != backend:
+            raise r.error(r.key("params"), f"backend {params['backend']!r} contradicts team.backend {backend!r}")
+        backend = params.get("backend", backend)
+    elif backend != "symbolic":
+        raise r.error(r.key("backend"), f"{method} has no LLM roles: it runs without a backend")
+    team = MethodConfig(method=method, backend=backend, params={k: v for k, v in params.items() if k != "backend"})
     try:
-        method_class(method).Config.parse_switches(method, with_backend)
+        method_class(method).Config.parse_switches(method, team.switches())
     except ValueError as exc:
         raise r.error(r.key("params"), str(exc)) from None
-    return MethodConfig(method=method, backend=backend, params=dict(params))
+    return team
 
 
 def _parse_robots(top: _Reader, source: str) -> tuple[RobotConfig, ...]:
@@ -399,7 +411,7 @@ def node_list(cfg: TeamConfig) -> list[NodeSpec]:
                     "robots": list(names),
                     "namespaces": [r.namespace for r in cfg.robots],
                     "method": cfg.team.method,
-                    "params_json": json.dumps(cfg.team.params, sort_keys=True),
+                    "params_json": json.dumps(cfg.team.switches(), sort_keys=True),
                 },
             )
         )

@@ -6,10 +6,10 @@ Per decision, two modules:
 * **Planning** makes one choice among the lettered available actions (the draft, when there is one, is one of
   them), from the goal, the progress, the last lines of the team's dialogue and the agent's last actions.
 
-A model's answer is matched to an option by, in order: the exact action text, a letter, the name or id of an
-object that only one option mentions. An answer that matches nothing gets the toolkit's repair round and then the
-stated deterministic default -- the symbolic planner's choice -- logged and counted as a fallback. Never a random
-action.
+A model's answer is matched to an option by, in order: the exact action text, a letter, the action's text quoted
+in prose, the name or id of an object that only one physical option mentions. An answer that matches nothing gets
+the toolkit's repair round and then the stated deterministic default -- the symbolic planner's choice -- logged and
+counted as a fallback. Never a random action.
 
 Symbolic backend: the draft is the agent's status report (:class:`~coteam.messages.TeamStatus`, sent typed too);
 the planner sends it when it reports something the team has not heard from this agent (a goal item seen, a room
@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from coteam.actions import HighLevelAction, Verb, format_action
+from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, Verb, format_action
 from coteam.kit import AgentReasoner, PerAgentTeam, RoleMethodConfig, situation_slots
 from coteam.kit.team import rationale_lines
 from coteam.llm import Role, RoleContext
@@ -32,10 +32,16 @@ from coteam.messages import TeamStatus
 from coteam.reasoning import Decision, DecisionContext
 from coteam.teams.rule_based import rule_based_choice
 
-_LETTER = re.compile(r"^\W*\(?([A-Z]{1,2})\)?(?:[.):,]|\s*$)")  # "B", "(B)", "B.", "B, because ..."
-_OPTION_WORD = re.compile(r"\b(?:option|answer|choice)\s*[:#]?\s*\(?([A-Z]{1,2})\)?\b", re.I)
+_MARKUP = re.compile(r"[*_`\"']")
+_BARE = re.compile(r"^\(?([A-Za-z]{1,2})\)?[.):,]?$")  # the whole answer is a letter: "b", "(C)", "C."
+_LEADING = re.compile(r"^\(?([A-Z]{1,2})\)?[.):,]\s")  # "C. because ...", "B) go", "A, since ..."
+_PHRASE = re.compile(
+    r"(?i:\b(?:option|answer|choice|choose|pick|select|letter)\b(?:\s+(?:is|would be|will be))?\s*[:#=-]?\s*)"
+    r"\(?([A-Z]{1,2})\)?\b"
+)  # "Option D", "The answer is C", "I choose B", "My choice: A"
 _ID = re.compile(r"\((\d+)\)")
 _NAME = re.compile(r"<([^<>]+)>")
+_MESSAGE_PREFIXES = ("[send_message]", "send a message:")
 
 
 def letter(index: int) -> str:
@@ -47,26 +53,36 @@ def _norm(text: str) -> str:
     return " ".join(re.sub(r"\s+-\s+my cost:.*$", "", text.strip().strip("\"'`.")).lower().split())
 
 
+def _letter(answer: str, keys: Mapping[str, str]) -> str | None:
+    plain = _MARKUP.sub("", answer).strip()
+    for pattern in (_BARE, _LEADING, _PHRASE):
+        m = pattern.search(plain)
+        if m and m.group(1).upper() in keys:
+            return m.group(1).upper()
+    return None
+
+
 def match_option(answer: str, lettered: Mapping[str, str]) -> tuple[str, str]:
-    """The letter of the option ``answer`` means and how it was matched (``exact``, ``letter``, ``name``);
-    ``ValueError`` saying what to answer when it means none."""
+    """The letter of the option ``answer`` means, and how it was matched: ``exact`` (the action's text), ``letter``,
+    ``text`` (the action's text quoted in prose) or ``name`` (an object name or id only one physical option
+    mentions). ``ValueError`` saying what to answer when it means none."""
     wanted = _norm(answer)
     for key, text in lettered.items():
         if _norm(text) == wanted:
             return key, "exact"
-    contained = [k for k, t in lettered.items() if _norm(t) and _norm(t) in wanted]
-    if contained:  # the answer quotes an action inside prose: the longest quote
-        return max(contained, key=lambda k: len(lettered[k])), "exact"
-    for pattern in (_LETTER, _OPTION_WORD):
-        m = pattern.search(answer.strip())
-        if m and m.group(1).upper() in lettered:
-            return m.group(1).upper(), "letter"
+    key = _letter(answer, lettered)
+    if key is not None:
+        return key, "letter"
+    quoted = [k for k, t in lettered.items() if _norm(t) and _norm(t) in wanted]
+    if quoted:  # the longest quote
+        return max(quoted, key=lambda k: len(lettered[k])), "text"
+    physical = {k: t for k, t in lettered.items() if not t.lower().startswith(_MESSAGE_PREFIXES)}
     ids = set(_ID.findall(answer))
-    by_id = [k for k, t in lettered.items() if ids and ids & set(_ID.findall(t))]
+    by_id = [k for k, t in physical.items() if ids & set(_ID.findall(t))]
     if len(by_id) == 1:
         return by_id[0], "name"
     names = {n.strip().lower() for n in _NAME.findall(answer)}
-    by_name = [k for k, t in lettered.items() if names and names & {n.lower() for n in _NAME.findall(t)}]
+    by_name = [k for k, t in physical.items() if names & {n.lower() for n in _NAME.findall(t)}]
     if len(by_name) == 1:
         return by_name[0], "name"
     raise ValueError(
@@ -111,6 +127,8 @@ def draft_symbolically(ctx: RoleContext) -> str:
 def check_draft(text: str, ctx: RoleContext) -> None:
     if not text.strip():
         raise ValueError("the message is empty")
+    if len(text.strip()) > MAX_MESSAGE_CHARS:
+        raise ValueError(f"the message has {len(text.strip())} characters; at most {MAX_MESSAGE_CHARS} are allowed")
 
 
 def choose_symbolically(ctx: RoleContext) -> str:
@@ -174,7 +192,7 @@ class CoelaAgent(AgentReasoner):
 def explain_decision(team: type[PerAgentTeam], rationale: Mapping[str, Any]) -> list[str]:
     """``coteam explain``: the drafted message and how the planner's answer was matched."""
     r = dict(rationale)
-    lines = [f"Drafted message: {r.pop('draft', None) or '(none: the last action was a message)'}"]
+    lines = [f"Drafted message: {r.pop('draft', None) or '(none: no teammate to talk to, or I just talked)'}"]
     lines.append(f"Planner answered {r.pop('choice', '')!r} ({r.pop('matched', '?')}) -> {r.pop('action', '')}")
     return [*lines, *rationale_lines(r)]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import rclpy
@@ -24,7 +25,9 @@ def call_later(node: Node, seconds: float, callback: Callable[[], object]) -> No
 
 
 def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> None:
-    """Run one node until Ctrl-C or shutdown, then clean up: exit status 0 on SIGINT."""
+    """Run one node until Ctrl-C or shutdown, then clean up: exit status 0 on SIGINT. A node that cannot start
+    from its parameters (a bad method switch, an unknown suite, a bad scene file: ``ValueError`` / ``KeyError``)
+    prints one line and exits with status 2."""
     rclpy.init(args=argv)
     node = None
     try:
@@ -32,6 +35,10 @@ def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> N
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except (ValueError, KeyError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"{getattr(make_node, '__name__', 'node')}: cannot start: {message}", file=sys.stderr)
+        raise SystemExit(2) from None
     finally:
         if node is not None:
             node.destroy_node()

@@ -80,6 +80,7 @@ class PlannerNode(Node):
         if "backend" in method_class(self.method).Config.switch_names():
             params.setdefault("backend", self.backend)
         team = make_team(self.method, params)
+        self.backend = str(getattr(team.config, "backend", "none"))  # what the method's roles really run on
         info = load_episode(suite, episode, seed, robots, scene_path).info
         team.reset(info)
         self.team = team
@@ -88,6 +89,7 @@ class PlannerNode(Node):
         self.clock = 0
         self.ready = False
         self.done = False
+        self.outcome: EpisodeOutcome | None = None  # the episode's end, passed to the team once delivered
         self.skill: RunningSkill | None = None
         self.turn: Any = None
         self.request: Any = None
@@ -115,10 +117,10 @@ class PlannerNode(Node):
         if self.waiting is not None:  # a newer status: stop waiting for the older one's messages
             self._deliver(self.waiting[0], give_up=True)
         self.step, self.clock, self.ready = status.step, status.clock, status.ready
-        if status.episode_done and not self.done:
-            self.team.end_episode(
-                EpisodeOutcome(self.brain.info.episode, status.success, status.clock, status.transport_rate)
-            )
+        if status.episode_done:
+            steps = status.clock if status.success else self.brain.info.task.horizon
+            rate = round(float(status.transport_rate), 6)
+            self.outcome = EpisodeOutcome(self.brain.info.episode, status.success, steps, rate)
         self.done = status.episode_done
         self.waiting = (obs, time.monotonic())
         self._try_deliver()
@@ -161,6 +163,9 @@ class PlannerNode(Node):
         self.missing = (self.missing - set(late)) | set(absent)
         texts = tuple(self.inbox.pop(k) for k in [*late, *keys] if k in self.inbox)
         self.brain.observe(replace(obs, messages=texts))
+        if self.outcome is not None:  # the last observation is in: the team's episode ends
+            self.team.end_episode(self.outcome)
+            self.outcome = None
         if self.ready and not self.done:
             self._start_turn()
 
@@ -213,7 +218,13 @@ class PlannerNode(Node):
     def _tick(self, kind: int, text: str = "", payload: str = "") -> None:
         self.tick_publisher.publish(
             StepTick(
-                header=self._header(), robot=self.robot, step=self.step, kind=kind, text=text, payload_json=payload
+                header=self._header(),
+                robot=self.robot,
+                step=self.step,
+                kind=kind,
+                text=text,
+                payload_json=payload,
+                payloads_dropped=self.brain.payloads_dropped,
             )
         )
 

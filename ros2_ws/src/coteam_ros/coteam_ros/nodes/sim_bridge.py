@@ -23,7 +23,7 @@ rules and the receivers' status lists the delivered messages (sender, step) with
 get only from ``/team/messages``. Decisions (``decision``) are collected for the results.
 
 At the end of the episode (goal reached or horizon) it publishes a last status with ``episode_done``, writes
-``results_path`` (``coteam_harness.runner.write_results``) and ``trace_path`` (a ``coteam-trace/1`` JSON) when set,
+``results_path`` (``coteam_harness.results.write_results``) and ``trace_path`` (a ``coteam-trace/1`` JSON) when set,
 and exits 0.
 """
 
@@ -137,7 +137,7 @@ class SimBridgeNode(Node):
         self.suite = scene_path or suite
         self.scene = setup.scene
         full_observability = method_class(self.method).full_observability
-        method_params = method_config(self.method, params).model_dump(mode="json", by_alias=True, exclude={"api_key"})
+        self.method_params = method_config(self.method, params).recorded()
         self.team_name = self.method
         self.env = CoteamParallelEnv(self.scene.benchmark, len(robots), full_observability=full_observability)
         if self.env.possible_agents != robots:
@@ -149,7 +149,7 @@ class SimBridgeNode(Node):
             f.id: f.name for f in (*self.scene.containers, *self.scene.surfaces)
         }
         self.recorder = TraceRecorder(
-            self.scene, tuple(robots), self.team_name, method_params, self.seed, full_observability
+            self.scene, tuple(robots), self.team_name, self.method_params, self.seed, full_observability
         )
         self.meter = EpisodeMeter(self.sim, self.episode_name, self.team_name)
         self.progress_logged = self.sim.world.progress()[0]
@@ -262,6 +262,7 @@ class SimBridgeNode(Node):
         )
 
     def _on_tick(self, slot: RobotSlot, tick: StepTick) -> None:
+        self.meter.payloads(slot.name, tick.payloads_dropped)  # every tick reports the count so far
         if self.finished or tick.step > self.sim.steps:
             return
         if tick.step < self.sim.steps and (self.mode == "lockstep" or tick.kind != StepTick.MESSAGE):
@@ -467,7 +468,13 @@ class SimBridgeNode(Node):
         """The results and trace files, when asked for."""
         result = self.result()
         if self.results_path:
-            meta = {"suite": self.suite, "team": self.team_name, "seed": self.seed, "mode": self.mode}
+            meta = {
+                "suite": self.suite,
+                "team": self.team_name,
+                "params": self.method_params,
+                "seed": self.seed,
+                "mode": self.mode,
+            }
             write_results([result], self.results_path, meta)
         if self.trace_path:
             self.recorder.finish(self.sim, asdict(result))
