@@ -583,12 +583,12 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
     return "\n".join(lines) + "\n"
 
 
-def splice(path: Path, section: str) -> None:
-    """Replace the section titled :data:`TITLE` in ``path`` (up to the next ``## `` heading), or append it."""
+def splice(path: Path, section: str, title: str = TITLE) -> None:
+    """Replace the section titled ``title`` in ``path`` (up to the next ``## `` heading), or append it."""
     lines = path.read_text().splitlines() if path.exists() else []
     new = section.rstrip("\n").splitlines()
-    if TITLE in lines:
-        start = lines.index(TITLE)
+    if title in lines:
+        start = lines.index(title)
         end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
         tail = lines[end:]
         lines = lines[:start] + new + ([""] if tail else []) + tail

@@ -6,7 +6,8 @@ Measures: raw simulator primitive throughput per benchmark; wall time and peak m
 (each in its own process, one core); the calibration of the rule-based, MCTS, random and oracle teams against the
 published baseline numbers; the paper-style comparison of every method on both suites (with the papers' talk,
 travel and balance metrics); scaling with 2-4 agents; how fast a wrong switch fails; PCE decision latency and
-LLM-path token use; the ROS 2 team stack (bench/ros_team.py; skip with --skip-ros).
+LLM-path token use; the symbolic planner against mhp and the oracle (bench/symbolic_planner.py); the ROS 2 team
+stack (bench/ros_team.py; skip with --skip-ros).
 """
 
 from __future__ import annotations
@@ -331,8 +332,11 @@ def main() -> int:
         "`oracle` (full observability, exact joint planning on C-WAH) is the reference: every other team needs more "
         "steps or transports less. `random` is the lower bound.",
     ]
+    from symbolic_planner import section as planner_section  # bench/ is on sys.path when run as a script
+
+    lines += ["", planner_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]
     if not args.skip_ros:
-        from ros_team import ros_section  # bench/ is on sys.path when this file runs as a script
+        from ros_team import ros_section
 
         lines += ["", ros_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]
     Path(args.out).write_text("\n".join(lines) + "\n")

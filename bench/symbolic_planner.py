@@ -1,0 +1,117 @@
+"""Where the symbolic planner stands against the MCTS baseline and the oracle: the figures of the symbolic-planner
+issue, on the test sets and on fresh episodes of a seed that is never used for tuning.
+
+    python bench/symbolic_planner.py --out docs/benchmarks.md   # (make bench runs it too)
+
+Tuning happens on the generators' seeds 101-110 (`coteam run --suite cwah --seed 101 ...`); the held-out fresh
+episodes use seed 2026, and the test sets cwah-test / tdwmat-test are only measured. Re-running replaces the
+section of the same title in the markdown file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+from coteam.registry import make_team
+from coteam.world import Benchmark
+from coteam_harness.results import EpisodeResult, summarize
+from coteam_harness.runner import run_episode
+from coteam_sim.suites import EpisodeSpec, fresh_episode, get_suite
+
+TITLE = "## Symbolic planner against the MCTS baseline and the oracle"
+HELD_OUT_SEED = 2026  # fresh episodes never used for tuning
+TUNING_SEEDS = "101-110"
+ABLATIONS = ("none", "no_planner", "no_composer", "no_evaluator", "physical_only", "communication_only")
+
+
+def _run(specs: list[EpisodeSpec], method: str, agents: int, params: dict | None = None) -> list[EpisodeResult]:
+    team = make_team(method, params)
+    return [run_episode(s.build(), team, n_agents=agents, episode_name=s.name) for s in specs]
+
+
+def _steps(rs: list[EpisodeResult]) -> float:
+    return statistics.fmean(r.steps for r in rs)
+
+
+def _rate(rs: list[EpisodeResult]) -> float:
+    return statistics.fmean(r.transport_rate for r in rs)
+
+
+def section(command: str) -> str:
+    cwah_test = get_suite("cwah-test").episodes()
+    tdw_test = get_suite("tdwmat-test").episodes()
+    cwah_fresh = [fresh_episode(Benchmark.CWAH, HELD_OUT_SEED, i) for i in range(20)]
+    tdw_fresh = [fresh_episode(Benchmark.TDWMAT, HELD_OUT_SEED, i) for i in range(24)]
+    lines = [
+        TITLE,
+        "",
+        f"Produced by `{command}`. Targets: on C-WAH pce's mean steps at most 1.25 × the oracle's and below mhp's "
+        "at every team size; on TDW-MAT a transport rate at least mhp's and at least 0.85; at most 4 messages per "
+        f"C-WAH episode. Tuning seeds: {TUNING_SEEDS} of the `cwah` / `tdwmat` generators; held-out fresh episodes: "
+        f"seed {HELD_OUT_SEED}.",
+        "",
+        "| episodes | agents | pce | mhp | oracle | pce / oracle | pce < mhp | pce msgs |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, specs, counts in (
+        ("cwah-test", cwah_test, (1, 2, 3, 4)),
+        (f"cwah seed {HELD_OUT_SEED}", cwah_fresh, (2,)),
+    ):
+        for n in counts:
+            r = {m: _run(specs, m, n) for m in ("pce", "mhp", "oracle")}
+            pce, mhp, oracle = _steps(r["pce"]), _steps(r["mhp"]), _steps(r["oracle"])
+            msgs = summarize(r["pce"])["messages"]
+            lines.append(
+                f"| {name} ({len(specs)}) | {n} | {pce:.1f} | {mhp:.1f} | {oracle:.1f} | {pce / oracle:.2f} | "
+                f"{'yes' if pce < mhp else 'no'} | {msgs:.1f} |"
+            )
+            print(lines[-1], flush=True)
+    lines += [
+        "",
+        "| episodes | agents | pce rate | mhp rate | oracle rate | pce ≥ mhp | pce msgs |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, specs in (("tdwmat-test", tdw_test), (f"tdwmat seed {HELD_OUT_SEED}", tdw_fresh)):
+        r = {m: _run(specs, m, 2) for m in ("pce", "mhp", "oracle")}
+        pce, mhp, oracle = _rate(r["pce"]), _rate(r["mhp"]), _rate(r["oracle"])
+        lines.append(
+            f"| {name} ({len(specs)}) | 2 | {pce:.3f} | {mhp:.3f} | {oracle:.3f} | {'yes' if pce >= mhp else 'no'} | "
+            f"{summarize(r['pce'])['messages']:.1f} |"
+        )
+        print(lines[-1], flush=True)
+    lines += [
+        "",
+        "PCE's ablations on cwah-test (2 agents; the paper's Table 3 orders them: full PCE best, then without the "
+        "Composer, without the Evaluator, without the Planner; physical-only and communication-only worse than both):",
+        "",
+        "| ablation | steps | messages |",
+        "|---|---|---|",
+    ]
+    for ablation in ABLATIONS:
+        rs = _run(cwah_test, "pce", 2, {"ablation": ablation})
+        lines.append(f"| {ablation} | {_steps(rs):.1f} | {summarize(rs)['messages']:.1f} |")
+        print(lines[-1], flush=True)
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="splice the section into this markdown file (default: print it)")
+    args = parser.parse_args(argv)
+    command = "python bench/symbolic_planner.py" + (f" --out {args.out}" if args.out else "")
+    text = section(command)
+    if args.out:
+        from ros_team import splice  # bench/ is on sys.path when this file runs as a script
+
+        splice(Path(args.out), text, TITLE)
+        print(f"wrote the section '{TITLE[3:]}' of {args.out}")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
