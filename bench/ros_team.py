@@ -599,6 +599,15 @@ def splice(path: Path, section: str, title: str = TITLE) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+def emit_section(out: str | None, section: str, title: str = TITLE) -> None:
+    """Splice ``section`` into the markdown file ``out``, or print it when no file is named."""
+    if out:
+        splice(Path(out), section, title)
+        print(f"wrote the section '{title[3:]}' of {out}")
+    else:
+        print(section)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="splice the section into this markdown file (default: print it)")
@@ -617,12 +626,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python bench/ros_team.py" + (f" --out {args.out}" if args.out else "")
     if args.domain_id != DEFAULT_DOMAIN:
         command += f" --domain-id {args.domain_id}"
-    section = ros_section(command, args.domain_id)
-    if args.out:
-        splice(Path(args.out), section)
-        print(f"wrote the section '{TITLE[3:]}' of {args.out}")
-    else:
-        print(section)
+    emit_section(args.out, ros_section(command, args.domain_id))
     return 0
 
 

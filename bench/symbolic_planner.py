@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from pathlib import Path
+from collections.abc import Callable
 
 from coteam.registry import make_team
 from coteam.world import Benchmark
@@ -40,6 +40,14 @@ def _rate(rs: list[EpisodeResult]) -> float:
     return statistics.fmean(r.transport_rate for r in rs)
 
 
+def _compare(
+    specs: list[EpisodeSpec], agents: int, metric: Callable[[list[EpisodeResult]], float]
+) -> tuple[tuple[float, float, float], float]:
+    """``metric`` of pce, mhp and the oracle on ``specs``, and pce's messages per episode."""
+    runs = {m: _run(specs, m, agents) for m in ("pce", "mhp", "oracle")}
+    return (metric(runs["pce"]), metric(runs["mhp"]), metric(runs["oracle"])), summarize(runs["pce"])["messages"]
+
+
 def section(command: str) -> str:
     cwah_test = get_suite("cwah-test").episodes()
     tdw_test = get_suite("tdwmat-test").episodes()
@@ -61,9 +69,7 @@ def section(command: str) -> str:
         (f"cwah seed {HELD_OUT_SEED}", cwah_fresh, (2,)),
     ):
         for n in counts:
-            r = {m: _run(specs, m, n) for m in ("pce", "mhp", "oracle")}
-            pce, mhp, oracle = _steps(r["pce"]), _steps(r["mhp"]), _steps(r["oracle"])
-            msgs = summarize(r["pce"])["messages"]
+            (pce, mhp, oracle), msgs = _compare(specs, n, _steps)
             lines.append(
                 f"| {name} ({len(specs)}) | {n} | {pce:.1f} | {mhp:.1f} | {oracle:.1f} | {pce / oracle:.2f} | "
                 f"{'yes' if pce < mhp else 'no'} | {msgs:.1f} |"
@@ -75,11 +81,10 @@ def section(command: str) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for name, specs in (("tdwmat-test", tdw_test), (f"tdwmat seed {HELD_OUT_SEED}", tdw_fresh)):
-        r = {m: _run(specs, m, 2) for m in ("pce", "mhp", "oracle")}
-        pce, mhp, oracle = _rate(r["pce"]), _rate(r["mhp"]), _rate(r["oracle"])
+        (pce, mhp, oracle), msgs = _compare(specs, 2, _rate)
         lines.append(
             f"| {name} ({len(specs)}) | 2 | {pce:.3f} | {mhp:.3f} | {oracle:.3f} | {'yes' if pce >= mhp else 'no'} | "
-            f"{summarize(r['pce'])['messages']:.1f} |"
+            f"{msgs:.1f} |"
         )
         print(lines[-1], flush=True)
     lines += [
@@ -102,14 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="splice the section into this markdown file (default: print it)")
     args = parser.parse_args(argv)
     command = "python bench/symbolic_planner.py" + (f" --out {args.out}" if args.out else "")
-    text = section(command)
-    if args.out:
-        from ros_team import splice  # bench/ is on sys.path when this file runs as a script
+    from ros_team import emit_section  # bench/ is on sys.path when this file runs as a script
 
-        splice(Path(args.out), text, TITLE)
-        print(f"wrote the section '{TITLE[3:]}' of {args.out}")
-    else:
-        print(text)
+    emit_section(args.out, section(command), TITLE)
     return 0
 
 
