@@ -218,14 +218,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     own = split_params(names, params)
     by_count: dict[int, dict[str, list[EpisodeResult]]] = {}
     for n in counts:
-        results = {}
-        for name in names:
-            run_out = out / name if len(counts) == 1 else out / f"x{n}" / name
-            results[name] = run_suite(specs, name, n, own[name], run_out, args.seed, quiet=args.quiet)
+        count_out = out if len(counts) == 1 else out / f"x{n}"
+        results = {
+            name: run_suite(specs, name, n, own[name], count_out / name, args.seed, quiet=args.quiet) for name in names
+        }
         by_count[n] = results
-        report = write_report(
-            results, suite.benchmark, f"{args.suite} x{n}", out if len(counts) == 1 else out / f"x{n}"
-        )
+        report = write_report(results, suite.benchmark, f"{args.suite} x{n}", count_out)
         console.print(Path(report["markdown"]).read_text())
         console.print(f"table: {report['markdown']}\njson:  {report['json']}\nchart: {report['png']}")
     if len(counts) > 1:

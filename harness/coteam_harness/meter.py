@@ -96,7 +96,6 @@ class EpisodeMeter:
             decision_ms_median=1000 * statistics.median(seconds) if seconds else 0.0,
             decision_ms_p95=1000 * p95(seconds),
             wall_s=self.wall_s if self.wall_s is not None else time.perf_counter() - self.started,
-            failed_actions=sum(self.failures.values()),
             travel_m={a: round(m, 3) for a, m in self.travel_m.items()},
             primitive_share={a: (n / total_prims if total_prims else 0.0) for a, n in self.primitives.items()},
             payloads_dropped=sum(self.payloads_dropped.values()),

@@ -34,12 +34,16 @@ class EpisodeResult:
     decision_ms_median: float
     decision_ms_p95: float
     wall_s: float
-    failed_actions: int = 0  # primitives that failed (any reason)
     travel_m: dict[str, float] = field(default_factory=dict)  # metres walked per agent
     primitive_share: dict[str, float] = field(default_factory=dict)  # each agent's share of the team's primitives
     payloads_dropped: int = 0  # teammate message payloads rejected on receipt
     trace: str | None = None
     failures: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def failed_actions(self) -> int:
+        """Primitives that failed, whatever the reason."""
+        return sum(self.failures.values())
 
     @property
     def travel_total_m(self) -> float:

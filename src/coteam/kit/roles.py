@@ -32,7 +32,6 @@ class RoleKit:
 
     def __init__(self, config: MethodConfig, prompt_folder: Traversable):
         assert isinstance(config, RoleMethodConfig)
-        self.config = config
         if config.backend == "symbolic":
             self.backend: RoleBackend = make_backend("symbolic")
         else:
