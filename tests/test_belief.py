@@ -28,6 +28,7 @@ from coteam.observation import Message
 from coteam.reasoning import Decision
 from coteam.registry import make_team
 from coteam.teams import mcts
+from coteam.value import abstract
 from coteam.world import Scene
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
@@ -101,11 +102,14 @@ def _total(dist) -> float:
 
 
 # --- priors ----------------------------------------------------------------------------------------------
-def test_priors_were_moved_out_of_mcts_not_copied():
+def test_priors_and_abstract_models_are_shared_not_copied():
     for name in ("item_category", "room_weight", "container_weight", "in_container_chance", "GOAL_ROOM_FACTOR"):
-        assert getattr(mcts, name) is getattr(priors, name)
+        assert getattr(abstract, name) is getattr(priors, name)
     for copy in ("ROOM_PRIOR", "CONTAINER_PRIOR", "IN_CONTAINER_PRIOR", "_FOOD_NAMES", "_TABLEWARE_NAMES"):
-        assert not hasattr(mcts, copy)
+        assert not hasattr(abstract, copy) and not hasattr(mcts, copy)
+    # The MCTS baseline searches the core's abstract models, the ones the team value model rolls out.
+    for name in ("CwahModel", "TdwModel", "CostModel", "Geometry"):
+        assert getattr(mcts, name) is getattr(abstract, name)
     assert priors.item_category("apple") == "food" and priors.item_category("plate") == "tableware"
     assert priors.item_category("iphone") == "stuff" and priors.item_category("towel") == "misc"
     assert priors.goal_item_category("towel", "stuff") == "stuff"

@@ -33,7 +33,8 @@ def test_bench_rejects_unknown_methods(tmp_path):
 
 def test_bench_prints_the_papers_metrics_for_each_method(tmp_path):
     out = tmp_path / "bench"
-    argv = ["bench", "--suite", "cwah-test", "--methods", "pce,coela,rhp", "--episodes", "0", "--quiet"]
+    # episode 5: one in which symbolic pce talks (it announces its next action only when that changes a choice)
+    argv = ["bench", "--suite", "cwah-test", "--methods", "pce,coela,rhp", "--episodes", "5", "--quiet"]
     assert main([*argv, "--out", str(out)]) == 0
     rows = {r["method"]: r for r in json.loads((out / "comparison.json").read_text())["rows"]}
     for key in ("comm", "chars", "comm_tokens", "travel_m", "balance", "failed"):

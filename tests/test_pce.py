@@ -16,7 +16,6 @@ from coteam.methods.pce.scoring import (
     Weights,
     action_utilities,
     best_leaf,
-    distance_penalty,
     normalize,
     score_leaf,
 )
@@ -105,9 +104,6 @@ def test_scoring_follows_the_formula():
     assert msg.utility == pytest.approx(0.5 * 1.0 - 2.0 * 0.5 * 0.5)
     tie = score_leaf(LeafScore(2, likelihood=5, gain=3, cost_penalty=2), is_message=False, weights=w)
     assert best_leaf([tie, move], ["a", "b"]).leaf == 0  # equal utility: the leftmost leaf wins
-    assert distance_penalty(0, 20) == 1 and distance_penalty(10, 20) == 3 and distance_penalty(40, 20) == 5
-    with pytest.raises(ValueError):
-        distance_penalty(1, 0)
 
 
 def test_leaves_of_one_action_pool_their_expected_gain():

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 
-from coteam.actions import Verb
+from coteam.actions import Verb, format_action
+from coteam.messages import TeamStatus, decode_payload
+from coteam.observation import Message
 from coteam.reasoning import AgentBrain, EpisodeInfo
 from coteam.registry import make_team
 from coteam.world import Placement, Relation
@@ -112,20 +114,74 @@ def test_explores_a_near_unexplored_room_before_a_far_container():
     assert chosen.my_distance < min(o.my_distance for o in far_checks)
 
 
-def test_leaves_the_item_the_teammate_is_nearer_to():
-    """Team split: when both agents see the same targets, the one farther from an item leaves it to the other."""
+def test_leaves_the_item_the_teammate_ranked_first_goes_for():
+    """Team split: when both agents see the same targets, the one ranked second (by name) leaves the teammate's
+    predicted target to it and takes another."""
     scene = get_suite("cwah-test").episodes()[2].build()  # two forks in plain view in room 2
+    room = Simulator(scene, ("bob",)).world.room_of(23)
+    centre = scene.floorplan.room_center(room)
+    alone = Simulator(scene, ("alice", "bob"))
+    alone.world.agents["bob"].position = centre
+    brain = _brain(alone, "bob")
+    assert "alice" not in brain.memory.teammates
+    decision, _ = brain.decide()
+    near = decision.action.target.id  # what bob takes on his own
     sim = Simulator(scene, ("alice", "bob"))
-    world = sim.world
-    forks = [23, 24]
-    room = world.room_of(forks[0])
-    sim.world.agents["alice"].position = sim.scene.floorplan.room_center(room)
-    near = min(forks, key=lambda i: math.dist(world.position_of(i), world.agents["alice"].position))
-    alone = _brain(sim)
-    decision, _ = alone.decide()
-    assert decision.action.verb == Verb.GRAB and decision.action.target.id == near  # the nearer fork, on its own
-    sim.world.agents["bob"].position = world.position_of(near)  # bob stands right at that fork
-    paired = _brain(sim)
-    assert "bob" in paired.memory.teammates
+    sim.world.agents["bob"].position = centre
+    sim.world.agents["alice"].position = sim.world.position_of(near)  # alice stands right at it
+    paired = _brain(sim, "bob")
+    assert "alice" in paired.memory.teammates
     decision, _ = paired.decide()
     assert decision.action.target is not None and decision.action.target.id != near
+
+
+def test_a_teammate_that_announced_its_target_makes_me_pick_another():
+    """An announced next action binds the teammate: even the agent ranked first plans around it."""
+    scene = get_suite("cwah-test").episodes()[2].build()
+    sim = Simulator(scene, ("alice", "bob"))
+    world = sim.world
+    room = world.room_of(23)
+    world.agents["alice"].position = scene.floorplan.room_center(room)
+    world.agents["bob"].position = scene.floorplan.room_center(room)
+    decision, _ = _brain(sim, "alice").decide()
+    taken = decision.action.target.id
+    intent = format_action(decision.action, scene.benchmark)
+    status = TeamStatus(agent="bob", room=scene.floorplan.room(room).name, intent=intent)
+    brain = _brain(sim, "alice")
+    brain.memory.messages.append(Message("bob", status.text(), brain.memory.step, status))
+    decision, _ = brain.decide()
+    assert decision.action.target is None or decision.action.target.id != taken
+
+
+def test_a_message_is_sent_only_when_it_changes_the_teammates_choice():
+    """bob announces the container alice (ranked first, planning without him) would open, because he is better
+    placed; with alice far away and unseen he says nothing. Then he does what he announced, and alice, told,
+    opens something else."""
+    scene = get_suite("cwah-test").episodes()[0].build()
+    sim = Simulator(scene, ("alice", "bob"))
+    sim.world.agents["alice"].position = (3.25, 8.25)
+    sim.world.agents["bob"].position = (4.0, 8.75)
+    bob = _brain(sim, "bob")
+    decision, _ = bob.decide()
+    assert decision.action.verb == Verb.SEND_MESSAGE
+    status = decode_payload(decision.action.payload, (TeamStatus,))
+    assert status.intent == "[gocheck] <microwave> (13)"
+    assert decision.rationale["leaders"] == {"alice": "check 13"}  # what bob predicts alice does, untold
+    # bob keeps his word: the announced action is his next one.
+    bob.memory.record_action(format_action(decision.action, scene.benchmark), "done")
+    following, _ = bob.decide()
+    assert format_action(following.action, scene.benchmark) == status.intent
+    # alice, told, plans around it.
+    told = _brain(sim, "alice")
+    told.memory.messages.append(Message("bob", decision.action.text, told.memory.step, status))
+    after, _ = told.decide()
+    assert format_action(after.action, scene.benchmark) != status.intent
+    # Nobody whose choice could change: no message.
+    lonely = Simulator(scene, ("alice", "bob"))
+    lonely.world.agents["bob"].position = (4.0, 8.75)
+    bedroom = next(r.id for r in scene.floorplan.rooms if r.name == "bedroom")
+    lonely.world.agents["alice"].position = scene.floorplan.room_center(bedroom)
+    quiet = _brain(lonely, "bob")
+    assert "alice" not in quiet.memory.teammates
+    decision, _ = quiet.decide()
+    assert decision.action.verb != Verb.SEND_MESSAGE

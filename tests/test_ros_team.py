@@ -52,12 +52,17 @@ def comparable(trace: dict) -> dict:
     }
 
 
+# Episodes in which symbolic pce talks (it announces its next action only when that changes a teammate's choice).
+TALKING_EPISODE = {"cwah-test": 5, "tdwmat-test": 0}
+
+
 @pytest.mark.parametrize("suite", ["cwah-test", "tdwmat-test"])
 def test_lockstep_run_equals_the_in_process_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suite: str) -> None:
     isolate_ros(tmp_path, monkeypatch)
-    spec = get_suite(suite).episodes()[0]
+    episode = TALKING_EPISODE[suite]
+    spec = get_suite(suite).episodes()[episode]
     expected = run_episode(spec.build(), "pce", seed=0, trace_path=tmp_path / "in_process.json")
-    config = write_config(tmp_path / "team.yaml", f"suite: {suite}, episode: 0, seed: 0, mode: lockstep")
+    config = write_config(tmp_path / "team.yaml", f"suite: {suite}, episode: {episode}, seed: 0, mode: lockstep")
     code, results = launch(config, tmp_path, out_dir=tmp_path / "ros", timeout=RUN_TIMEOUT_S)
     assert code == 0
     assert results is not None

@@ -20,8 +20,8 @@ Model and assumptions (all constants below are module-level and documented where
   instance there. An explored room lowers the open part of that room to
   ``TEAMMATE_EXPLORED_FACTOR`` for every goal item, on the assumption that teammates share the task and so
   mention the goal items they saw (a report lists at most ``SEEN_LIST_LIMIT`` sightings: an incomplete list
-  only lowers it to ``TEAMMATE_EXPLORED_TRUNCATED_FACTOR``). Containers are not affected (messages do not say
-  which were opened). The latest piece of evidence about an item wins, mine on ties.
+  only lowers it to ``TEAMMATE_EXPLORED_TRUNCATED_FACTOR``). A container a teammate reported searching counts as
+  searched, like one I opened. The latest piece of evidence about an item wins, mine on ties.
 * **Teammates taking known items**: a teammate that was in the item's room after my last sighting took it
   with ``P_TAKE_AFTER_VISIT``; otherwise with up to ``P_TAKE_UNOBSERVED``, growing with the time since. Only
   teammates I have seen or heard from count, plus those named by ``teammates=`` (pass ``EpisodeInfo.agents``).
@@ -102,6 +102,7 @@ class TeammateSnapshot:
     explored: tuple[int, ...] = ()  # rooms it reported explored
     seen: tuple[tuple[int, str, int], ...] = ()  # (item id, name, room id) it reported seeing
     seen_complete: bool = True
+    checked: tuple[int, ...] = ()  # containers it reported searching
 
 
 @dataclass(frozen=True)
@@ -233,6 +234,7 @@ class BeliefState:
         self._subgoals = self._build_subgoals()
         self._instances = self._build_instances()
         self._team_explored = self._teammate_explored()
+        self._checked = set(m.checked).union(*(s.checked for snaps in self._snaps.values() for s in snaps))
         self._teammates = {name: self._teammate_belief(name) for name in sorted(self._snaps)}
 
     # --- evidence ------------------------------------------------------------------------------------------
@@ -262,6 +264,7 @@ class BeliefState:
                     tuple(self._room_ids[n] for n in rep.explored if n in self._room_ids),
                     tuple(seen),
                     rep.seen_complete,
+                    tuple(c.id for c in rep.checked),
                 )
             )
         for name, s in m.teammates.items():
@@ -316,6 +319,15 @@ class BeliefState:
                 self.reported_held[v.id] = self.reported_held[v.holder]
             else:
                 self.released[v.id] = self.released[v.holder]
+
+    @property
+    def message_step_ratio(self) -> float:
+        """Memory steps per message clock unit (1 in C-WAH; TDW-MAT messages are stamped in frames)."""
+        return self._ratio
+
+    def item_name(self, item_id: int) -> str:
+        """The name of an item I saw or a teammate mentioned ("" when unknown)."""
+        return self._item_name(item_id)
 
     def _item_name(self, item_id: int) -> str:
         v = self.memory.objects.get(item_id)
@@ -473,10 +485,12 @@ class BeliefState:
         return [r for r in self._rooms if self.memory.is_partly_explored(r) and not self.memory.is_explored(r)]
 
     def checked_containers(self) -> list[int]:
-        return sorted(self.memory.checked)
+        """Containers I or a teammate (by its status reports) searched."""
+        return sorted(self._checked)
 
     def unchecked_containers(self) -> list[ObjectView]:
-        return sorted(self.memory.unchecked_containers(), key=lambda v: v.id)
+        """Closed containers I know of that nobody in the team has searched yet."""
+        return sorted((c for c in self.memory.unchecked_containers() if c.id not in self._checked), key=lambda v: v.id)
 
     def teammate_explored_rooms(self) -> dict[int, float]:
         """Rooms teammates reported seeing after my last visit -> weight factor left on their open part."""
@@ -523,6 +537,21 @@ class BeliefState:
         """Known unheld instances (mine and reported) -> probability that each is still where it was seen."""
         return {inst.id: inst.p_still for inst in self._instances.get(item_name, ())}
 
+    def known_instance_places(self, item_name: str) -> list[tuple[Place, float]]:
+        """Known unheld instances as places (a reported one: the centre of the room it was reported in), each with
+        the probability that it is still there."""
+        return [(inst.place, inst.p_still) for inst in self._instances.get(item_name, ())]
+
+    def hidden_share(self, item_name: str, room_id: int) -> float:
+        """Of the weight :meth:`unseen_location` gives a room's place, the share inside its closed containers
+        (C-WAH: a room nobody explored has containers I do not know yet; 0 in TDW-MAT and in explored rooms)."""
+        if not self._cwah or self.coverage(room_id) >= 1.0:
+            return 0.0
+        cat = goal_item_category(item_name, self.memory.task.category)
+        q = in_container_chance(cat, self._rooms[room_id].name)
+        open_part = (1.0 - q) * self._team_explored.get(room_id, 1.0)
+        return q / (open_part + q) if open_part + q > 0 else 0.0
+
     def unseen_location(self, item_name: str) -> dict[Place, float]:
         """Where an instance nobody has seen yet may be: sums to 1, or ``{NOWHERE: 1.0}``."""
         if item_name in self._unseen_cache:
@@ -550,14 +579,14 @@ class BeliefState:
                     total = sum(container_weight(cat, c.name) for c in containers)
                     for c in containers:
                         share = pi * q * container_weight(cat, c.name) / total
-                        if c.id not in m.checked and not c.is_open:
+                        if c.id not in self._checked and not c.is_open:
                             weights[self._container_place(c)] = share
                             real += share
                     if total <= 0:
                         w_room += pi * q * SEEN_EMPTY_EPS
                     else:
                         checked = sum(
-                            container_weight(cat, c.name) for c in containers if c.id in m.checked or c.is_open
+                            container_weight(cat, c.name) for c in containers if c.id in self._checked or c.is_open
                         )
                         w_room += pi * q * checked / total * SEEN_EMPTY_EPS
                 else:

@@ -8,7 +8,8 @@ says, so a receiving agent needs no parser for its teammates' wording. On the wi
 method's payload model (:func:`decode_payload`). A payload that is not valid JSON, too large, or does not match the
 model is dropped, logged and counted, and the text is still delivered.
 
-:class:`TeamStatus` is the shared status payload (where I am, what I hold, goal items I saw, rooms I explored) and
+:class:`TeamStatus` is the shared status payload (where I am, what I hold, goal items I saw, rooms I explored,
+containers I searched) and
 its own text rendering, used by every method that reports its status.
 """
 
@@ -49,7 +50,8 @@ class Sighting(ItemRef):
 
 
 class TeamStatus(BaseModel):
-    """What one agent reports of itself: room, holdings, goal items seen (not held), explored rooms."""
+    """What one agent reports of itself: room, holdings, goal items seen (not held), explored rooms, checked
+    containers."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     kind: str = Field("status", pattern="^status$")
@@ -59,10 +61,13 @@ class TeamStatus(BaseModel):
     seen: tuple[Sighting, ...] = Field((), max_length=SEEN_LIST_LIMIT)
     seen_complete: bool = True  # every goal item the sender knows of (and does not hold) is listed
     explored: tuple[str, ...] = Field((), max_length=MAX_LISTED)
+    checked: tuple[ItemRef, ...] = Field((), max_length=MAX_LISTED)  # containers opened and searched
+    intent: str | None = Field(None, max_length=160)  # the action I start next, in the benchmark's action grammar
 
     @classmethod
-    def of(cls, memory: AgentMemory) -> TeamStatus:
-        """My status now; sightings beyond :data:`SEEN_LIST_LIMIT` are left out (``seen_complete`` false)."""
+    def of(cls, memory: AgentMemory, intent: str | None = None) -> TeamStatus:
+        """My status now (and the action I start next, when given); sightings beyond :data:`SEEN_LIST_LIMIT` are
+        left out (``seen_complete`` false)."""
         wanted = memory.task.needed_names()
         seen = [v for v in memory.items() if v.name in wanted and not v.held_by]
         status = cls(
@@ -74,25 +79,34 @@ class TeamStatus(BaseModel):
             explored=tuple(memory.room_name(r.id) for r in memory.floorplan.rooms if memory.is_explored(r.id))[
                 :MAX_LISTED
             ],
+            checked=tuple(ItemRef(id=c, name=memory.objects[c].name) for c in sorted(memory.checked))[:MAX_LISTED],
+            intent=intent,
         )
         return status.fitted(MAX_MESSAGE_CHARS)
 
     def text(self) -> str:
         """The status in words (``alice: in the kitchen; holding <apple> (12); seen <wine> (27) in the bedroom;
-        explored kitchen, bedroom.``)."""
+        explored kitchen, bedroom; checked <fridge> (5).``)."""
         parts = [f"{self.agent}: in the {self.room}" if self.room else self.agent]
         parts.append("holding " + (", ".join(h.text() for h in self.holding) if self.holding else "nothing"))
         if self.seen:
             parts.append("seen " + ", ".join(f"{s.text()} in the {s.room}" for s in self.seen))
         if self.explored:
             parts.append("explored " + ", ".join(self.explored))
+        if self.checked:
+            parts.append("checked " + ", ".join(c.text() for c in self.checked))
+        if self.intent:
+            parts.append(f"next I do {self.intent}")
         return "; ".join(parts) + "."
 
     def fitted(self, limit: int) -> TeamStatus:
-        """This status shortened (explored rooms, then sightings dropped from the end) until its text fits."""
+        """This status shortened (checked containers, explored rooms, then sightings dropped from the end) until its
+        text fits."""
         status = self
-        while len(status.text()) > limit and (status.explored or status.seen):
-            if status.explored:
+        while len(status.text()) > limit and (status.checked or status.explored or status.seen):
+            if status.checked:
+                status = status.model_copy(update={"checked": status.checked[:-1]})
+            elif status.explored:
                 status = status.model_copy(update={"explored": status.explored[:-1]})
             else:
                 status = status.model_copy(update={"seen": status.seen[:-1], "seen_complete": False})

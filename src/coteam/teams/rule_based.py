@@ -14,12 +14,8 @@ from coteam.actions import Verb
 from coteam.kit import AgentReasoner, PerAgentTeam
 from coteam.options import ActionOption
 from coteam.reasoning import Decision, DecisionContext
+from coteam.value.abstract import TDW_DELIVER_BEFORE_END, TDW_NO_CONTAINERS_BEFORE_END
 from coteam.world import Benchmark
-
-# TDW-MAT timing rules of the scripted helper: head for the goal late in the episode, stop collecting
-# containers when little time is left.
-TDW_DELIVER_BEFORE_END = 700
-TDW_NO_CONTAINERS_BEFORE_END = 1400
 
 
 def nearest(options: Sequence[ActionOption]) -> ActionOption | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import Field
@@ -27,7 +28,10 @@ from coteam.methods.pce.roles import COMMUNICATOR, COMPOSER, EVALUATOR, PLANNER,
 from coteam.methods.pce.scoring import LeafScore, ScoredLeaf, Weights, action_utilities, best_leaf, score_leaf
 from coteam.methods.pce.symbolic import SymbolicContext
 from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, render_tree, scenarios, tree_to_json
+from coteam.options import ActionOption
 from coteam.reasoning import Decision, DecisionContext
+from coteam.value.abstract import Geometry
+from coteam.value.team import ValueConfig, ValueModel
 
 log = logging.getLogger("coteam.pce")
 
@@ -41,6 +45,7 @@ Ablation = Literal[
     "communication_only",
 ]
 ABLATIONS: tuple[str, ...] = get_args(Ablation)
+VALUE_DEFAULTS = ValueConfig()
 
 
 class PceConfig(RoleMethodConfig):
@@ -50,11 +55,16 @@ class PceConfig(RoleMethodConfig):
     lam: float = Field(1.0, ge=0, alias="lambda", description="gain/cost trade-off λ")
     K_action: int = Field(10, ge=0, description="previous actions shown to the roles")
     K_message: int = Field(3, ge=0, description="previous messages shown to the roles")
+    particles: int = Field(VALUE_DEFAULTS.particles, ge=1, description="belief particles of the team value model")
     ablation: Ablation = Field("none", description="switch a module off (the paper's ablations)")
 
     @property
     def weights(self) -> Weights:
         return Weights(self.alpha, self.beta, self.lam)
+
+    @property
+    def value_config(self) -> ValueConfig:
+        return replace(VALUE_DEFAULTS, particles=self.particles)
 
 
 class PceAgent(AgentReasoner):
@@ -62,7 +72,7 @@ class PceAgent(AgentReasoner):
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.communicated: set[str] = set()
+        self.geometry: Geometry | None = None
 
     # --- the decision ------------------------------------------------------------------------------------
     def decide(self, ctx: DecisionContext) -> Decision:
@@ -70,7 +80,19 @@ class PceAgent(AgentReasoner):
         m = ctx.memory
         belief = BeliefState(m, teammates=self.teammates, distance=ctx.nav.path_length)
         allow_messages = cfg.ablation != "physical_only" and any(o.action.is_message for o in ctx.options)
-        sym = SymbolicContext(m, belief, ctx.options, cfg.weights, cfg.D, allow_messages, self.communicated)
+        announced = self._announced_action(ctx)
+        if announced is not None:  # the communication module keeps its word: the action just announced comes next
+            return Decision(announced.action, {"method": "pce", "ablation": cfg.ablation, "announced": announced.text})
+        value = ValueModel(
+            ctx,
+            belief,
+            self.info.physics,
+            config=cfg.value_config,
+            geometry=self.geometry,
+            seed=f"{self.info.seed}:{self.info.episode}",
+        )
+        self.geometry = value.model.geo
+        sym = SymbolicContext(m, belief, ctx.options, cfg.weights, cfg.D, allow_messages, value)
         incoming = tuple(msg.text for msg in m.messages[-cfg.K_message :]) if cfg.K_message else ()
         q = PceQuestion(self.info.benchmark, sym, m.known_names(), incoming=incoming)
         slots = situation_slots(ctx, self.info, last_actions=cfg.K_action, last_messages=cfg.K_message)
@@ -80,6 +102,8 @@ class PceAgent(AgentReasoner):
             "method": "pce",
             "ablation": cfg.ablation,
             "context": {k: slots[k] for k in ("goal", "progress", "dialogue", "actions")},
+            # teammates in my rollouts and the first action each is expected to take (value model, point 4)
+            "leaders": {r.name: f"{k[0]} {k[1]}" for r, k in value.leaders() if k is not None},
         }
 
         candidate: HighLevelAction | None = None
@@ -101,6 +125,15 @@ class PceAgent(AgentReasoner):
             trace["action_utilities"] = {a: round(u, 4) for a, u in action_utilities(scored, actions).items()}
             chosen = best_leaf(scored, actions).leaf
         return self._finish(q.leaves[chosen].leaf.action, chosen, trace, q, session)
+
+    @staticmethod
+    def _announced_action(ctx: DecisionContext) -> ActionOption | None:
+        """The action my last decision announced, when that message was my last action and it is still available."""
+        m = ctx.memory
+        if not m.sent or not m.actions or not m.actions[-1].action.startswith(("[send_message]", "send a message")):
+            return None
+        intent = getattr(m.sent[-1].payload, "intent", None)
+        return next((o for o in ctx.options if intent and o.text == intent), None)
 
     def _compose(
         self, q: PceQuestion, session: RoleSession, candidate: HighLevelAction | None, trace: dict
@@ -185,8 +218,15 @@ class PceAgent(AgentReasoner):
             answer = session.ask(COMMUNICATOR, q)
             action = HighLevelAction(Verb.SEND_MESSAGE, text=answer.value.message)
             if answer.source != "llm":  # the symbolic text is the status report: it travels typed too
-                payload = TeamStatus.of(q.symbolic.memory)
-            q.symbolic.mark_sent()
+                payload = q.symbolic.status()
+            advice = q.symbolic.announcement()
+            if advice is not None:
+                trace["announcement"] = {
+                    "intent": q.symbolic.intent_text(),
+                    "teammate": advice.teammate,
+                    "team_value_with": round(advice.value_with, 2),
+                    "team_value_without": round(advice.value_without, 2),
+                }
         trace["chosen_leaf"] = chosen
         trace["action"] = format_action(action, self.info.benchmark)
         return session.decision(action, trace, payload)

@@ -124,7 +124,7 @@ def compose_symbolically(ctx: RoleContext) -> ComposerAnswer:
     variables = s.variables()[:BRANCH_CANDIDATES]
 
     def leaf(assumptions: dict[str, bool]) -> Leaf:
-        best = s.ranked(assumptions)[0]
+        best = s.best(assumptions)
         if best.action.is_message:
             text = s.message_text(q.incoming)
             action = HighLevelAction(Verb.SEND_MESSAGE, text=text)
@@ -181,7 +181,7 @@ def evaluate_symbolically(ctx: RoleContext) -> EvaluatorAnswer:
         assumptions = dict(sc.path)
         likelihood = s.path_likelihood(sc.path)
         option = q.option(sc.leaf.action)
-        cost = s.cost_penalty(option, sc.leaf.action.text)
+        cost = s.cost_penalty(option)
         out.append(
             ScenarioScore(
                 leaf=sc.index,

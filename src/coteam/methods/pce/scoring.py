@@ -15,11 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coteam.actions import MAX_MESSAGE_CHARS
-from coteam.world import FloorPlan
-
-FULL_COST_HOUSE_SHARE = 0.8  # measured on cwah-test and tdwmat-test (docs/benchmarks.md)
-
 
 @dataclass(frozen=True)
 class Weights:
@@ -83,20 +78,3 @@ def best_leaf(scored: Sequence[ScoredLeaf], actions: Sequence[str]) -> ScoredLea
         raise ValueError("no scored leaves to choose from")
     utility = action_utilities(scored, actions)
     return max(zip(scored, actions, strict=True), key=lambda pair: (utility[pair[1]], -pair[0].leaf))[0]
-
-
-def distance_penalty(metres: float, full_cost_m: float) -> float:
-    """Travel distance on the 1–5 cost scale: 1 for staying put, rising linearly to 5 at ``full_cost_m``."""
-    if full_cost_m <= 0:
-        raise ValueError("full_cost_m must be positive")
-    return 1.0 + 4.0 * min(1.0, max(0.0, metres) / full_cost_m)
-
-
-def house_walk_m(floorplan: FloorPlan) -> float:
-    """The walk that earns the full travel cost: a share of the house's extent (width + height)."""
-    return FULL_COST_HOUSE_SHARE * (floorplan.width + floorplan.height) * floorplan.cell_size
-
-
-def message_penalty(chars: int, limit: int = MAX_MESSAGE_CHARS) -> float:
-    """Message length on the 1–5 cost scale: 1 for a short note, 5 for a full 500-character message."""
-    return 1.0 + 4.0 * min(1.0, max(0, chars) / limit)

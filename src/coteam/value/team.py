@@ -1,0 +1,420 @@
+"""The team value model: what one of my actions is worth to the whole team, estimated from the belief state.
+
+Shared by the symbolic backends of the reasoning methods (PCE's Planner / Composer / Evaluator take their
+numbers from it). Per decision:
+
+1. **Particles.** ``particles`` guesses of the hidden world are drawn from the agent's
+   :class:`~coteam.belief.BeliefState` (:meth:`~coteam.value.abstract.CwahModel.sample_belief`): where each
+   missing goal unit is (category priors, what I and my teammates have seen, searched and reported), and whether
+   each known instance is still there. Every particle records the binary facts it makes true, so a scenario
+   ("<apple> is in the kitchen") is the set of particles where it holds.
+2. **Team rollouts.** For a first action of mine, every particle is rolled out on the benchmark's abstract model
+   (:mod:`coteam.value.abstract`, the same one ``mhp`` searches) for the whole team: each robot starts where the
+   belief puts it, with what it holds; whichever robot is free first acts next; after its first action every
+   robot follows the models' rule-based default policy. The rollout ends when every goal unit is delivered (or
+   after ``max_events`` actions).
+3. **Team value** of a rollout. C-WAH: ``V = −(T_last + w_flow · T_mean)``, the step of the last delivery plus
+   ``w_flow`` times the mean delivery step (so that a delivery earlier is worth something even when a teammate
+   sets the makespan); an unfinished rollout counts each undelivered unit as delivered ``unfinished_steps`` after
+   its end. TDW-MAT: ``V = item_value · Σ_units (1 − late_discount · t_unit / budget)``, the items transported
+   within the model's time budget, each worth less the later it arrives.
+4. **Teammates by convention.** Robots are ranked by name. A teammate ranked before me is predicted to take the
+   first action its own model would choose when planning without the robots ranked after it (so a robot ranked
+   first plans as if alone, the second around the first's predicted choice, ...); a teammate ranked after me
+   plans around me, so I leave it out. A teammate that announced its next action (``TeamStatus.intent``, at
+   most ``intent_ttl_steps`` old) is held to it, whatever its rank. Teammates whose position I do not know are
+   left out. Agents that see the same scene thus split the work instead of duplicating it.
+5. **Scores** for PCE's Evaluator, for my option ``a`` under scenario ``S`` (mean over the particles of ``S``; all
+   particles when none is in ``S``), with ``d(a)`` my first action's duration. C-WAH, with the team time
+   ``T = −V`` and its scale ``Z = (1 + w_flow) · (steps left + unfinished_steps · units left)``:
+   ``G = 1 − (T(a|S) − d(a)) / Z`` and ``C = d(a) / Z``, so ``G − C = 1 − T(a|S) / Z`` ranks actions by expected
+   team time. TDW-MAT, where ``V`` already prices time (the budget and the late discount):
+   ``C = d(a) / frames left`` and ``G = V(a|S) / (item_value · units left) + C``, so ``G − C`` ranks actions by
+   expected team value. Both are clamped to [0, 1].
+6. **Messages.** A message is worth sending only when it changes a teammate's choice: for each teammate whose
+   own best first action (planning as in 4, without me) is the target I would take, or is a target I could take
+   over, the model compares the team value when I announce that target (one message, then the target; the
+   teammate takes its second-best first action) with the value of my best physical action without a message.
+   The announcement is advised when it wins. A teammate ranked after me that sees me now plans around my
+   predicted choice already: no message to it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from coteam.actions import parse_action
+from coteam.belief import BeliefState
+from coteam.messages import TeamStatus
+from coteam.options import ActionOption
+from coteam.physics import Physics
+from coteam.reasoning import DecisionContext
+from coteam.value.abstract import (
+    MODEL_CHOICES,
+    CostModel,
+    CwahModel,
+    Fact,
+    Geometry,
+    Key,
+    TdwModel,
+)
+from coteam.world import Benchmark, Vec2
+
+Condition = tuple[Fact, bool]  # a fact and the truth value a scenario assumes for it
+SEES_ME_STEPS = 1  # a teammate I saw this recently saw me too, so it can predict my choice
+
+
+@dataclass(frozen=True)
+class ValueConfig:
+    """Constants of the team value model (tuned on ``cwah`` / ``tdwmat`` seeds 101-110, see docs/benchmarks.md)."""
+
+    particles: int = 16  # belief particles per decision (common to every option: differences are not noise)
+    prediction_particles: int = 8  # the first of them used to predict a teammate's choice
+    flow_weight: float = 1.0  # C-WAH: weight of the mean delivery step next to the last one
+    max_events: int = 60  # abstract actions simulated per rollout, all robots together
+    unfinished_steps: float = 30.0  # C-WAH: steps charged per unit still undelivered when a rollout stops
+    intent_ttl_steps: float = 40.0  # a teammate's announced next action binds it for this many steps
+
+
+@dataclass(frozen=True)
+class Robot:
+    """A robot as a rollout starts it."""
+
+    name: str
+    position: Vec2
+    held: tuple[str, ...]  # goal item names in its hands
+    carrier: bool = False  # TDW-MAT: it carries a container
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One first action of mine, rolled out on every particle."""
+
+    values: tuple[float, ...]  # team value per particle
+    durations: tuple[float, ...]  # my first action's duration per particle (steps / frames)
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """A message the model advises: announce ``key`` (then do it), because ``teammate`` would otherwise take it or
+    conflict with it."""
+
+    key: Key
+    teammate: str
+    value_with: float  # team value when I announce
+    value_without: float  # team value of my best action without a message
+    others: tuple[tuple[Robot, Key | None], ...]  # the teammates of the announcing rollouts, with their first actions
+
+
+class ValueModel:
+    """The team value model of one decision (see the module docstring). Build one per decision; it is cheap
+    until asked: outcomes are rolled out on demand and cached."""
+
+    def __init__(
+        self,
+        ctx: DecisionContext,
+        belief: BeliefState,
+        physics: Physics,
+        *,
+        config: ValueConfig = ValueConfig(),
+        geometry: Geometry | None = None,
+        seed: str = "",
+        choices: Any = MODEL_CHOICES,
+    ):
+        m = ctx.memory
+        self.memory, self.belief, self.config = m, belief, config
+        self.cwah = m.benchmark == Benchmark.CWAH
+        cost = CostModel.from_physics(physics, choices)
+        geo = geometry if geometry is not None and geometry.nav is ctx.nav else Geometry(ctx.nav)
+        self.model: CwahModel | TdwModel = (CwahModel if self.cwah else TdwModel)(ctx, geo, cost)
+        self.model.rebase(belief)
+        rng = random.Random(f"{seed}:{m.agent}")
+        drawn = [self.model.sample_belief(belief, rng) for _ in range(config.particles)]
+        self.particles = [p for p, _ in drawn]
+        self.facts = [f for _, f in drawn]
+        self.message_time = 1.0 if self.cwah else float(physics.tdw_frames["send_message"])
+        if self.cwah:
+            self.time_left = max(1.0, m.task.horizon - m.step)
+        else:
+            self.time_left = max(1.0, float(m.task.horizon - m.frames))
+        # C-WAH team time ranges up to (1 + w_flow) x (time left + unfinished_steps per unit left): the scale of G, C.
+        units = sum(self.model.root.want.values()) + len(self.model.root.held if self.cwah else ())
+        self.time_scale = (1.0 + config.flow_weight) * (self.time_left + config.unfinished_steps * units)
+        held = [v for v in m.held_items() if v.name in self.model.root.want]
+        self.me = Robot(m.agent, m.position, tuple(v.name for v in held if v.capacity == 0), _carrying(m))
+        self.teammates = self._teammates()
+        self.announced = self._announced()
+        self._outcomes: dict[tuple, Outcome] = {}
+        self._choices: dict[tuple, list[Key]] = {}
+        self._leaders: list[tuple[Robot, Key | None]] | None = None
+        self._masks: dict[tuple, list[bool]] = {}
+        fields = self.model.ROBOT_FIELDS
+        self._t_index = fields.index("t")
+        self._dead_index = fields.index("dead") if "dead" in fields else -1
+
+    # --- who is in the rollouts ----------------------------------------------------------------------------
+    def _teammates(self) -> list[Robot]:
+        out = []
+        names = self.memory.known_names()
+        for name, t in sorted(self.belief.teammates().items()):
+            if t.position is None:
+                continue
+            held = tuple(
+                n for n in (names.get(x) or self.belief.item_name(x) for x in t.holding) if n in self.model.root.want
+            )
+            out.append(Robot(name, t.position, held))
+        return out
+
+    def _announced(self) -> dict[str, Key]:
+        """Teammates' announced next actions that are recent and still make sense in the model."""
+        m = self.memory
+        out: dict[str, Key] = {}
+        for msg in m.messages:
+            status = msg.payload
+            if msg.sender == m.agent or not isinstance(status, TeamStatus) or not status.intent:
+                continue
+            if m.step - msg.step * self.belief.message_step_ratio > self.config.intent_ttl_steps:
+                continue
+            try:
+                action = parse_action(status.intent, m.benchmark)
+            except ValueError:
+                continue
+            key = self.model.key_of(ActionOption(action, status.intent, 0.0))
+            if key is not None and self._key_open(key):
+                out[msg.sender] = key
+        return out
+
+    def _sees_me(self, name: str) -> bool:
+        """Whether teammate ``name`` sees me now (sightings are mutual: it saw me when I saw it this step)."""
+        seen = self.belief.teammate(name).last_seen_step
+        return seen is not None and self.memory.step - seen <= SEES_ME_STEPS
+
+    def _key_open(self, key: Key) -> bool:
+        """Whether the target of an abstract action is still there to be taken in the root state."""
+        verb, arg = key
+        root = self.model.root
+        if verb == "check":
+            return any(k == arg for k, _ in root.unchecked)  # type: ignore[union-attr]
+        if verb == "explore" and self.cwah:
+            return arg in root.unexplored  # type: ignore[union-attr]
+        return True
+
+    def leaders(self) -> list[tuple[Robot, Key | None]]:
+        """Teammates that enter my rollouts, each with its first action: those ranked before me (announced or
+        predicted) and those ranked after me that announced theirs."""
+        if self._leaders is None:
+            out: list[tuple[Robot, Key | None]] = []
+            for r in self.teammates:
+                if r.name < self.me.name:
+                    key = self.announced.get(r.name)
+                    if key is None:
+                        ranked = self.choices(r, out)
+                        key = ranked[0] if ranked else None
+                    out.append((r, key))
+            out += [
+                (r, self.announced[r.name])
+                for r in self.teammates
+                if r.name > self.me.name and r.name in self.announced
+            ]
+            self._leaders = out
+        return self._leaders
+
+    def choices(self, robot: Robot, before: Sequence[tuple[Robot, Key | None]] = ()) -> list[Key]:
+        """``robot``'s legal first actions, best first, when it plans around ``before`` (and without me)."""
+        cache_key = (robot.name, tuple((r.name, k) for r, k in before))
+        if cache_key not in self._choices:
+            s = self.model.root.copy()
+            self.model.put_robot(s, self._start(robot))
+            keys = self.model.legal(s)
+            n = self.config.prediction_particles
+            values = {k: self._mean(self._rollouts(before, robot, k, count=n)[0]) for k in keys}
+            self._choices[cache_key] = sorted(keys, key=lambda k: (-values[k], str(k)))
+        return self._choices[cache_key]
+
+    def _start(self, robot: Robot) -> tuple:
+        """A robot's fields at time 0 (mine exactly as in the root state, a teammate's from the belief)."""
+        if robot is self.me:
+            fields = list(self.model.robot(self.model.root))
+            hands = self.model.ROBOT_FIELDS.index("held" if self.cwah else "hand")
+            fields[hands] = list(fields[hands])
+            return tuple(fields)
+        return self.model.start(robot.position, list(robot.held), robot.carrier)
+
+    # --- outcomes ------------------------------------------------------------------------------------------
+    def key(self, option: ActionOption) -> Key | None:
+        """The abstract action of one of my options (None for messages and for moves that can only waste time)."""
+        return None if option.action.is_message else self.model.key_of(option)
+
+    def outcome(self, option: ActionOption) -> Outcome | None:
+        key = self.key(option)
+        return None if key is None else self.outcome_of(key)
+
+    def outcome_of(
+        self, key: Key, delay: float = 0.0, others: Sequence[tuple[Robot, Key | None]] | None = None
+    ) -> Outcome:
+        """My first action ``key`` (after ``delay``) rolled out with ``others`` (default: :meth:`leaders`)."""
+        others = self.leaders() if others is None else others
+        cache_key = (key, delay, tuple((r.name, k) for r, k in others))
+        if cache_key not in self._outcomes:
+            values, durations = self._rollouts(others, self.me, key, delay)
+            self._outcomes[cache_key] = Outcome(tuple(values), tuple(durations))
+        return self._outcomes[cache_key]
+
+    def _rollouts(
+        self,
+        others: Sequence[tuple[Robot, Key | None]],
+        robot: Robot,
+        key: Key,
+        delay: float = 0.0,
+        count: int | None = None,
+    ) -> tuple[list[float], list[float]]:
+        values, durations = [], []
+        for p in self.particles[:count]:
+            v, d = self._rollout(p.copy(), others, robot, key, delay)
+            values.append(v)
+            durations.append(d)
+        return values, durations
+
+    def _rollout(
+        self, s: Any, others: Sequence[tuple[Robot, Key | None]], robot: Robot, key: Key, delay: float
+    ) -> tuple[float, float]:
+        model, cfg = self.model, self.config
+        team = [*others, (robot, key)]
+        names = [r.name for r, _ in team]
+        states = [self._start(r) for r, _ in team]
+        deliveries: list[float] = []
+
+        def act(i: int, k: Key) -> None:
+            model.put_robot(s, states[i])
+            before = s.delivered
+            model.step(s, k)
+            states[i] = model.robot(s)
+            if self.cwah and s.delivered > before:
+                deliveries.extend([s.t] * int(s.delivered - before))
+
+        for i, (_, k) in enumerate(team[:-1]):
+            if k is not None:
+                act(i, k)
+        me = len(team) - 1
+        if delay:
+            model.put_robot(s, states[me])
+            s.t += delay
+            states[me] = model.robot(s)
+        act(me, key)
+        duration = states[me][self._t_index]
+        idle = [False] * len(team)
+        for _ in range(cfg.max_events):
+            if self._finished(s, states):
+                break
+            free = [i for i in range(len(team)) if not idle[i] and not self._dead(states[i])]
+            if not free:
+                break
+            i = min(free, key=lambda j: (states[j][self._t_index], names[j]))
+            model.put_robot(s, states[i])
+            k = model.default(s)
+            if k is None:
+                idle[i] = True
+                continue
+            act(i, k)
+        return self._value(s, states, deliveries), duration
+
+    def _dead(self, state: tuple) -> bool:
+        return not self.cwah and state[self._dead_index]
+
+    def _finished(self, s: Any, states: list[tuple]) -> bool:
+        if any(v > 0 for v in s.want.values()):
+            return False
+        if self.cwah:
+            return not any(st[2] for st in states)
+        return not any(st[5] or st[4] for st in states)
+
+    def _value(self, s: Any, states: list[tuple], deliveries: list[float]) -> float:
+        if not self.cwah:
+            return self.model.cost.tdw_item_value * s.delivered
+        left = sum(v for v in s.want.values() if v > 0) + sum(len(st[2]) for st in states)
+        if left == 0:
+            return -(max(deliveries, default=0.0) + self.config.flow_weight * statistics.fmean(deliveries or [0.0]))
+        end = max(st[1] for st in states) + self.config.unfinished_steps * left
+        mean = (sum(deliveries) + end * left) / (len(deliveries) + left)
+        return -(end + self.config.flow_weight * mean)
+
+    # --- scenarios and scores ------------------------------------------------------------------------------
+    def mask(self, conditions: Iterable[Condition]) -> list[bool]:
+        """Which particles satisfy every condition (all of them when none does: the scenario is then judged on the
+        whole belief)."""
+        key = tuple(conditions)
+        if key not in self._masks:
+            keep = [all((fact in facts) == truth for fact, truth in key) for facts in self.facts]
+            self._masks[key] = keep if any(keep) else [True] * len(keep)
+        return self._masks[key]
+
+    @staticmethod
+    def _mean(values: Sequence[float], keep: Sequence[bool] | None = None) -> float:
+        chosen = [v for v, k in zip(values, keep or [True] * len(values), strict=True) if k]
+        return statistics.fmean(chosen) if chosen else -math.inf
+
+    def value(self, outcome: Outcome, conditions: Iterable[Condition] = ()) -> float:
+        return self._mean(outcome.values, self.mask(conditions))
+
+    def scores(
+        self, outcome: Outcome, conditions: Iterable[Condition] = (), duration: float | None = None
+    ) -> tuple[float, float]:
+        """(G, C) in [0, 1] of an outcome under a scenario (module docstring, point 5); ``duration`` replaces my
+        first action's (a message's time when the outcome is that of the action it announces)."""
+        keep = self.mask(conditions)
+        value = self._mean(outcome.values, keep)
+        if duration is None:
+            duration = self._mean(outcome.durations, keep)
+        if self.cwah:
+            cost = duration / self.time_scale
+            gain = 1.0 + (value + duration) / self.time_scale
+        else:
+            cost = duration / self.time_left
+            units = sum(self.model.root.want.values()) + len(self.me.held)
+            gain = value / (self.model.cost.tdw_item_value * max(1, units)) + cost
+        return min(1.0, max(0.0, gain)), min(1.0, max(0.0, cost))
+
+    # --- messages ------------------------------------------------------------------------------------------
+    def announcement(self, options: Sequence[ActionOption]) -> Announcement | None:
+        """The announcement worth a message now, if any (module docstring, point 6)."""
+        mine = {k for k in (self.key(o) for o in options) if k is not None}
+        outcomes = {k: self.outcome_of(k) for k in mine}
+        if not outcomes:
+            return None
+        best_key = max(outcomes, key=lambda k: (self._mean(outcomes[k].values), str(k)))
+        best_value = self._mean(outcomes[best_key].values)
+        leaders = self.leaders()
+        bound = {r.name for r, _ in leaders if r.name in self.announced}
+        advice: Announcement | None = None
+        for robot in self.teammates:
+            if robot.name in bound:
+                continue
+            before = [(r, k) for r, k in leaders if r.name < robot.name]
+            ranked = self.choices(robot, before)
+            if len(ranked) < 2:
+                continue
+            first, second = ranked[0], ranked[1]
+            leads = robot.name < self.me.name
+            if not leads and self._sees_me(robot.name):
+                continue  # it plans around my predicted choice already
+            if first not in mine or (not leads and first != best_key):
+                continue
+            others = [(r, second if r.name == robot.name else k) for r, k in leaders]
+            if not leads:
+                others.append((robot, second))
+                without = self._mean(self.outcome_of(best_key, 0.0, [*leaders, (robot, first)]).values)
+            else:
+                without = best_value
+            with_message = self._mean(self.outcome_of(first, self.message_time, others).values)
+            if with_message > without and (advice is None or with_message > advice.value_with):
+                advice = Announcement(first, robot.name, with_message, without, tuple(others))
+        return advice
+
+
+def _carrying(memory: Any) -> bool:
+    return any(v.capacity > 0 for v in memory.held_items())

@@ -1,0 +1,120 @@
+"""The shared team value model (coteam.value.team): particles, team rollouts, scenarios, scores and messages."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from coteam.actions import Verb
+from coteam.belief import BeliefState
+from coteam.options import available_actions
+from coteam.reasoning import AgentBrain, DecisionContext, EpisodeInfo
+from coteam.registry import make_team
+from coteam.value.team import ValueConfig, ValueModel
+from coteam.world import Placement, Relation
+from coteam_sim.engine import Simulator
+from coteam_sim.suites import get_suite
+
+
+def _brain(sim: Simulator, agent: str) -> AgentBrain:
+    scene = sim.scene
+    info = EpisodeInfo(scene.benchmark, scene.task, scene.floorplan, sim.agents, 0, sim.landmarks(), sim.config)
+    team = make_team("pce")
+    team.reset(info)
+    brain = AgentBrain(agent, info, team, sim.nav)
+    brain.observe(sim.observe(agent))
+    return brain
+
+
+def _value(brain: AgentBrain, **config) -> tuple[ValueModel, DecisionContext]:
+    m = brain.memory
+    ctx = DecisionContext(brain.agent, m, available_actions(m, brain.nav), brain.nav)
+    belief = BeliefState(m, teammates=brain.info.agents, distance=brain.nav.path_length)
+    return ValueModel(ctx, belief, brain.info.physics, config=ValueConfig(**config), seed="test"), ctx
+
+
+def test_particles_follow_the_belief_and_record_their_facts():
+    scene = get_suite("cwah-test").episodes()[4].build()
+    sim = Simulator(scene, ("alice",))
+    value, _ = _value(_brain(sim, "alice"), particles=64)
+    belief = value.belief
+    for state, facts in zip(value.particles, value.facts, strict=True):
+        placed = [h for h in state.hidden] + [i for i in state.items]
+        assert len(placed) == sum(belief.missing(n) for n in belief.needed_items())
+        for h in state.hidden:
+            if h[1] == "c":
+                assert ("container_has_needed", h[2]) in facts
+            else:
+                assert ("item_in_room", h[0], h[2]) in facts
+    # A scenario is the particles where its facts hold; an impossible one falls back to the whole belief.
+    kitchen = next(r.id for r in scene.floorplan.rooms if r.name == "kitchen")
+    fact = ("item_in_room", "apple", kitchen)
+    share = sum(fact in f for f in value.facts) / len(value.facts)
+    assert 0 < share < 1
+    assert sum(value.mask([(fact, True)])) == sum(fact in f for f in value.facts)
+    assert all(value.mask([(("container_has_needed", -5), True)]))
+
+
+def test_a_likely_container_beats_an_unlikely_far_room():
+    """In the kitchen with the fridge unopened, opening it is worth more than walking to a far unexplored room."""
+    scene = get_suite("cwah-test").episodes()[4].build()  # prepare a meal: apple, juice, pancake
+    sim = Simulator(scene, ("alice",))
+    world = sim.world
+    fridge = next(c for c in scene.containers if c.name == "fridge")
+    for item in scene.items:  # nothing to grab in plain view in the kitchen
+        if item.name in scene.task.needed_names() and world.room_of(item.id) == fridge.room:
+            world.placements[item.id] = Placement(Relation.IN, fridge.id)
+    world.agents["alice"].position = scene.floorplan.room_center(fridge.room)
+    value, ctx = _value(_brain(sim, "alice"))
+    scores = {}
+    for o in ctx.options:
+        outcome = value.outcome(o)
+        if outcome is not None:
+            g, c = value.scores(outcome)
+            scores[o.text] = (o, g - c)
+    check_fridge = next(
+        u for o, u in scores.values() if o.action.verb == Verb.CHECK and o.action.target.id == fridge.id
+    )
+    far_rooms = [(o, u) for o, u in scores.values() if o.action.verb == Verb.EXPLORE]
+    assert far_rooms
+    assert all(check_fridge > u for _, u in far_rooms)
+    best = max(scores.values(), key=lambda ou: ou[1])[0]
+    assert best.action.verb == Verb.CHECK and world.fixture(best.action.target.id).room == fridge.room
+
+
+def test_the_teammate_ranked_first_is_predicted_and_planned_around():
+    """alice is ranked before bob: bob predicts alice's choice (she plans without him) and plans around it."""
+    scene = get_suite("cwah-test").episodes()[2].build()  # two forks in plain view in the kitchen
+    sim = Simulator(scene, ("alice", "bob"))
+    world = sim.world
+    kitchen = world.room_of(23)
+    world.agents["bob"].position = scene.floorplan.room_center(kitchen)
+    near = min((23, 24), key=lambda i: math.dist(world.position_of(i), world.agents["bob"].position))
+    world.agents["alice"].position = world.position_of(near)
+    value, ctx = _value(_brain(sim, "bob"))
+    (alice, predicted), *_ = value.leaders()
+    assert alice.name == "alice" and predicted == value.choices(alice)[0]  # her own best, planning without bob
+    outcomes = {value.key(o): value.outcome(o) for o in ctx.options if value.outcome(o) is not None}
+    mine = max(outcomes, key=lambda k: value.value(outcomes[k]))
+    assert mine != predicted  # bob does not duplicate her
+    alone, _ = _value(_brain(sim, "alice"))
+    assert alone.leaders() == []  # the first-ranked robot plans as if alone (bob announced nothing)
+
+
+@pytest.mark.parametrize("benchmark_suite", ["cwah-test", "tdwmat-test"])
+def test_scores_are_on_the_unit_interval_and_rank_by_team_value(benchmark_suite):
+    scene = get_suite(benchmark_suite).episodes()[0].build()
+    sim = Simulator(scene, ("alice", "bob"))
+    value, ctx = _value(_brain(sim, "alice"), particles=8)
+    ranked = []
+    for o in ctx.options:
+        outcome = value.outcome(o)
+        if outcome is None:
+            continue
+        g, c = value.scores(outcome)
+        assert 0.0 <= g <= 1.0 and 0.0 <= c <= 1.0
+        ranked.append((value.value(outcome), g - c))
+    assert len(ranked) >= 2
+    by_value = [u for _, u in sorted(ranked, reverse=True)]
+    assert by_value == sorted(by_value, reverse=True)  # U = G - C orders the options as the team value does
