@@ -7,6 +7,7 @@ import json
 import pytest
 
 from coteam.cli import main
+from talking import first_talking_episode
 
 
 @pytest.mark.parametrize(("suite", "metric"), [("cwah-test", "total_steps"), ("tdwmat-test", "total")])
@@ -33,8 +34,8 @@ def test_bench_rejects_unknown_methods(tmp_path):
 
 def test_bench_prints_the_papers_metrics_for_each_method(tmp_path):
     out = tmp_path / "bench"
-    # episode 5: one in which symbolic pce talks (it announces its next action only when that changes a choice)
-    argv = ["bench", "--suite", "cwah-test", "--methods", "pce,coela,rhp", "--episodes", "5", "--quiet"]
+    episode, _ = first_talking_episode("cwah-test")
+    argv = ["bench", "--suite", "cwah-test", "--methods", "pce,coela,rhp", "--episodes", str(episode), "--quiet"]
     assert main([*argv, "--out", str(out)]) == 0
     rows = {r["method"]: r for r in json.loads((out / "comparison.json").read_text())["rows"]}
     for key in ("comm", "chars", "comm_tokens", "travel_m", "balance", "failed"):

@@ -7,18 +7,13 @@ import math
 import pytest
 
 from coteam.llm import estimate_tokens
-from coteam_harness.runner import run_episode
 from coteam_harness.trace import load_trace
-from coteam_sim.suites import get_suite
-
-# Episodes in which symbolic pce talks (it announces its next action only when that changes a teammate's choice).
-TALKING_EPISODE = {"cwah-test": 5, "tdwmat-test": 1}
+from talking import first_talking_episode
 
 
 @pytest.mark.parametrize("suite", ["cwah-test", "tdwmat-test"])
 def test_metrics_agree_with_the_trace(suite, tmp_path):
-    scene = get_suite(suite).episodes()[TALKING_EPISODE[suite]].build()
-    result = run_episode(scene, "pce", n_agents=2, trace_path=tmp_path / "t.json")
+    _, result = first_talking_episode(suite, trace_path=tmp_path / "t.json")
     trace = load_trace(tmp_path / "t.json")
     texts = [m["text"] for m in trace["messages"]]
     assert result.messages == len(texts) > 0

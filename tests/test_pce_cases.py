@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from coteam.actions import Verb, format_action
+from coteam.actions import Verb, format_action, parse_action
 from coteam.messages import TeamStatus, decode_payload
 from coteam.observation import Message
 from coteam.reasoning import AgentBrain, EpisodeInfo
@@ -159,14 +159,17 @@ def test_a_message_is_sent_only_when_it_changes_the_teammates_choice():
     opens something else."""
     scene = get_suite("cwah-test").episodes()[0].build()
     sim = Simulator(scene, ("alice", "bob"))
-    sim.world.agents["alice"].position = (3.25, 8.25)
-    sim.world.agents["bob"].position = (4.0, 8.75)
+    sim.world.agents["alice"].position = (3.75, 9.75)
+    sim.world.agents["bob"].position = (3.25, 8.25)
     bob = _brain(sim, "bob")
     decision, _ = bob.decide()
     assert decision.action.verb == Verb.SEND_MESSAGE
     status = decode_payload(decision.action.payload, (TeamStatus,))
-    assert status.intent == "[gocheck] <microwave> (13)"
-    assert decision.rationale["leaders"] == {"alice": "check 13"}  # what bob predicts alice does, untold
+    announced = parse_action(status.intent, scene.benchmark)
+    assert announced.verb == Verb.CHECK
+    # what bob predicts alice (untold, planning without him) takes first: the container he announces
+    assert decision.rationale["leaders"] == {"alice": f"check {announced.target.id}"}
+    assert decision.rationale["announcement"]["teammate"] == "alice"
     # bob keeps his word: the announced action is his next one.
     bob.memory.record_action(format_action(decision.action, scene.benchmark), "done")
     following, _ = bob.decide()
@@ -178,7 +181,7 @@ def test_a_message_is_sent_only_when_it_changes_the_teammates_choice():
     assert format_action(after.action, scene.benchmark) != status.intent
     # Nobody whose choice could change: no message.
     lonely = Simulator(scene, ("alice", "bob"))
-    lonely.world.agents["bob"].position = (4.0, 8.75)
+    lonely.world.agents["bob"].position = (3.25, 8.25)
     bedroom = next(r.id for r in scene.floorplan.rooms if r.name == "bedroom")
     lonely.world.agents["alice"].position = scene.floorplan.room_center(bedroom)
     quiet = _brain(lonely, "bob")

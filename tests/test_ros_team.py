@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 
 from ros_isolation import isolate_ros
+from talking import first_talking_episode
 
 rclpy = pytest.importorskip("rclpy")
 
 from coteam.scene_io import save_scene, scene_from_dict, scene_to_dict  # noqa: E402
 from coteam.world import Scene  # noqa: E402
-from coteam_harness.runner import run_episode  # noqa: E402
 from coteam_harness.trace import load_trace  # noqa: E402
 from coteam_ros.config import load_config  # noqa: E402
 from coteam_ros.launcher import child_env, launch, plan  # noqa: E402
@@ -52,16 +52,10 @@ def comparable(trace: dict) -> dict:
     }
 
 
-# Episodes in which symbolic pce talks (it announces its next action only when that changes a teammate's choice).
-TALKING_EPISODE = {"cwah-test": 5, "tdwmat-test": 0}
-
-
 @pytest.mark.parametrize("suite", ["cwah-test", "tdwmat-test"])
 def test_lockstep_run_equals_the_in_process_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suite: str) -> None:
     isolate_ros(tmp_path, monkeypatch)
-    episode = TALKING_EPISODE[suite]
-    spec = get_suite(suite).episodes()[episode]
-    expected = run_episode(spec.build(), "pce", seed=0, trace_path=tmp_path / "in_process.json")
+    episode, expected = first_talking_episode(suite, trace_path=tmp_path / "in_process.json")
     config = write_config(tmp_path / "team.yaml", f"suite: {suite}, episode: {episode}, seed: 0, mode: lockstep")
     code, results = launch(config, tmp_path, out_dir=tmp_path / "ros", timeout=RUN_TIMEOUT_S)
     assert code == 0

@@ -17,7 +17,9 @@ before stepping it (``robot`` / ``put_robot``), so the same transitions serve on
 Particles come either from the models' own category priors over the places the agent has not searched
 (``sample``, what ``mhp`` uses) or from a :class:`~coteam.belief.BeliefState` (``sample_belief``, which also
 knows teammates' reports, known instances that may have been taken and the revisit of seen-empty places).
-A belief particle carries the binary *facts* it makes true (``("item_in_room", name, room)``,
+Rooted in a belief (``rebase``), the default policy searches where the most goal units per step are expected
+(``search_weights``) rather than at the nearest place (the ``rhp`` rule ``mhp`` keeps). A belief particle
+carries the binary *facts* it makes true (``("item_in_room", name, room)``,
 ``("container_has_needed", container)``, ``("teammate_took", item)``) so scenarios can condition on them.
 
 The robot's constants come from the episode's :class:`~coteam.physics.Physics`; the modelling choices have the
@@ -52,6 +54,9 @@ from coteam.world import ObjectKind, Relation, Vec2
 UNREACHABLE_M = 1000.0  # path length used for places the grid cannot reach (keeps every return finite)
 TDW_DELIVER_BEFORE_END = 700  # frames: the rule-based policy delivers what it holds when this little time is left
 TDW_NO_CONTAINERS_BEFORE_END = 1400  # frames: ... and stops fetching carriers
+
+SEARCH_OVERHEAD_STEPS = 3.0  # C-WAH: steps a search costs beyond the walk (opening, looking), for the rate
+SEARCH_FLOOR = 1e-3  # expected units of a place the belief gives nothing: ties go to the nearer place
 
 Key = tuple  # an abstract action: (verb, argument)
 Fact = tuple  # a binary fact a belief particle makes true (see the module docstring)
@@ -155,6 +160,7 @@ class Geometry:
         self.cell_size = nav.floorplan.cell_size
         self._cells: dict[Vec2, tuple[int, int]] = {}
         self._dist: dict[tuple, float] = {}
+        self._pairs: dict[tuple[Vec2, Vec2], float] = {}  # positions -> path length (rollouts ask the same pairs)
         self._entry: dict[tuple, tuple[float, Vec2]] = {}
         self._room_cells: dict[int, list[tuple[int, int]]] = {}
         fp = nav.floorplan
@@ -170,6 +176,13 @@ class Geometry:
         return c
 
     def dist(self, a: Vec2, b: Vec2) -> float:
+        d = self._pairs.get((a, b))
+        if d is not None:
+            return d
+        d = self._pairs[(a, b)] = self._cell_dist(a, b)
+        return d
+
+    def _cell_dist(self, a: Vec2, b: Vec2) -> float:
         ca, cb = self.cell(a), self.cell(b)
         if ca == cb:
             return math.dist(a, b)
@@ -208,6 +221,19 @@ def _draw(places: list[tuple[Any, float]], rng: random.Random) -> Any:
     return places[-1][0]
 
 
+def search_weights(belief: BeliefState) -> dict[Key, float]:
+    """Expected goal units per search: ``("check", container)`` and ``("explore", room)`` (a room's unseen part)
+    -> Σ over needed items of missing units × the belief's probability of that place."""
+    weight: dict[Key, float] = {}
+    for name in belief.needed_items():
+        units = belief.missing(name)
+        for place, p in belief.unseen_location(name).items():
+            if place.kind in (PlaceKind.CONTAINER, PlaceKind.ROOM):
+                key = ("check" if place.kind == PlaceKind.CONTAINER else "explore", place.id)
+                weight[key] = weight.get(key, 0.0) + units * p
+    return weight
+
+
 class _CwahState:
     __slots__ = ("delivered", "held", "hidden", "items", "opened", "pos", "t", "unchecked", "unexplored", "want")
 
@@ -241,6 +267,9 @@ class CwahModel:
         m = ctx.memory
         self.geo, self.cost = geo, cost
         self.floorplan = m.floorplan
+        # Expected goal units per search action; when set (by rebase), the default policy searches where the most
+        # units per step are expected instead of the nearest place (the rhp rule mhp keeps).
+        self.search_weight: dict[Key, float] | None = None
         self.target_of: dict[str, int] = {}
         self.target_pos: dict[int, Vec2] = {}
         s = _CwahState()
@@ -319,6 +348,7 @@ class CwahModel:
         checked = set(belief.checked_containers())
         r.unchecked = [(k, p) for k, p in r.unchecked if k not in checked]
         r.items = []
+        self.search_weight = search_weights(belief)
 
     def start(self, position: Vec2, held: list[str], carrier: bool = False) -> tuple:
         """A robot's fields at the start of a rollout (C-WAH has no carriers)."""
@@ -407,6 +437,8 @@ class CwahModel:
         if grabs:
             k, _ = min(grabs, key=lambda kp: geo.dist(s.pos, kp[1]))
             return ("grab", k)
+        if self.search_weight is not None:
+            return self._likeliest_search(s, free)
         best: Key | None = None
         best_d = math.inf
         if free:
@@ -418,6 +450,24 @@ class CwahModel:
             d = geo.entry(s.pos, r)[0]
             if d < best_d:
                 best, best_d = ("explore", r), d
+        return best
+
+    def _likeliest_search(self, s: _CwahState, free: bool) -> Key | None:
+        """The search with the most expected units per step (``search_weight`` / (steps + SEARCH_OVERHEAD_STEPS))."""
+        geo, cost, weight = self.geo, self.cost, self.search_weight or {}
+        best: Key | None = None
+        best_rate = -math.inf
+        if free:
+            for k, p in s.unchecked:
+                w = weight.get(("explore", k[1]) if isinstance(k, tuple) else ("check", k), 0.0)
+                rate = (w + SEARCH_FLOOR) / (cost.cwah_walk(geo.dist(s.pos, p)) + SEARCH_OVERHEAD_STEPS)
+                if rate > best_rate:
+                    best, best_rate = ("check", k), rate
+        for r in s.unexplored:
+            steps = math.ceil(geo.entry(s.pos, r)[0] / cost.cwah_step_m - 1e-9)
+            rate = (weight.get(("explore", r), 0.0) + SEARCH_FLOOR) / (steps + SEARCH_OVERHEAD_STEPS)
+            if rate > best_rate:
+                best, best_rate = ("explore", r), rate
         return best
 
     def step(self, s: _CwahState, key: Key) -> None:
@@ -541,6 +591,7 @@ class TdwModel:
         m = ctx.memory
         self.geo, self.cost = geo, cost
         self.floorplan = m.floorplan
+        self.search_weight: dict[Key, float] | None = None  # see CwahModel
         self.left = m.task.horizon - m.frames
         self.budget = min(float(self.left), cost.tdw_budget_frames)
         bed_id = m.task.predicates[0].target
@@ -611,9 +662,10 @@ class TdwModel:
 
     def rebase(self, belief: BeliefState) -> None:
         """Root the model in ``belief`` for :meth:`sample_belief` (what is still wanted counts teammates' holdings
-        and deliveries; known loose instances are drawn per particle)."""
+        and deliveries; known loose instances are drawn per particle; the default policy searches by weight)."""
         self.root.want = {name: belief.missing(name) for name in self.root.want}
         self.root.items = []
+        self.search_weight = search_weights(belief)
 
     def start(self, position: Vec2, held: list[str], carrier: bool = False) -> tuple:
         """A robot's fields at the start of a rollout."""
@@ -712,6 +764,10 @@ class TdwModel:
                 return ("grab", min(grabs, key=lambda kp: geo.dist(s.pos, kp[1]))[0])
         if s.cover.get(s.room, 1.0) < 1.0:
             return ("explore", s.room)
+        if self.search_weight is not None:
+            best = self._likeliest_room(s)
+            if best is not None:
+                return best
         best: Key | None = None
         best_d = math.inf
         for r, c in s.cover.items():
@@ -724,6 +780,24 @@ class TdwModel:
         if holding:
             return ("transport", 0)
         return None
+
+    def _likeliest_room(self, s: _TdwState) -> Key | None:
+        """The room with the most expected units per frame (``search_weight`` of the room's unseen part / (frames
+        to get there + a look around its unseen part)); the current room is looked around first (the rhp rule)."""
+        cost, weight = self.cost, self.search_weight or {}
+        look = 360.0 / cost.tdw_turn_deg * cost.tdw_turn_frames
+        best: Key | None = None
+        best_rate = -math.inf
+        for r, c in s.cover.items():
+            if c >= 1.0:
+                continue
+            frames = look * (1.0 - c) + (
+                0.0 if r == s.room else cost.tdw_move(self.geo.dist(s.pos, self.room_center[r]))
+            )
+            rate = (weight.get(("explore", r), 0.0) + SEARCH_FLOOR) / frames
+            if rate > best_rate:
+                best, best_rate = ("explore" if r == s.room else "goto", r), rate
+        return best
 
     def step(self, s: _TdwState, key: Key) -> None:
         verb, arg = key

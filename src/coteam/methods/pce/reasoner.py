@@ -28,6 +28,7 @@ from coteam.methods.pce.roles import COMMUNICATOR, COMPOSER, EVALUATOR, PLANNER,
 from coteam.methods.pce.scoring import LeafScore, ScoredLeaf, Weights, action_utilities, best_leaf, score_leaf
 from coteam.methods.pce.symbolic import SymbolicContext
 from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, render_tree, scenarios, tree_to_json
+from coteam.navigation import NavGrid
 from coteam.options import ActionOption
 from coteam.reasoning import Decision, DecisionContext
 from coteam.value.abstract import Geometry
@@ -69,35 +70,32 @@ class PceConfig(RoleMethodConfig):
 
 class PceAgent(AgentReasoner):
     config: PceConfig
-
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.geometry: Geometry | None = None
+    team: PceTeam
 
     # --- the decision ------------------------------------------------------------------------------------
     def decide(self, ctx: DecisionContext) -> Decision:
         cfg = self.config
         m = ctx.memory
-        belief = BeliefState(m, teammates=self.teammates, distance=ctx.nav.path_length)
-        allow_messages = cfg.ablation != "physical_only" and any(o.action.is_message for o in ctx.options)
+        slots = situation_slots(ctx, self.info, last_actions=cfg.K_action, last_messages=cfg.K_message)
+        assert self.roles is not None
+        session = self.roles.session(self.agent, slots)
         announced = self._announced_action(ctx)
         if announced is not None:  # the communication module keeps its word: the action just announced comes next
-            return Decision(announced.action, {"method": "pce", "ablation": cfg.ablation, "announced": announced.text})
+            kept = {"method": "pce", "ablation": cfg.ablation, "announced": announced.text}
+            return session.decision(announced.action, kept, None)
+        belief = BeliefState(m, teammates=self.teammates, distance=ctx.nav.path_length)
+        allow_messages = cfg.ablation != "physical_only" and any(o.action.is_message for o in ctx.options)
         value = ValueModel(
             ctx,
             belief,
             self.info.physics,
             config=cfg.value_config,
-            geometry=self.geometry,
+            geometry=self.team.geometry(ctx.nav),
             seed=f"{self.info.seed}:{self.info.episode}",
         )
-        self.geometry = value.model.geo
         sym = SymbolicContext(m, belief, ctx.options, cfg.weights, cfg.D, allow_messages, value)
         incoming = tuple(msg.text for msg in m.messages[-cfg.K_message :]) if cfg.K_message else ()
         q = PceQuestion(self.info.benchmark, sym, m.known_names(), incoming=incoming)
-        slots = situation_slots(ctx, self.info, last_actions=cfg.K_action, last_messages=cfg.K_message)
-        assert self.roles is not None
-        session = self.roles.session(self.agent, slots)
         trace: dict[str, Any] = {
             "method": "pce",
             "ablation": cfg.ablation,
@@ -237,6 +235,13 @@ class PceTeam(PerAgentTeam):
     Config = PceConfig
     Agent = PceAgent
     payload_types: ClassVar = (TeamStatus,)
+    _geometry: Geometry | None = None
+
+    def geometry(self, nav: NavGrid) -> Geometry:
+        """Path lengths on ``nav``, cached for the team's agents (pure geometry: nothing one agent knows)."""
+        if self._geometry is None or self._geometry.nav is not nav:
+            self._geometry = Geometry(nav)
+        return self._geometry
 
     @classmethod
     def explain(cls, rationale: Mapping[str, Any]) -> list[str]:
