@@ -24,7 +24,27 @@ from coteam_sim.suites import EpisodeSpec, fresh_episode, get_suite
 TITLE = "## Symbolic planner against the MCTS baseline and the oracle"
 HELD_OUT_SEED = 2026  # fresh episodes never used for tuning
 TUNING_SEEDS = "101-110"
+TUNING_REPORTED = (101, 102, 103, 104)  # tuning seeds whose episodes are reported too (not a test of generalisation)
+TUNED = "101-104"
 ABLATIONS = ("none", "no_planner", "no_composer", "no_evaluator", "physical_only", "communication_only")
+
+
+READING = [
+    "How to read the tables. The value model (docs/architecture.md) is level with or ahead of mhp on the "
+    "episodes it was tuned on but not reliably on the test sets: one C-WAH episode's steps vary by tens between "
+    "near-identical planners (a missed container costs a walk back), so ten episodes do not separate planners a "
+    "few percent apart, and the 1.25 x oracle target is not met anywhere (partial observability costs search the "
+    "oracle never pays, and two decentralised robots still duplicate work when one decides while the other is on "
+    "its way). The ablations: in symbolic mode the Planner's candidate does not steer the symbolic Composer, so "
+    "no_planner equals the full method; the Composer's leaves are the value model's best actions per scenario and "
+    "yield to the unconditional best within TIE_MARGIN, so no_composer (the best 2^D actions scored side by side "
+    "on the whole belief) is within noise of it; no_evaluator (the most likely leaf, unscored) is clearly worse, "
+    "as in the paper's Table 3. physical_only and communication_only match the full method because a message is "
+    "sent only when announcing my next action changes a teammate's choice, which happens about once in ten C-WAH "
+    "episodes; the paper's gap comes from status messages, and on the tuning seeds sending the status whenever "
+    "there was news did not shorten episodes (80.6 steps without, 81.3 with, 200 episodes, paired standard error "
+    "0.8).",
+]
 
 
 def _run(specs: list[EpisodeSpec], method: str, agents: int, params: dict | None = None) -> list[EpisodeResult]:
@@ -53,6 +73,8 @@ def section(command: str) -> str:
     tdw_test = get_suite("tdwmat-test").episodes()
     cwah_fresh = [fresh_episode(Benchmark.CWAH, HELD_OUT_SEED, i) for i in range(20)]
     tdw_fresh = [fresh_episode(Benchmark.TDWMAT, HELD_OUT_SEED, i) for i in range(24)]
+    cwah_tuning = [fresh_episode(Benchmark.CWAH, seed, i) for seed in TUNING_REPORTED for i in range(20)]
+    tdw_tuning = [fresh_episode(Benchmark.TDWMAT, seed, i) for seed in TUNING_REPORTED for i in range(12)]
     lines = [
         TITLE,
         "",
@@ -67,6 +89,7 @@ def section(command: str) -> str:
     for name, specs, counts in (
         ("cwah-test", cwah_test, (1, 2, 3, 4)),
         (f"cwah seed {HELD_OUT_SEED}", cwah_fresh, (2,)),
+        (f"cwah seeds {TUNED} (tuned on)", cwah_tuning, (2,)),
     ):
         for n in counts:
             (pce, mhp, oracle), msgs = _compare(specs, n, _steps)
@@ -80,7 +103,11 @@ def section(command: str) -> str:
         "| episodes | agents | pce rate | mhp rate | oracle rate | pce ≥ mhp | pce msgs |",
         "|---|---|---|---|---|---|---|",
     ]
-    for name, specs in (("tdwmat-test", tdw_test), (f"tdwmat seed {HELD_OUT_SEED}", tdw_fresh)):
+    for name, specs in (
+        ("tdwmat-test", tdw_test),
+        (f"tdwmat seed {HELD_OUT_SEED}", tdw_fresh),
+        (f"tdwmat seeds {TUNED} (tuned on)", tdw_tuning),
+    ):
         (pce, mhp, oracle), msgs = _compare(specs, 2, _rate)
         lines.append(
             f"| {name} ({len(specs)}) | 2 | {pce:.3f} | {mhp:.3f} | {oracle:.3f} | {'yes' if pce >= mhp else 'no'} | "
@@ -99,6 +126,7 @@ def section(command: str) -> str:
         rs = _run(cwah_test, "pce", 2, {"ablation": ablation})
         lines.append(f"| {ablation} | {_steps(rs):.1f} | {summarize(rs)['messages']:.1f} |")
         print(lines[-1], flush=True)
+    lines += ["", *READING]
     return "\n".join(lines) + "\n"
 
 

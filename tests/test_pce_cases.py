@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from coteam.actions import Verb, format_action, parse_action
 from coteam.messages import TeamStatus, decode_payload
 from coteam.observation import Message
-from coteam.reasoning import AgentBrain, EpisodeInfo
-from coteam.registry import make_team
+from coteam.reasoning import AgentBrain
 from coteam.world import Placement, Relation
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
 from coteam_sim.suites import get_suite
-
-
-def _brain(sim: Simulator, agent: str = "alice") -> AgentBrain:
-    scene = sim.scene
-    info = EpisodeInfo(scene.benchmark, scene.task, scene.floorplan, sim.agents, 0, sim.landmarks(), sim.config)
-    team = make_team("pce")
-    team.reset(info)
-    brain = AgentBrain(agent, info, team, sim.nav)
-    brain.observe(sim.observe(agent))
-    return brain
+from scenario import pce_brain
 
 
 def _teleport(sim: Simulator, agent: str, room_id: int, brain: AgentBrain | None = None) -> None:
@@ -45,7 +36,7 @@ def test_does_not_search_a_room_again_that_was_fully_searched():
     target_rooms = {world.room_of(i.id) for i in scene.items if i.name in scene.task.needed_names()}
     empty = [r.id for r in scene.floorplan.rooms if r.id not in target_rooms]
     assert len(empty) >= 2, "the scenario needs two rooms without targets"
-    brain = _brain(sim)
+    brain = pce_brain(sim)
     for room in empty[:2]:
         _teleport(sim, "alice", room, brain)
         _look_around(sim, brain)
@@ -76,7 +67,7 @@ def test_puts_the_held_item_before_fetching_a_far_one():
     world.placements[held.id] = Placement.held("alice", 0)
     world.agents["alice"].hands[0] = held.id
     world.agents["alice"].position = world.position_of(fridge)
-    brain = _brain(sim)
+    brain = pce_brain(sim)
     brain.memory.objects[far.id] = sim._view(far.id)  # e.g. learned from a teammate's message
     decision, options = brain.decide()
     assert any(o.action.verb == Verb.GRAB and o.action.target.id == far.id for o in options)
@@ -96,7 +87,7 @@ def test_explores_a_near_unexplored_room_before_a_far_container():
         key=lambda p: math.dist(fp.room_center(p[0]), fp.room_center(p[1])),
     )
     _teleport(sim, "alice", b)
-    brain = _brain(sim)
+    brain = pce_brain(sim)
     _teleport(sim, "alice", a, brain)
     for c in scene.containers:  # everything in this room is already open: nothing left to search here
         if c.room == a:
@@ -122,14 +113,14 @@ def test_leaves_the_item_the_teammate_ranked_first_goes_for():
     centre = scene.floorplan.room_center(room)
     alone = Simulator(scene, ("alice", "bob"))
     alone.world.agents["bob"].position = centre
-    brain = _brain(alone, "bob")
+    brain = pce_brain(alone, "bob")
     assert "alice" not in brain.memory.teammates
     decision, _ = brain.decide()
     near = decision.action.target.id  # what bob takes on his own
     sim = Simulator(scene, ("alice", "bob"))
     sim.world.agents["bob"].position = centre
     sim.world.agents["alice"].position = sim.world.position_of(near)  # alice stands right at it
-    paired = _brain(sim, "bob")
+    paired = pce_brain(sim, "bob")
     assert "alice" in paired.memory.teammates
     decision, _ = paired.decide()
     assert decision.action.target is not None and decision.action.target.id != near
@@ -143,48 +134,62 @@ def test_a_teammate_that_announced_its_target_makes_me_pick_another():
     room = world.room_of(23)
     world.agents["alice"].position = scene.floorplan.room_center(room)
     world.agents["bob"].position = scene.floorplan.room_center(room)
-    decision, _ = _brain(sim, "alice").decide()
+    decision, _ = pce_brain(sim, "alice").decide()
     taken = decision.action.target.id
     intent = format_action(decision.action, scene.benchmark)
     status = TeamStatus(agent="bob", room=scene.floorplan.room(room).name, intent=intent)
-    brain = _brain(sim, "alice")
+    brain = pce_brain(sim, "alice")
     brain.memory.messages.append(Message("bob", status.text(), brain.memory.step, status))
     decision, _ = brain.decide()
     assert decision.action.target is None or decision.action.target.id != taken
 
 
-def test_a_message_is_sent_only_when_it_changes_the_teammates_choice():
-    """bob announces the container alice (ranked first, planning without him) would open, because he is better
-    placed; with alice far away and unseen he says nothing. Then he does what he announced, and alice, told,
-    opens something else."""
+def _announcing_scene():
+    """A cwah-test scene and two positions, alice's and bob's, in which bob (ranked second) announces his next
+    action: the first such pair among the rooms' centres and the containers of the kitchen."""
     scene = get_suite("cwah-test").episodes()[0].build()
-    sim = Simulator(scene, ("alice", "bob"))
-    sim.world.agents["alice"].position = (3.75, 9.75)
-    sim.world.agents["bob"].position = (3.25, 8.25)
-    bob = _brain(sim, "bob")
-    decision, _ = bob.decide()
-    assert decision.action.verb == Verb.SEND_MESSAGE
+    kitchen = next(r.id for r in scene.floorplan.rooms if r.name == "kitchen")
+    spots = [scene.floorplan.room_center(kitchen)] + [c.position for c in scene.containers if c.room == kitchen]
+    for alice, bob in itertools.product(spots, spots):
+        sim = Simulator(scene, ("alice", "bob"))
+        sim.world.agents["alice"].position = alice
+        sim.world.agents["bob"].position = bob
+        brain = pce_brain(sim, "bob")
+        decision, _ = brain.decide()
+        if decision.action.verb == Verb.SEND_MESSAGE:
+            return scene, sim, brain, decision
+    raise AssertionError("bob never announces anything, wherever the two stand in the kitchen")
+
+
+def test_a_message_is_sent_only_when_it_changes_the_teammates_choice():
+    """bob announces what alice (ranked first, planning without him) would take, because he is better placed;
+    with alice far away and unseen he says nothing. Then he does what he announced, and alice, told, does
+    something else."""
+    scene, sim, bob, decision = _announcing_scene()
     status = decode_payload(decision.action.payload, (TeamStatus,))
     announced = parse_action(status.intent, scene.benchmark)
-    assert announced.verb == Verb.CHECK
-    # what bob predicts alice (untold, planning without him) takes first: the container he announces
-    assert decision.rationale["leaders"] == {"alice": f"check {announced.target.id}"}
+    # what bob predicts alice (untold, planning without him) takes first: the target he announces
+    (predicted,) = decision.rationale["leaders"].values()
+    assert predicted.split()[1] == str(announced.target.id)
     assert decision.rationale["announcement"]["teammate"] == "alice"
+    assert (
+        decision.rationale["announcement"]["team_value_with"] > decision.rationale["announcement"]["team_value_without"]
+    )
     # bob keeps his word: the announced action is his next one.
     bob.memory.record_action(format_action(decision.action, scene.benchmark), "done")
     following, _ = bob.decide()
     assert format_action(following.action, scene.benchmark) == status.intent
     # alice, told, plans around it.
-    told = _brain(sim, "alice")
+    told = pce_brain(sim, "alice")
     told.memory.messages.append(Message("bob", decision.action.text, told.memory.step, status))
     after, _ = told.decide()
     assert format_action(after.action, scene.benchmark) != status.intent
     # Nobody whose choice could change: no message.
     lonely = Simulator(scene, ("alice", "bob"))
-    lonely.world.agents["bob"].position = (3.25, 8.25)
+    lonely.world.agents["bob"].position = sim.world.agents["bob"].position
     bedroom = next(r.id for r in scene.floorplan.rooms if r.name == "bedroom")
     lonely.world.agents["alice"].position = scene.floorplan.room_center(bedroom)
-    quiet = _brain(lonely, "bob")
+    quiet = pce_brain(lonely, "bob")
     assert "alice" not in quiet.memory.teammates
     decision, _ = quiet.decide()
     assert decision.action.verb != Verb.SEND_MESSAGE

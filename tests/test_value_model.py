@@ -9,22 +9,12 @@ import pytest
 from coteam.actions import Verb
 from coteam.belief import BeliefState
 from coteam.options import available_actions
-from coteam.reasoning import AgentBrain, DecisionContext, EpisodeInfo
-from coteam.registry import make_team
+from coteam.reasoning import AgentBrain, DecisionContext
 from coteam.value.team import ValueConfig, ValueModel
 from coteam.world import Placement, Relation
 from coteam_sim.engine import Simulator
 from coteam_sim.suites import get_suite
-
-
-def _brain(sim: Simulator, agent: str) -> AgentBrain:
-    scene = sim.scene
-    info = EpisodeInfo(scene.benchmark, scene.task, scene.floorplan, sim.agents, 0, sim.landmarks(), sim.config)
-    team = make_team("pce")
-    team.reset(info)
-    brain = AgentBrain(agent, info, team, sim.nav)
-    brain.observe(sim.observe(agent))
-    return brain
+from scenario import pce_brain
 
 
 def _value(brain: AgentBrain, **config) -> tuple[ValueModel, DecisionContext]:
@@ -37,7 +27,7 @@ def _value(brain: AgentBrain, **config) -> tuple[ValueModel, DecisionContext]:
 def test_particles_follow_the_belief_and_record_their_facts():
     scene = get_suite("cwah-test").episodes()[4].build()
     sim = Simulator(scene, ("alice",))
-    value, _ = _value(_brain(sim, "alice"), particles=64)
+    value, _ = _value(pce_brain(sim, "alice"), particles=64)
     belief = value.belief
     for state, facts in zip(value.particles, value.facts, strict=True):
         placed = [h for h in state.hidden] + [i for i in state.items]
@@ -66,7 +56,7 @@ def test_a_likely_container_beats_an_unlikely_far_room():
         if item.name in scene.task.needed_names() and world.room_of(item.id) == fridge.room:
             world.placements[item.id] = Placement(Relation.IN, fridge.id)
     world.agents["alice"].position = scene.floorplan.room_center(fridge.room)
-    value, ctx = _value(_brain(sim, "alice"))
+    value, ctx = _value(pce_brain(sim, "alice"))
     scores = {}
     for o in ctx.options:
         outcome = value.outcome(o)
@@ -92,13 +82,13 @@ def test_the_teammate_ranked_first_is_predicted_and_planned_around():
     world.agents["bob"].position = scene.floorplan.room_center(kitchen)
     near = min((23, 24), key=lambda i: math.dist(world.position_of(i), world.agents["bob"].position))
     world.agents["alice"].position = world.position_of(near)
-    value, ctx = _value(_brain(sim, "bob"))
+    value, ctx = _value(pce_brain(sim, "bob"))
     (alice, predicted), *_ = value.leaders()
     assert alice.name == "alice" and predicted == value.choices(alice)[0]  # her own best, planning without bob
     outcomes = {value.key(o): value.outcome(o) for o in ctx.options if value.outcome(o) is not None}
     mine = max(outcomes, key=lambda k: value.value(outcomes[k]))
     assert mine != predicted  # bob does not duplicate her
-    alone, _ = _value(_brain(sim, "alice"))
+    alone, _ = _value(pce_brain(sim, "alice"))
     assert alone.leaders() == []  # the first-ranked robot plans as if alone (bob announced nothing)
 
 
@@ -106,7 +96,7 @@ def test_the_teammate_ranked_first_is_predicted_and_planned_around():
 def test_scores_are_on_the_unit_interval_and_rank_by_team_value(benchmark_suite):
     scene = get_suite(benchmark_suite).episodes()[0].build()
     sim = Simulator(scene, ("alice", "bob"))
-    value, ctx = _value(_brain(sim, "alice"), particles=8)
+    value, ctx = _value(pce_brain(sim, "alice"), particles=8)
     ranked = []
     for o in ctx.options:
         outcome = value.outcome(o)
@@ -118,3 +108,27 @@ def test_scores_are_on_the_unit_interval_and_rank_by_team_value(benchmark_suite)
     assert len(ranked) >= 2
     by_value = [u for _, u in sorted(ranked, reverse=True)]
     assert by_value == sorted(by_value, reverse=True)  # U = G - C orders the options as the team value does
+
+
+def test_garbled_or_stale_announcements_bind_nobody():
+    """A teammate's intent that does not parse, names nothing left to do, or is too old is ignored (no crash)."""
+    from coteam.messages import TeamStatus
+    from coteam.observation import Message
+
+    scene = get_suite("cwah-test").episodes()[2].build()
+    sim = Simulator(scene, ("alice", "bob"))
+    room = sim.world.room_of(23)
+    for name in ("alice", "bob"):
+        sim.world.agents[name].position = scene.floorplan.room_center(room)
+    brain = pce_brain(sim, "alice")
+    m = brain.memory
+    for intent in ("[teleport] <fork> (23)", "[gocheck] <nothing> (99999)", "[goexplore] <kitchen> (2)"):
+        m.messages.append(Message("bob", intent, m.step, TeamStatus(agent="bob", intent=intent)))
+    old = TeamStatus(agent="bob", intent="[gograb] <fork> (23)")
+    m.messages.append(Message("bob", "old", m.step - 100, old))
+    value, _ = _value(brain)
+    assert value.announced == {}
+    good = TeamStatus(agent="bob", intent="[gograb] <fork> (23)")
+    m.messages.append(Message("bob", good.text(), m.step, good))
+    value, _ = _value(brain)
+    assert value.announced == {"bob": ("grab", 23)}

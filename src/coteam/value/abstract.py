@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Self
 
 from coteam.actions import Verb
-from coteam.belief import BeliefState, PlaceKind
+from coteam.belief import BeliefState, Place, PlaceKind
 from coteam.goals import goal_status
 from coteam.memory import FULL_TURN_BINS
 from coteam.navigation import NavGrid
@@ -211,6 +212,28 @@ class Geometry:
 
 
 # --- abstract models -------------------------------------------------------------------------------------
+def _units(
+    belief: BeliefState, rng: random.Random, facts: set[Fact], skip: Callable[[Place], bool] = lambda place: False
+) -> Iterator[tuple[str, Place, bool]]:
+    """Every goal unit a belief particle places, as (item name, place, known): the known instances still there
+    (each with its probability ``p_still``; one that is not adds the fact ``teammate_took``; ``skip`` leaves some
+    out) and, for each unit still missing, a place drawn from ``unseen_location`` (``NOWHERE`` included)."""
+    for name in belief.needed_items():
+        present = 0
+        for place, p in belief.known_instance_places(name):
+            if skip(place):
+                continue
+            if rng.random() < p:
+                facts.add(("item_in_room", name, place.room))
+                present += 1
+                yield name, place, True
+            else:
+                facts.add(("teammate_took", place.id))
+        unseen = list(belief.unseen_location(name).items())
+        for _ in range(max(0, belief.missing(name) - present)):
+            yield name, _draw(unseen, rng), False
+
+
 def _draw(places: list[tuple[Any, float]], rng: random.Random) -> Any:
     """One place of a distribution given as (place, probability) pairs (the last one on rounding)."""
     x = rng.random()
@@ -234,20 +257,21 @@ def search_weights(belief: BeliefState) -> dict[Key, float]:
     return weight
 
 
-class _CwahState:
-    __slots__ = ("delivered", "held", "hidden", "items", "opened", "pos", "t", "unchecked", "unexplored", "want")
+class _State:
+    """A model state: copying it copies its lists and dicts (one level), the rest is immutable."""
 
-    def copy(self) -> _CwahState:
-        s = _CwahState.__new__(_CwahState)
-        s.pos, s.t, s.delivered = self.pos, self.t, self.delivered
-        s.held = list(self.held)
-        s.want = dict(self.want)
-        s.items = list(self.items)
-        s.unchecked = list(self.unchecked)
-        s.unexplored = list(self.unexplored)
-        s.hidden = list(self.hidden)
-        s.opened = list(self.opened)
+    __slots__ = ()
+
+    def copy(self) -> Self:
+        s = object.__new__(type(self))
+        for name in self.__slots__:
+            value = getattr(self, name)
+            setattr(s, name, value.copy() if isinstance(value, list | dict) else value)
         return s
+
+
+class _CwahState(_State):
+    __slots__ = ("delivered", "held", "hidden", "items", "opened", "pos", "t", "unchecked", "unexplored", "want")
 
 
 class CwahModel:
@@ -364,27 +388,18 @@ class CwahModel:
         """
         s = self.root.copy()
         facts: set[Fact] = set()
-        for name in belief.needed_items():
-            present = 0
-            for place, p in belief.known_instance_places(name):
-                if rng.random() < p:
-                    s.items.append((place.id, name, place.position))
-                    facts.add(("item_in_room", name, place.room))
-                    present += 1
-                else:
-                    facts.add(("teammate_took", place.id))
-            unseen = list(belief.unseen_location(name).items())
-            for _ in range(max(0, belief.missing(name) - present)):
-                place = _draw(unseen, rng)
-                if place.kind == PlaceKind.CONTAINER:
-                    s.hidden.append((name, "c", place.id))
-                    facts.update({("container_has_needed", place.id), ("item_in_room", name, place.room)})
-                elif place.kind == PlaceKind.ROOM:
-                    if place.id not in self.root.unexplored and place.id not in s.unexplored:
-                        s.unexplored.append(place.id)
-                    inside = rng.random() < belief.hidden_share(name, place.id)
-                    s.hidden.append((name, "r", place.id, inside))
-                    facts.add(("item_in_room", name, place.id))
+        for name, place, known in _units(belief, rng, facts):
+            if known:
+                s.items.append((place.id, name, place.position))
+            elif place.kind == PlaceKind.CONTAINER:
+                s.hidden.append((name, "c", place.id))
+                facts.update({("container_has_needed", place.id), ("item_in_room", name, place.room)})
+            elif place.kind == PlaceKind.ROOM:
+                if place.id not in self.root.unexplored and place.id not in s.unexplored:
+                    s.unexplored.append(place.id)
+                inside = rng.random() < belief.hidden_share(name, place.id)
+                s.hidden.append((name, "r", place.id, inside))
+                facts.add(("item_in_room", name, place.id))
         return s, frozenset(facts)
 
     # transitions
@@ -544,7 +559,7 @@ class CwahModel:
         return v * s.delivered + 0.5 * v * len(s.held) - s.t
 
 
-class _TdwState:
+class _TdwState(_State):
     __slots__ = (
         "carrier",
         "carriers",
@@ -560,18 +575,6 @@ class _TdwState:
         "t",
         "want",
     )
-
-    def copy(self) -> _TdwState:
-        s = _TdwState.__new__(_TdwState)
-        s.pos, s.room, s.t, s.dead = self.pos, self.room, self.t, self.dead
-        s.carrier, s.load, s.delivered = self.carrier, self.load, self.delivered
-        s.hand = list(self.hand)
-        s.want = dict(self.want)
-        s.items = list(self.items)
-        s.carriers = list(self.carriers)
-        s.cover = dict(self.cover)
-        s.hidden = list(self.hidden)
-        return s
 
 
 class TdwModel:
@@ -679,23 +682,15 @@ class TdwModel:
         s = self.root.copy()
         facts: set[Fact] = set()
         objects = belief.memory.objects
-        for name in belief.needed_items():
-            present = 0
-            for place, p in belief.known_instance_places(name):
-                v = objects.get(place.id)
-                if v is not None and v.location == Relation.IN:
-                    continue  # inside a carriable container: it travels with it
-                if rng.random() < p:
-                    s.items.append((place.id, name, place.position, place.room))
-                    facts.add(("item_in_room", name, place.room))
-                    present += 1
-                else:
-                    facts.add(("teammate_took", place.id))
-            unseen = list(belief.unseen_location(name).items())
-            for _ in range(max(0, belief.missing(name) - present)):
-                place = _draw(unseen, rng)
-                if place.kind != PlaceKind.ROOM:
-                    continue
+
+        def in_carrier(place: Place) -> bool:  # inside a carriable container: it travels with it
+            view = objects.get(place.id)
+            return view is not None and view.location == Relation.IN
+
+        for name, place, known in _units(belief, rng, facts, skip=in_carrier):
+            if known:
+                s.items.append((place.id, name, place.position, place.room))
+            elif place.kind == PlaceKind.ROOM:
                 if s.cover.get(place.id, 0.0) >= 1.0:
                     s.cover[place.id] = 0.5
                 s.hidden.append((name, place.id, rng.random() < self.cost.tdw_goto_reveal))

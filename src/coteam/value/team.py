@@ -67,7 +67,6 @@ from coteam.world import Benchmark, Vec2
 
 Condition = tuple[Fact, bool]  # a fact and the truth value a scenario assumes for it
 SEES_ME_STEPS = 1  # a teammate I saw this recently saw me too, so it can predict my choice
-MIN_PARTICLES = 4  # per option, whatever the budget
 
 
 @dataclass(frozen=True)
@@ -76,8 +75,6 @@ class ValueConfig:
 
     particles: int = 16  # belief particles per decision (common to every option: differences are not noise)
     prediction_particles: int = 8  # the first of them used to predict a teammate's choice
-    rollout_budget: int = 160  # my options x particles per decision at most (fewer particles when options abound)
-    prediction_budget: int = 64  # a teammate's options x particles at most, per prediction
     flow_weight: float = 1.0  # C-WAH: weight of the mean delivery step next to the last one
     max_events: int = 60  # abstract actions simulated per rollout, all robots together
     unfinished_steps: float = 30.0  # C-WAH: steps charged per unit still undelivered when a rollout stops
@@ -150,8 +147,6 @@ class ValueModel:
         self.time_scale = (1.0 + config.flow_weight) * (self.time_left + config.unfinished_steps * units)
         held = [v for v in m.held_items() if v.name in self.model.root.want]
         self.me = Robot(m.agent, m.position, tuple(v.name for v in held if v.capacity == 0), _carrying(m))
-        mine = {k for k in (self.key(o) for o in ctx.options) if k is not None}
-        self._my_particles = _share(config.particles, config.rollout_budget, len(mine))
         self.teammates = self._teammates()
         self.announced = self._announced()
         self._outcomes: dict[tuple, Outcome] = {}
@@ -236,7 +231,7 @@ class ValueModel:
             s = self.model.root.copy()
             self.model.put_robot(s, self._start(robot))
             keys = self.model.legal(s)
-            n = _share(self.config.prediction_particles, self.config.prediction_budget, len(keys))
+            n = self.config.prediction_particles
             values = {k: self._mean(self._rollouts(before, robot, k, count=n)[0]) for k in keys}
             self._choices[cache_key] = sorted(keys, key=lambda k: (-values[k], str(k)))
         return self._choices[cache_key]
@@ -266,7 +261,7 @@ class ValueModel:
         others = self.leaders() if others is None else others
         cache_key = (key, delay, tuple((r.name, k) for r, k in others))
         if cache_key not in self._outcomes:
-            values, durations = self._rollouts(others, self.me, key, delay, count=self._my_particles)
+            values, durations = self._rollouts(others, self.me, key, delay)
             self._outcomes[cache_key] = Outcome(tuple(values), tuple(durations))
         return self._outcomes[cache_key]
 
@@ -359,7 +354,7 @@ class ValueModel:
 
     @staticmethod
     def _mean(values: Sequence[float], keep: Sequence[bool] | None = None) -> float:
-        """Mean over the particles ``keep`` selects (an outcome may use only the first particles); the whole outcome
+        """Mean over the particles ``keep`` selects (a prediction uses only the first particles); the whole outcome
         when it has none of them."""
         chosen = [v for v, k in zip(values, keep or [True] * len(values), strict=False) if k]
         return statistics.fmean(chosen) if chosen else statistics.fmean(values) if values else -math.inf
@@ -420,11 +415,6 @@ class ValueModel:
             if with_message > without and (advice is None or with_message > advice.value_with):
                 advice = Announcement(first, robot.name, with_message, without, tuple(others))
         return advice
-
-
-def _share(particles: int, budget: int, options: int) -> int:
-    """Particles per option: ``particles``, fewer when ``options`` of them would exceed ``budget`` (at least 4)."""
-    return max(min(particles, MIN_PARTICLES), min(particles, budget // max(1, options)))
 
 
 def _carrying(memory: Any) -> bool:
