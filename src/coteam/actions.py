@@ -112,7 +112,7 @@ def parse_action(text: str, benchmark: Benchmark) -> HighLevelAction:
         raise ActionSyntaxError(f"an action must be text, got {type(text).__name__}")
     s = text.strip()
     # Tolerate the annotation the option list adds ("- my cost: 3.4 m") when an answer copies it verbatim.
-    s = re.sub(r"\s+-\s+my cost:.*$", "", s, flags=re.S) if not _looks_like_message(s) else s
+    s = re.sub(r"\s+-\s+my cost:.*$", "", s, flags=re.S) if not is_message_text(s) else s
     if not s:
         raise ActionSyntaxError("empty action")
     if benchmark == Benchmark.CWAH:
@@ -120,7 +120,8 @@ def parse_action(text: str, benchmark: Benchmark) -> HighLevelAction:
     return _parse_tdw(s)
 
 
-def _looks_like_message(s: str) -> bool:
+def is_message_text(s: str) -> bool:
+    """Whether an action text is a message (either benchmark's form)."""
     return s.lower().startswith(("[send_message]", "send a message:"))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from coteam.actions import is_message_text
 from coteam.observation import Message, ObjectView, Observation
 from coteam.world import Benchmark, FloorPlan, ObjectKind, Relation, Task, Vec2
 
@@ -133,6 +134,10 @@ class AgentMemory:
 
     def record_action(self, action: str, outcome: str) -> None:
         self.actions.append(ActionRecord(self.step, action, outcome))
+
+    def last_action_was_message(self) -> bool:
+        """Whether my latest action was sending a message."""
+        return bool(self.actions) and is_message_text(self.actions[-1].action)
 
     def record_sent(self, message: Message) -> None:
         self.sent.append(message)

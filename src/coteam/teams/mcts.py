@@ -30,8 +30,7 @@ from coteam.navigation import NavGrid
 from coteam.options import ActionOption
 from coteam.reasoning import Decision, DecisionContext
 from coteam.teams.rule_based import rule_based_choice
-from coteam.value.abstract import MODEL_CHOICES as MC
-from coteam.value.abstract import CostModel, CwahModel, Geometry, Key, TdwModel
+from coteam.value.abstract import CostModel, CwahModel, Geometry, Key, ModelChoices, TdwModel
 from coteam.world import Benchmark
 
 DEFAULT_ITERATIONS = 200
@@ -39,44 +38,12 @@ DEFAULT_DEPTH = 24
 DEFAULT_EXPLORATION = 0.3
 
 
-class MhpConfig(MethodConfig):
+class MhpConfig(MethodConfig, ModelChoices):
+    """The search's switches, and the abstract models' modelling choices (inherited from the core)."""
+
     iterations: int = Field(DEFAULT_ITERATIONS, ge=1, description="MCTS iterations per decision")
     depth: int = Field(DEFAULT_DEPTH, ge=1, description="high-level actions simulated per iteration (tree + rollout)")
     exploration: float = Field(DEFAULT_EXPLORATION, ge=0, description="UCT exploration constant on normalised returns")
-    cwah_action_steps: float = Field(MC.cwah_action_steps, ge=0, description="one open, grab or put")
-    cwah_item_value: float = Field(
-        MC.cwah_item_value, ge=0, description="steps one delivered item is worth in a cut-off trajectory"
-    )
-    cwah_search_extra_steps: float = Field(
-        MC.cwah_search_extra_steps, ge=0, description="finding an item in an unseen room's (unknown) containers"
-    )
-    tdw_reach_m: float = Field(MC.tdw_reach_m, ge=0, description="grasp navigation stops this close")
-    tdw_lane_detour: float = Field(
-        MC.tdw_lane_detour, ge=0, description="4-connected lanes and their turns, per metre of 8-connected path"
-    )
-    tdw_turns_per_trip_deg: float = Field(
-        MC.tdw_turns_per_trip_deg, ge=0, description="heading changes of one navigation beyond the per-metre share"
-    )
-    tdw_face_deg: float = Field(MC.tdw_face_deg, ge=0, description="turning to face an object before grasping")
-    tdw_item_value: float = Field(MC.tdw_item_value, ge=0, description="frames one delivered item is worth")
-    tdw_budget_frames: float = Field(
-        MC.tdw_budget_frames, ge=0, description="a simulated trajectory is scored on what it delivers in this time"
-    )
-    tdw_late_discount: float = Field(
-        MC.tdw_late_discount, ge=0, description="a delivery at the end of the budget is worth this much less"
-    )
-    tdw_hidden_extra_m: float = Field(
-        MC.tdw_hidden_extra_m, ge=0, description="an item revealed in a room is this far from its centre (on average)"
-    )
-    tdw_goto_reveal: float = Field(
-        MC.tdw_goto_reveal, ge=0, description="chance that walking into a room already shows a given item there"
-    )
-    tdw_carrier_capacity: int = Field(
-        MC.tdw_carrier_capacity, ge=0, description="capacity of a carried container in the abstract model"
-    )
-    prior_strength: float = Field(
-        MC.prior_strength, ge=0, description="belief weights are category prior ** strength: 1 = priors, 0 = uniform"
-    )
 
 
 # --- the search ------------------------------------------------------------------------------------------

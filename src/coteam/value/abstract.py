@@ -22,8 +22,8 @@ Rooted in a belief (``rebase``), the default policy searches where the most goal
 carries the binary *facts* it makes true (``("item_in_room", name, room)``,
 ``("container_has_needed", container)``, ``("teammate_took", item)``) so scenarios can condition on them.
 
-The robot's constants come from the episode's :class:`~coteam.physics.Physics`; the modelling choices have the
-defaults of :class:`ModelChoices` (the ``mhp`` switches of the same names override them). This module imports
+The robot's constants come from the episode's :class:`~coteam.physics.Physics`; the modelling choices are
+:class:`ModelChoices` (the ``mhp`` config inherits them as its switches). This module imports
 neither the simulator nor any method.
 """
 
@@ -32,8 +32,10 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from coteam.actions import Verb
 from coteam.belief import BeliefState, Place, PlaceKind
@@ -63,24 +65,42 @@ Key = tuple  # an abstract action: (verb, argument)
 Fact = tuple  # a binary fact a belief particle makes true (see the module docstring)
 
 
-@dataclass(frozen=True)
-class ModelChoices:
-    """The abstract models' modelling choices (not the robot's physics): defaults, overridable by name."""
+class ModelChoices(BaseModel):
+    """The abstract models' modelling choices (not the robot's physics), with their defaults. The ``mhp`` method's
+    config inherits them as switches; the team value model uses the defaults."""
 
-    cwah_action_steps: float = 1.0  # one open, grab or put
-    cwah_item_value: float = 30.0  # steps one delivered item is worth in a cut-off trajectory
-    cwah_search_extra_steps: float = 3.0  # finding an item in an unseen room's (unknown) containers
-    tdw_reach_m: float = 1.2  # grasp navigation stops this close
-    tdw_lane_detour: float = 1.45  # 4-connected lanes and their turns, per metre of 8-connected path
-    tdw_turns_per_trip_deg: float = 45.0  # heading changes of one navigation beyond the per-metre share
-    tdw_face_deg: float = 45.0  # turning to face an object before grasping
-    tdw_item_value: float = 400.0  # frames one delivered item is worth
-    tdw_budget_frames: float = 3000.0  # a simulated trajectory is scored on what it delivers in this time
-    tdw_late_discount: float = 0.3  # a delivery at the end of the budget is worth this much less
-    tdw_hidden_extra_m: float = 2.0  # an item revealed in a room is this far from its centre (on average)
-    tdw_goto_reveal: float = 0.4  # chance that walking into a room already shows a given item there
-    tdw_carrier_capacity: int = 3  # capacity of a carried container in the abstract model
-    prior_strength: float = 1.0  # prior weights are category prior ** strength: 1 = priors, 0 = uniform
+    model_config = ConfigDict(frozen=True)
+
+    cwah_action_steps: float = Field(1.0, ge=0, description="one open, grab or put")
+    cwah_item_value: float = Field(30.0, ge=0, description="steps one delivered item is worth in a cut-off trajectory")
+    cwah_search_extra_steps: float = Field(
+        3.0, ge=0, description="finding an item in an unseen room's (unknown) containers"
+    )
+    tdw_reach_m: float = Field(1.2, ge=0, description="grasp navigation stops this close")
+    tdw_lane_detour: float = Field(
+        1.45, ge=0, description="4-connected lanes and their turns, per metre of 8-connected path"
+    )
+    tdw_turns_per_trip_deg: float = Field(
+        45.0, ge=0, description="heading changes of one navigation beyond the per-metre share"
+    )
+    tdw_face_deg: float = Field(45.0, ge=0, description="turning to face an object before grasping")
+    tdw_item_value: float = Field(400.0, ge=0, description="frames one delivered item is worth")
+    tdw_budget_frames: float = Field(
+        3000.0, ge=0, description="a simulated trajectory is scored on what it delivers in this time"
+    )
+    tdw_late_discount: float = Field(
+        0.3, ge=0, description="a delivery at the end of the budget is worth this much less"
+    )
+    tdw_hidden_extra_m: float = Field(
+        2.0, ge=0, description="an item revealed in a room is this far from its centre (on average)"
+    )
+    tdw_goto_reveal: float = Field(
+        0.4, ge=0, description="chance that walking into a room already shows a given item there"
+    )
+    tdw_carrier_capacity: int = Field(3, ge=0, description="capacity of a carried container in the abstract model")
+    prior_strength: float = Field(
+        1.0, ge=0, description="prior weights are category prior ** strength: 1 = priors, 0 = uniform"
+    )
 
 
 MODEL_CHOICES = ModelChoices()
@@ -90,7 +110,7 @@ MODEL_CHOICES = ModelChoices()
 @dataclass(frozen=True)
 class CostModel:
     """Constants of the abstract model: the robot's from its physics, the modelling choices from
-    :class:`ModelChoices` (or any object with attributes of the same names, e.g. the ``mhp`` config).
+    :class:`ModelChoices` (e.g. the ``mhp`` config, which inherits them).
 
     Time costs come from the episode's :class:`~coteam.physics.Physics`; the TDW-MAT navigation overheads
     (lane detour, turns per trip) were fitted to the frames the lane-following skill actually takes.
@@ -123,9 +143,9 @@ class CostModel:
     prior_strength: float
 
     @classmethod
-    def from_physics(cls, physics: Physics, choices: Any = MODEL_CHOICES) -> CostModel:
-        """The robot's own constants from ``physics``, the modelling choices from ``choices`` (attributes named as
-        in :class:`ModelChoices`; missing ones keep their defaults)."""
+    def from_physics(cls, physics: Physics, choices: ModelChoices = MODEL_CHOICES) -> CostModel:
+        """The robot's own constants from ``physics``, the modelling choices from ``choices`` (a
+        :class:`ModelChoices`, or a config that inherits it)."""
         return cls(
             cwah_step_m=physics.cwah_walk_step_m,
             cwah_reach_m=physics.cwah_reach_m,
@@ -136,7 +156,7 @@ class CostModel:
             tdw_grasp_frames=float(physics.tdw_frames["grasp"]),
             tdw_put_in_frames=float(physics.tdw_frames["put_in"]),
             tdw_drop_frames=float(physics.tdw_frames["drop"]),
-            **{f.name: getattr(choices, f.name, getattr(MODEL_CHOICES, f.name)) for f in fields(ModelChoices)},
+            **{name: getattr(choices, name) for name in ModelChoices.model_fields},
         )
 
     def cwah_walk(self, metres: float, reach: float | None = None) -> float:

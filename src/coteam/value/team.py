@@ -61,6 +61,7 @@ from coteam.value.abstract import (
     Fact,
     Geometry,
     Key,
+    ModelChoices,
     TdwModel,
 )
 from coteam.world import Benchmark, Vec2
@@ -124,7 +125,7 @@ class ValueModel:
         config: ValueConfig = ValueConfig(),
         geometry: Geometry | None = None,
         seed: str = "",
-        choices: Any = MODEL_CHOICES,
+        choices: ModelChoices = MODEL_CHOICES,
     ):
         m = ctx.memory
         self.memory, self.belief, self.config = m, belief, config

@@ -164,7 +164,7 @@ class CoelaAgent(AgentReasoner):
         slots = situation_slots(ctx, self.info, last_actions=cfg.K_action, last_messages=cfg.K_message)
         assert self.roles is not None
         session = self.roles.session(self.agent, {k: v for k, v in slots.items() if k != "available"})
-        last_was_message = bool(m.actions) and m.actions[-1].action.startswith(("[send_message]", "send a message"))
+        last_was_message = m.last_action_was_message()
         can_talk = any(o.action.is_message for o in ctx.options) and not last_was_message
         draft, payload, news = None, None, False
         if can_talk:

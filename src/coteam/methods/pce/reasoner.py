@@ -128,7 +128,7 @@ class PceAgent(AgentReasoner):
     def _announced_action(ctx: DecisionContext) -> ActionOption | None:
         """The action my last decision announced, when that message was my last action and it is still available."""
         m = ctx.memory
-        if not m.sent or not m.actions or not m.actions[-1].action.startswith(("[send_message]", "send a message")):
+        if not m.sent or not m.last_action_was_message():
             return None
         intent = getattr(m.sent[-1].payload, "intent", None)
         return next((o for o in ctx.options if intent and o.text == intent), None)
