@@ -111,7 +111,8 @@ def test_scores_are_on_the_unit_interval_and_rank_by_team_value(benchmark_suite)
 
 
 def test_garbled_or_stale_announcements_bind_nobody():
-    """A teammate's intent that does not parse, names nothing left to do, or is too old is ignored (no crash)."""
+    """A teammate's intent that does not parse, names nothing left to do (or a put on something that is not a goal
+    target), or is too old is ignored (no crash)."""
     from coteam.messages import TeamStatus
     from coteam.observation import Message
 
@@ -122,7 +123,10 @@ def test_garbled_or_stale_announcements_bind_nobody():
         sim.world.agents[name].position = scene.floorplan.room_center(room)
     brain = pce_brain(sim, "alice")
     m = brain.memory
-    for intent in ("[teleport] <fork> (23)", "[gocheck] <nothing> (99999)", "[goexplore] <kitchen> (2)"):
+    targets = {p.target for p in scene.task.predicates}
+    sofa = next(c for c in scene.containers if c.id not in targets)
+    garbled = ("[teleport] <fork> (23)", "[gocheck] <nothing> (99999)", "[goexplore] <kitchen> (2)")
+    for intent in (*garbled, f"[goput] <{sofa.name}> ({sofa.id})"):
         m.messages.append(Message("bob", intent, m.step, TeamStatus(agent="bob", intent=intent)))
     old = TeamStatus(agent="bob", intent="[gograb] <fork> (23)")
     m.messages.append(Message("bob", "old", m.step - 100, old))

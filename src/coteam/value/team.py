@@ -203,6 +203,8 @@ class ValueModel:
             return any(k == arg for k, _ in root.unchecked)  # type: ignore[union-attr]
         if verb == "explore" and self.cwah:
             return arg in root.unexplored  # type: ignore[union-attr]
+        if verb == "put":
+            return arg in self.model.target_pos  # type: ignore[union-attr]  (a goal target of this task)
         return True
 
     def leaders(self) -> list[tuple[Robot, Key | None]]:
