@@ -1,0 +1,258 @@
+"""One agent's collaborative belief world: what I believe (zero-order) and, per teammate, what I believe it believes
+(first-order), in the belief language (:mod:`coteam.belief_language`), kept exactly from the agent's memory.
+
+* **Zero-order** facts are my memory rendered as statements: where every object I know of is (in a room, in a
+  container, on a surface, held by someone), which containers are open, how much of each room I have seen, and
+  where my teammates and I are. Only facts the rule set allows are kept.
+* **First-order** facts, per teammate, come from four sources: what the teammate saw with me (it was in my room
+  when I saw something: it saw it too), what it told me (its messages: it believes what it said), what I told it
+  (my messages: after sending, it believes what I said, so nothing is said twice), and what it knows of itself
+  (its own position and holdings, as far as I know them).
+* Facts are keyed by what they are about (an object's location, a room's exploration, a container's state, an
+  agent's room), so a newer fact about the same thing replaces the older one.
+* A teammate's **stated plan** is the last plan it told me.
+
+Every agent knows from the task where the goal targets are, and starts believing every room unexplored. What a
+teammate *lacks* (:meth:`BeliefWorld.lacks`) is every zero-order fact its first-order facts do not match.
+The world works for any number of agents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from coteam.actions import ObjectRef
+from coteam.belief_language import (
+    CWAH_RULES,
+    TDWMAT_RULES,
+    AgentRef,
+    Attribute,
+    Belief,
+    Entity,
+    EntityKind,
+    Fact,
+    Predicate,
+    RuleSet,
+)
+from coteam.memory import FULL_TURN_BINS, AgentMemory
+from coteam.messages import TeamStatus
+from coteam.observation import ObjectView
+from coteam.world import Benchmark, ObjectKind, Relation
+
+FactKey = tuple  # what a fact is about: ("where", entity), ("explored", room), ("state", container), ("at", agent)
+
+
+def fact_key(fact: Fact) -> FactKey:
+    """What ``fact`` is about: two facts with the same key cannot both hold."""
+    if fact.relation in (Predicate.IN, Predicate.ON):
+        return ("where", fact.subject)
+    if fact.relation in (Predicate.HOLD, Predicate.CONTAIN):
+        return ("where", fact.object)
+    if fact.relation == Predicate.AT:
+        return ("at", fact.subject)
+    if fact.relation == Attribute.EXPLORED:
+        return ("explored", fact.subject)
+    return ("state", fact.subject)
+
+
+def rules_for(benchmark: Benchmark) -> RuleSet:
+    """The fixed rule set of a suite (the symbolic backend's)."""
+    return CWAH_RULES if benchmark == Benchmark.CWAH else TDWMAT_RULES
+
+
+def kind_resolver(memory: AgentMemory, agents: Iterable[str]) -> Callable[[Entity], EntityKind | None]:
+    """What each entity is, from the agent's memory (None for an entity it does not know, or a name that does not
+    match the id)."""
+    names = set(agents)
+    rooms = {r.id: r.name for r in memory.floorplan.rooms}
+    goal_targets = {p.target for p in memory.task.predicates}
+    tdw = memory.benchmark == Benchmark.TDWMAT
+
+    def kind_of(entity: Entity) -> EntityKind | None:
+        if isinstance(entity, AgentRef):
+            return EntityKind.AGENT if entity.name in names else None
+        if rooms.get(entity.id) == entity.name:
+            return EntityKind.ROOM
+        view = memory.objects.get(entity.id)
+        if view is None or view.name != entity.name:
+            return None
+        if view.kind == ObjectKind.ITEM:
+            return EntityKind.CONTAINER if view.capacity > 0 else EntityKind.OBJECT
+        if view.kind == ObjectKind.CONTAINER:
+            return EntityKind.CONTAINER
+        return EntityKind.BED if tdw and view.id in goal_targets else EntityKind.SURFACE
+
+    return kind_of
+
+
+def room_ref(memory: AgentMemory, room_id: int) -> ObjectRef:
+    return ObjectRef(memory.room_name(room_id), room_id)
+
+
+def _ref(view: ObjectView) -> ObjectRef:
+    return ObjectRef(view.name, view.id)
+
+
+def exploration(memory: AgentMemory, room_id: int) -> str:
+    seen = len(memory.room_coverage.get(room_id, ()))
+    return "none" if seen == 0 else "all" if seen >= FULL_TURN_BINS else "part"
+
+
+def object_facts(memory: AgentMemory, view: ObjectView) -> list[Fact]:
+    """Where one object is, and a container's state, as my memory has it."""
+    ref = _ref(view)
+    out: list[Fact] = []
+    holder = memory.objects.get(view.holder)
+    if view.held_by:
+        out.append(Fact(AgentRef(view.held_by), Predicate.HOLD, ref))
+    elif view.location == Relation.IN and holder is not None and holder.kind == ObjectKind.ITEM:
+        out.append(Fact(_ref(holder), Predicate.CONTAIN, ref))  # in a carriable container
+    elif view.location == Relation.IN and holder is not None:
+        out.append(Fact(ref, Predicate.IN, _ref(holder)))
+    elif view.location == Relation.ON and holder is not None:
+        out.append(Fact(ref, Predicate.ON, _ref(holder)))
+    elif view.room >= 0:
+        out.append(Fact(ref, Predicate.IN, room_ref(memory, view.room)))
+    if view.kind == ObjectKind.CONTAINER and view.is_open is not None:
+        out.append(Fact(ref, Attribute.STATE, "open" if view.is_open else "closed"))
+    return out
+
+
+def status_facts(memory: AgentMemory, status: TeamStatus) -> list[Fact]:
+    """The facts a status message states (rooms and objects the receiver cannot place are left out)."""
+    room_ids = {r.name: r.id for r in memory.floorplan.rooms}
+    speaker = AgentRef(status.agent)
+    out: list[Fact] = []
+    if status.room in room_ids:
+        out.append(Fact(speaker, Predicate.AT, ObjectRef(status.room, room_ids[status.room])))  # type: ignore[index]
+    out += [Fact(speaker, Predicate.HOLD, ObjectRef(h.name, h.id)) for h in status.holding]
+    out += [
+        Fact(ObjectRef(s.name, s.id), Predicate.IN, ObjectRef(s.room, room_ids[s.room]))
+        for s in status.seen
+        if s.room in room_ids
+    ]
+    out += [Fact(ObjectRef(r, room_ids[r]), Attribute.EXPLORED, "all") for r in status.explored if r in room_ids]
+    out += [Fact(ObjectRef(c.name, c.id), Attribute.STATE, "open") for c in status.checked]
+    return out
+
+
+@dataclass
+class BeliefWorld:
+    """One agent's zero-order facts and its first-order facts about each teammate (module docstring)."""
+
+    agent: str
+    teammates: tuple[str, ...]
+    rules: RuleSet
+    kind_of: Callable[[Entity], EntityKind | None]
+    zero: dict[FactKey, Fact] = field(default_factory=dict)
+    first: dict[str, dict[FactKey, Fact]] = field(default_factory=dict)
+    stated_plan: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _read: tuple[int, int] = (0, 0)  # messages received / sent already absorbed
+
+    @classmethod
+    def of(cls, memory: AgentMemory, agents: Sequence[str], rules: RuleSet | None = None) -> BeliefWorld:
+        mates = tuple(a for a in agents if a != memory.agent)
+        world = cls(
+            memory.agent,
+            mates,
+            rules or rules_for(memory.benchmark),
+            kind_resolver(memory, agents),
+            first={m: {} for m in mates},
+        )
+        world.update(memory)
+        return world
+
+    # --- updating ----------------------------------------------------------------------------------------
+    def _allowed(self, fact: Fact, order: int) -> bool:
+        """Whether the rules let ``fact`` be stated at ``order`` (facts they leave out are not kept)."""
+        believers = (self.agent,) if order == 0 else (self.agent, "_")
+        return self.rules.allows(Belief(believers, fact), self.kind_of)
+
+    def update(self, memory: AgentMemory) -> None:
+        """Re-read my memory (zero-order), credit teammates in my room with what I see there, and absorb the
+        messages received and sent since the last update."""
+        zero: dict[FactKey, Fact] = {}
+        facts = [f for view in memory.objects.values() for f in object_facts(memory, view)]
+        facts += [
+            Fact(room_ref(memory, r.id), Attribute.EXPLORED, exploration(memory, r.id)) for r in memory.floorplan.rooms
+        ]
+        if memory.room >= 0:
+            facts.append(Fact(AgentRef(self.agent), Predicate.AT, room_ref(memory, memory.room)))
+        for name, sighting in memory.teammates.items():
+            if sighting.room >= 0:
+                facts.append(Fact(AgentRef(name), Predicate.AT, room_ref(memory, sighting.room)))
+        for fact in facts:
+            if self.kind_of(fact.subject) is not None and self._allowed(fact, 0):
+                zero[fact_key(fact)] = fact
+        self.zero = zero
+        # What a teammate in my room sees now: everything in the room, me, and itself.
+        for name, sighting in memory.teammates.items():
+            if name in self.first and sighting.step == memory.step and sighting.room == memory.room:
+                here = [f for f in zero.values() if self._in_room(memory, f, memory.room)]
+                self._credit(name, here)
+        # What a teammate knows of itself, and what every agent knows from the task: where the goal targets are.
+        targets = {p.target for p in memory.task.predicates}
+        common = [f for f in zero.values() if isinstance(f.subject, ObjectRef) and f.subject.id in targets]
+        for name in self.first:
+            own = [f for f in zero.values() if AgentRef(name) in (f.subject, f.object)]
+            self._credit(name, own + common)
+        received, sent = self._read
+        for message in memory.messages[received:]:
+            if message.sender in self.first and isinstance(message.payload, TeamStatus):
+                self._credit(message.sender, status_facts(memory, message.payload))
+        for message in memory.sent[sent:]:
+            if isinstance(message.payload, TeamStatus):
+                for name in self.first:
+                    self._credit(name, status_facts(memory, message.payload))
+        self._read = (len(memory.messages), len(memory.sent))
+
+    def _in_room(self, memory: AgentMemory, fact: Fact, room: int) -> bool:
+        if fact.relation == Attribute.EXPLORED:
+            return fact.subject == room_ref(memory, room)
+        if fact.relation == Predicate.AT:
+            return fact.object == room_ref(memory, room)  # it sees who is here
+        about = fact.object if fact.relation in (Predicate.HOLD, Predicate.CONTAIN) else fact.subject
+        view = memory.objects.get(about.id) if isinstance(about, ObjectRef) else None
+        return view is not None and view.room == room
+
+    def _credit(self, teammate: str, facts: Iterable[Fact]) -> None:
+        """``teammate`` now believes ``facts`` (those the rules allow at first order)."""
+        known = self.first.setdefault(teammate, {})
+        for fact in facts:
+            if self._allowed(fact, 1):
+                known[fact_key(fact)] = fact
+
+    def told(self, teammate: str, facts: Iterable[Fact], plan: Sequence[str] = ()) -> None:
+        """A teammate told me ``facts`` (and its plan): it believes them; my own facts stay my observations."""
+        self._credit(teammate, facts)
+        if plan:
+            self.stated_plan[teammate] = tuple(plan)
+
+    def tell(self, teammate: str, facts: Iterable[Fact]) -> None:
+        """I told ``teammate`` ``facts``: from now on I believe it believes them."""
+        self._credit(teammate, facts)
+
+    # --- reading -----------------------------------------------------------------------------------------
+    def lacks(self, teammate: str, relevant: Callable[[Fact], bool] = lambda fact: True) -> list[Fact]:
+        """My zero-order facts (those ``relevant`` selects) that ``teammate`` does not believe, in reading order. A
+        room nobody told it about is one it believes unexplored."""
+        known = self.first.get(teammate, {})
+
+        def believed(key: FactKey, fact: Fact) -> Fact | None:
+            if key in known or fact.relation != Attribute.EXPLORED:
+                return known.get(key)
+            return Fact(fact.subject, Attribute.EXPLORED, "none")
+
+        return sorted((f for k, f in self.zero.items() if relevant(f) and believed(k, f) != f), key=str)
+
+    def beliefs(self) -> list[Belief]:
+        """Every belief in the language: mine (``me BELIEVE ...``), then each teammate's (``me BELIEVE mate BELIEVE
+        ...``), each group in reading order."""
+        mine = [Belief((self.agent,), f) for f in sorted(self.zero.values(), key=str)]
+        theirs = [
+            Belief((self.agent, name), f)
+            for name in sorted(self.first)
+            for f in sorted(self.first[name].values(), key=str)
+        ]
+        return mine + theirs

@@ -1,0 +1,88 @@
+"""A collaborative belief world (coteam.belief_world): zero-order facts from memory, first-order facts per teammate
+from what we saw together, what it said and what I said."""
+
+from __future__ import annotations
+
+from coteam.belief_language import AgentRef, Attribute, Predicate, parse_belief, parse_beliefs
+from coteam.belief_world import BeliefWorld, kind_resolver, rules_for
+from coteam.messages import TeamStatus
+from coteam.observation import Message
+from coteam_sim.engine import Simulator
+from coteam_sim.suites import get_suite
+from scenario import pce_brain
+
+
+def _world(suite: str, episode: int, together: bool) -> tuple[BeliefWorld, object]:
+    scene = get_suite(suite).episodes()[episode].build()
+    sim = Simulator(scene, ("alice", "bob"))
+    alice = sim.world.agents["alice"]
+    bob = sim.world.agents["bob"]
+    if together:
+        bob.position = alice.position
+    else:  # bob in another room
+        other = next(r for r in scene.floorplan.rooms if r.id != scene.floorplan.room_at(alice.position).id)
+        bob.position = scene.floorplan.room_center(other.id)
+    brain = pce_brain(sim, "alice")
+    return BeliefWorld.of(brain.memory, sim.agents), brain.memory
+
+
+def test_zero_order_beliefs_are_the_memory_in_the_language_and_obey_the_rules():
+    world, memory = _world("cwah-test", 0, together=False)
+    beliefs = world.beliefs()
+    mine = [b for b in beliefs if b.order == 0]
+    assert mine and all(b.believers == ("alice",) for b in mine)
+    text = "\n".join(str(b) for b in beliefs)
+    parsed = parse_beliefs(text, world.rules, kind_resolver(memory, ("alice", "bob")))
+    assert parsed.rejected == [] and parsed.beliefs == beliefs  # printed, parsed back, every rule satisfied
+    here = memory.room_name(memory.room)
+    assert parse_belief(f"alice BELIEVE alice AT <{here}> ({memory.room})") in beliefs
+    assert parse_belief(f"alice BELIEVE <{here}> ({memory.room}) EXPLORED all") in beliefs
+    relations = {b.fact.relation for b in mine}
+    assert {Predicate.IN, Predicate.AT, Attribute.EXPLORED, Attribute.STATE} <= relations
+    closed = [v for v in memory.objects.values() if v.is_open is False]
+    assert closed and all(parse_belief(f"alice BELIEVE <{v.name}> ({v.id}) STATE closed") in beliefs for v in closed)
+
+
+def test_a_teammate_in_my_room_saw_what_i_saw_one_elsewhere_did_not():
+    together, memory = _world("cwah-test", 0, together=True)
+    apart, _ = _world("cwah-test", 0, together=False)
+    in_room = {f for f in together.zero.values() if f.relation == Predicate.IN and f.object.id == memory.room}
+    assert in_room
+    assert not in_room & set(together.lacks("bob"))  # bob saw the room with me
+    assert in_room <= set(apart.lacks("bob"))  # bob was elsewhere: he lacks all of it
+    # What bob knows of himself, from the task (where the goal targets are) or by default (rooms nobody has
+    # explored) is never missing.
+    targets = {p.target for p in memory.task.predicates}
+    for fact in apart.lacks("bob"):
+        assert AgentRef("bob") not in (fact.subject, fact.object)
+        assert getattr(fact.subject, "id", None) not in targets
+        assert fact.object != "none"
+
+
+def test_what_i_said_is_not_missing_any_more_and_what_bob_said_is_his_belief():
+    world, memory = _world("cwah-test", 0, together=False)
+    explored = [f for f in world.lacks("bob") if f.relation == Attribute.EXPLORED and f.object == "all"]
+    assert explored
+    mine = TeamStatus.of(memory)
+    memory.sent.append(Message("alice", mine.text(), memory.step, mine))
+    world.update(memory)
+    assert not set(explored) & set(world.lacks("bob"))  # said once: not again
+    bedroom = next(r for r in memory.floorplan.rooms if r.id != memory.room)
+    heard = TeamStatus(agent="bob", room=bedroom.name, explored=(bedroom.name,))
+    memory.messages.append(Message("bob", heard.text(), memory.step, heard))
+    world.update(memory)
+    first = world.first["bob"].values()
+    assert parse_belief(f"<{bedroom.name}> ({bedroom.id}) EXPLORED all").fact in first
+    assert parse_belief(f"bob AT <{bedroom.name}> ({bedroom.id})").fact in first
+
+
+def test_tdwmat_uses_its_own_rules_carriers_and_the_bed():
+    world, memory = _world("tdwmat-test", 0, together=True)
+    assert world.rules == rules_for(memory.benchmark)
+    kinds = kind_resolver(memory, ("alice", "bob"))
+    bed = memory.objects[memory.task.predicates[0].target]
+    from coteam.actions import ObjectRef
+
+    assert kinds(ObjectRef(bed.name, bed.id)).value == "bed"
+    assert kinds(ObjectRef("not-" + bed.name, bed.id)) is None  # a name that does not match the id
+    assert all(world.rules.allows(b, kinds) for b in world.beliefs())
