@@ -7,6 +7,7 @@ from coteam.belief_language import AgentRef, Attribute, Predicate, parse_belief,
 from coteam.belief_world import BeliefWorld, kind_resolver, rules_for
 from coteam.messages import TeamStatus
 from coteam.observation import Message
+from coteam.world import Placement, Relation
 from coteam_sim.engine import Simulator
 from coteam_sim.suites import get_suite
 from scenario import pce_brain
@@ -86,3 +87,44 @@ def test_tdwmat_uses_its_own_rules_carriers_and_the_bed():
     assert kinds(ObjectRef(bed.name, bed.id)).value == "bed"
     assert kinds(ObjectRef("not-" + bed.name, bed.id)) is None  # a name that does not match the id
     assert all(world.rules.allows(b, kinds) for b in world.beliefs())
+
+
+def test_a_teammates_believed_memory_holds_what_it_believes_not_what_i_know():
+    from coteam.belief import BeliefState
+    from coteam.options import available_actions
+
+    scene = get_suite("cwah-test").episodes()[0].build()
+    sim = Simulator(scene, ("alice", "bob"))
+    needed = scene.task.needed_names()
+    item = next(i for i in scene.items if i.name in needed)
+    targets = {p.target for p in scene.task.predicates}
+    surface = next(f for f in scene.surfaces if f.id not in targets)
+    sim.world.placements[item.id] = Placement(Relation.ON, surface.id)  # in plain view
+    room = sim.world.room_of(item.id)
+    sim.world.agents["alice"].position = scene.floorplan.room_center(room)
+    other = next(r for r in scene.floorplan.rooms if r.id != room)
+    sim.world.agents["bob"].position = scene.floorplan.room_center(other.id)
+    brain = pce_brain(sim, "alice")
+    memory = brain.memory
+    assert item.id in memory.objects
+    memory.teammates["bob"] = memory.teammates.get("bob") or _sighting(scene, other.id)
+    world = BeliefWorld.of(memory, sim.agents)
+    bob = world.believed_memory(memory, "bob")
+    assert bob is not None and bob.agent == "bob" and bob.room == other.id
+    assert item.id not in bob.objects  # bob was elsewhere: he does not know of it
+    grab = f"<{item.name}> ({item.id})"
+    assert not any(grab in o.text for o in available_actions(bob, brain.nav))
+    told = [f for f in world.lacks("bob") if item.id in (getattr(f.subject, "id", None), getattr(f.object, "id", None))]
+    world.tell("bob", told)
+    bob = world.believed_memory(memory, "bob")
+    assert bob.objects[item.id].room == room
+    assert any(grab in o.text for o in available_actions(bob, brain.nav))  # now he can plan to fetch it
+    assert not bob.is_explored(room)  # being told where an item is does not explore the room for him
+    belief = BeliefState(bob, teammates=sim.agents)
+    assert item.name in belief.needed_items()
+
+
+def _sighting(scene, room_id):
+    from coteam.memory import TeammateSighting
+
+    return TeammateSighting(0, scene.floorplan.room_center(room_id), room_id, (None, None))

@@ -20,7 +20,7 @@ The world works for any number of agents.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from coteam.actions import ObjectRef
 from coteam.belief_language import (
@@ -39,6 +39,8 @@ from coteam.memory import FULL_TURN_BINS, AgentMemory
 from coteam.messages import TeamStatus
 from coteam.observation import ObjectView
 from coteam.world import Benchmark, ObjectKind, Relation
+
+PART_EXPLORED_BINS = FULL_TURN_BINS // 2  # heading sectors a room "part" explored stands for
 
 FactKey = tuple  # what a fact is about: ("where", entity), ("explored", room), ("state", container), ("at", agent)
 
@@ -256,3 +258,76 @@ class BeliefWorld:
             for f in sorted(self.first[name].values(), key=str)
         ]
         return mine + theirs
+
+    # --- a teammate's believed memory ---------------------------------------------------------------------
+    def believed_memory(self, memory: AgentMemory, teammate: str) -> AgentMemory | None:
+        """What I believe ``teammate``'s memory holds, as a memory the shared belief and value machinery can read
+        (so its plans are predicted from what it believes, not from what I know): the objects it believes in,
+        where it believes them, the containers it believes open (searched) and the rooms it believes explored;
+        it stands where I last knew it to be. None when I do not know where it is."""
+        known = self.first.get(teammate, {})
+        me = AgentRef(teammate)
+        at = known.get(("at", me))
+        sighting = memory.teammates.get(teammate)
+        if sighting is not None and (at is None or getattr(at.object, "id", None) == sighting.room):
+            position, room = sighting.position, sighting.room
+        elif at is not None and isinstance(at.object, ObjectRef):
+            room = at.object.id
+            position = memory.floorplan.room_center(room)
+        else:
+            return None
+        objects: dict[int, ObjectView] = {}
+        for key, fact in known.items():
+            about = key[1]
+            if key[0] == "where" and isinstance(about, ObjectRef) and about.id in memory.objects:
+                objects[about.id] = _placed(memory, memory.objects[about.id], fact)
+        checked: set[int] = set()
+        for key, fact in known.items():
+            about = key[1]
+            if key[0] == "state" and isinstance(about, ObjectRef) and about.id in objects:
+                objects[about.id] = replace(objects[about.id], is_open=fact.object == "open")
+                if fact.object == "open":
+                    checked.add(about.id)
+        coverage: dict[int, set[int]] = {}
+        for key, fact in known.items():
+            if key[0] == "explored" and fact.object != "none" and isinstance(fact.subject, ObjectRef):
+                bins = FULL_TURN_BINS if fact.object == "all" else PART_EXPLORED_BINS
+                coverage[fact.subject.id] = set(range(bins))
+        held = [f.object.id for f in known.values() if f.relation == Predicate.HOLD and f.subject == me]
+        holding = tuple([*held[:2], *[None] * (2 - len(held[:2]))])  # type: ignore[union-attr]
+        return AgentMemory(
+            agent=teammate,
+            benchmark=memory.benchmark,
+            floorplan=memory.floorplan,
+            task=memory.task,
+            step=memory.step,
+            frames=memory.frames,
+            position=position,
+            room=room,
+            holding=holding,
+            objects=objects,
+            last_seen={i: memory.step for i in objects},
+            room_coverage=coverage,
+            checked=checked,
+        )
+
+
+def _placed(memory: AgentMemory, view: ObjectView, fact: Fact) -> ObjectView:
+    """My view of an object moved to where ``fact`` puts it."""
+    if fact in object_facts(memory, view):
+        return view
+    if fact.relation == Predicate.HOLD:
+        return replace(view, location=Relation.HELD, holder=-1, held_by=str(fact.subject))
+    if fact.relation == Predicate.CONTAIN and isinstance(fact.subject, ObjectRef):
+        return replace(view, location=Relation.IN, holder=fact.subject.id, held_by="")
+    target = fact.object
+    if not isinstance(target, ObjectRef):
+        return view
+    if any(r.id == target.id and r.name == target.name for r in memory.floorplan.rooms):
+        center = memory.floorplan.room_center(target.id)
+        return replace(view, room=target.id, position=center, location=Relation.FLOOR, holder=-1, held_by="")
+    holder = memory.objects.get(target.id)
+    if holder is None:
+        return view
+    relation = Relation.ON if fact.relation == Predicate.ON else Relation.IN
+    return replace(view, room=holder.room, position=holder.position, location=relation, holder=holder.id, held_by="")
