@@ -75,6 +75,11 @@ def test_what_i_said_is_not_missing_any_more_and_what_bob_said_is_his_belief():
     first = world.first["bob"].values()
     assert parse_belief(f"<{bedroom.name}> ({bedroom.id}) EXPLORED all").fact in first
     assert parse_belief(f"bob AT <{bedroom.name}> ({bedroom.id})").fact in first
+    # A teammate's stated plan is kept, with what it said.
+    plan = (f"[goexplore] <{bedroom.name}> ({bedroom.id})",)
+    kitchen_done = parse_belief(f"<{memory.room_name(memory.room)}> ({memory.room}) EXPLORED all").fact
+    world.told("bob", [kitchen_done], plan)
+    assert world.stated_plan["bob"] == plan and world.first["bob"][("explored", kitchen_done.subject)] == kitchen_done
 
 
 def test_tdwmat_uses_its_own_rules_carriers_and_the_bed():

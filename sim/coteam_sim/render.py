@@ -422,25 +422,20 @@ def draw_world(
         )
 
     _side_panel(side, fig, renderer, scene, world, paths, colors, targets)
-    fig.text(
-        ax.get_position().x0,
-        1 - 0.28 / fig.get_figheight(),
-        title[0],
-        fontsize=13,
-        weight="bold",
-        va="center",
-        ha="left",
-        color="#222222",
-    )
-    fig.text(
-        ax.get_position().x0,
-        1 - 0.58 / fig.get_figheight(),
-        title[1],
-        fontsize=10,
-        va="center",
-        ha="left",
-        color="#444444",
-    )
+    for text, top_in, size, weight, colour in (
+        (title[0], 0.28, 13, "bold", "#222222"),
+        (title[1], 0.58, 10, "normal", "#444444"),
+    ):
+        fig.text(
+            ax.get_position().x0,
+            1 - top_in / fig.get_figheight(),
+            text,
+            fontsize=size,
+            weight=weight,
+            va="center",
+            ha="left",
+            color=colour,
+        )
     return fig
 
 
