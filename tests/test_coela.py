@@ -7,9 +7,8 @@ from itertools import pairwise
 
 import pytest
 
+from coteam.kit import letter, match_option
 from coteam.llm.testserver import LoopbackOpenAIServer
-from coteam.methods.coela import match_option
-from coteam.methods.coela.team import letter
 from coteam_harness.runner import run_episode
 from coteam_harness.trace import load_trace
 from coteam_sim.suites import get_suite

@@ -37,6 +37,7 @@ class EpisodeResult:
     travel_m: dict[str, float] = field(default_factory=dict)  # metres walked per agent
     primitive_share: dict[str, float] = field(default_factory=dict)  # each agent's share of the team's primitives
     payloads_dropped: int = 0  # teammate message payloads rejected on receipt
+    rejected_lines: int = 0  # lines of model answers a parser rejected (garbled belief statements)
     trace: str | None = None
     failures: dict[str, int] = field(default_factory=dict)
 
@@ -86,6 +87,7 @@ def summarize(results: list[EpisodeResult]) -> dict[str, Any]:
         "tokens": of("tokens"),
         "llm_calls": of("llm_calls"),
         "llm_fallbacks": of("llm_fallbacks"),
+        "rejected_lines": of("rejected_lines"),
         "failed_actions": of("failed_actions"),
         "travel_m": of("travel_total_m"),
         "balance": of("balance"),

@@ -35,7 +35,7 @@ from coteam.belief_language import (
     Predicate,
     RuleSet,
 )
-from coteam.memory import FULL_TURN_BINS, AgentMemory
+from coteam.memory import FULL_TURN_BINS, AgentMemory, TeammateSighting
 from coteam.messages import TeamStatus
 from coteam.observation import ObjectView
 from coteam.world import Benchmark, ObjectKind, Relation
@@ -129,11 +129,14 @@ def status_facts(memory: AgentMemory, status: TeamStatus) -> list[Fact]:
     if status.room in room_ids:
         out.append(Fact(speaker, Predicate.AT, ObjectRef(status.room, room_ids[status.room])))  # type: ignore[index]
     out += [Fact(speaker, Predicate.HOLD, ObjectRef(h.name, h.id)) for h in status.holding]
-    out += [
-        Fact(ObjectRef(s.name, s.id), Predicate.IN, ObjectRef(s.room, room_ids[s.room]))
-        for s in status.seen
-        if s.room in room_ids
-    ]
+    for s in status.seen:
+        if s.room not in room_ids:
+            continue
+        view = memory.objects.get(s.id)
+        if view is not None and view.name == s.name and view.room == room_ids[s.room]:
+            out += object_facts(memory, view)[:1]  # where in the room, as this memory places it
+        else:
+            out.append(Fact(ObjectRef(s.name, s.id), Predicate.IN, ObjectRef(s.room, room_ids[s.room])))
     out += [Fact(ObjectRef(r, room_ids[r]), Attribute.EXPLORED, "all") for r in status.explored if r in room_ids]
     out += [Fact(ObjectRef(c.name, c.id), Attribute.STATE, "open") for c in status.checked]
     return out
@@ -149,7 +152,10 @@ class BeliefWorld:
     kind_of: Callable[[Entity], EntityKind | None]
     zero: dict[FactKey, Fact] = field(default_factory=dict)
     first: dict[str, dict[FactKey, Fact]] = field(default_factory=dict)
-    stated_plan: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    stated_plan: dict[str, tuple[str, ...]] = field(default_factory=dict)  # each teammate's last stated sub-plan
+    stated_at: dict[str, int] = field(default_factory=dict)  # the step (C-WAH) or frame it was stated at
+    told_plan: tuple[str, ...] = ()  # the sub-plan I last stated to the team
+    told_at: int = -1
     _read: tuple[int, int] = (0, 0)  # messages received / sent already absorbed
 
     @classmethod
@@ -201,12 +207,16 @@ class BeliefWorld:
             self._credit(name, own + common)
         received, sent = self._read
         for message in memory.messages[received:]:
-            if message.sender in self.first and isinstance(message.payload, TeamStatus):
-                self._credit(message.sender, status_facts(memory, message.payload))
+            status = message.payload
+            if message.sender in self.first and isinstance(status, TeamStatus):
+                self.told(message.sender, status_facts(memory, status), status.plan, message.step)
         for message in memory.sent[sent:]:
-            if isinstance(message.payload, TeamStatus):
+            status = message.payload
+            if isinstance(status, TeamStatus):
                 for name in self.first:
-                    self._credit(name, status_facts(memory, message.payload))
+                    self.tell(name, status_facts(memory, status))
+                if status.plan:
+                    self.told_plan, self.told_at = status.plan, message.step
         self._read = (len(memory.messages), len(memory.sent))
 
     def _in_room(self, memory: AgentMemory, fact: Fact, room: int) -> bool:
@@ -225,11 +235,13 @@ class BeliefWorld:
             if self._allowed(fact, 1):
                 known[fact_key(fact)] = fact
 
-    def told(self, teammate: str, facts: Iterable[Fact], plan: Sequence[str] = ()) -> None:
-        """A teammate told me ``facts`` (and its plan): it believes them; my own facts stay my observations."""
+    def told(self, teammate: str, facts: Iterable[Fact], plan: Sequence[str] = (), at: int = 0) -> None:
+        """A teammate told me ``facts`` (and its plan, at step or frame ``at``): it believes them; my own facts stay
+        my observations."""
         self._credit(teammate, facts)
         if plan:
             self.stated_plan[teammate] = tuple(plan)
+            self.stated_at[teammate] = at
 
     def tell(self, teammate: str, facts: Iterable[Fact]) -> None:
         """I told ``teammate`` ``facts``: from now on I believe it believes them."""
@@ -264,7 +276,8 @@ class BeliefWorld:
         """What I believe ``teammate``'s memory holds, as a memory the shared belief and value machinery can read
         (so its plans are predicted from what it believes, not from what I know): the objects it believes in,
         where it believes them, the containers it believes open (searched) and the rooms it believes explored;
-        it stands where I last knew it to be. None when I do not know where it is."""
+        it stands where I last knew it to be, and the other agents stand in the rooms it believes them in. None when
+        I do not know where it is."""
         known = self.first.get(teammate, {})
         me = AgentRef(teammate)
         at = known.get(("at", me))
@@ -295,6 +308,15 @@ class BeliefWorld:
                 coverage[fact.subject.id] = set(range(bins))
         held = [f.object.id for f in known.values() if f.relation == Predicate.HOLD and f.subject == me]
         holding = tuple([*held[:2], *[None] * (2 - len(held[:2]))])  # type: ignore[union-attr]
+        others: dict[str, TeammateSighting] = {}  # the agents it believes in a room, at the room's centre
+        for fact in known.values():
+            other = fact.subject
+            if fact.relation == Predicate.AT and other != me and isinstance(fact.object, ObjectRef):
+                carried = tuple(
+                    f.object.id for f in known.values() if f.relation == Predicate.HOLD and f.subject == other
+                )
+                center = memory.floorplan.room_center(fact.object.id)
+                others[str(other)] = TeammateSighting(memory.step, center, fact.object.id, carried)  # type: ignore[arg-type]
         return AgentMemory(
             agent=teammate,
             benchmark=memory.benchmark,
@@ -309,6 +331,7 @@ class BeliefWorld:
             last_seen={i: memory.step for i in objects},
             room_coverage=coverage,
             checked=checked,
+            teammates=others,
         )
 
 

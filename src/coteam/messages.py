@@ -9,8 +9,8 @@ method's payload model (:func:`decode_payload`). A payload that is not valid JSO
 model is dropped, logged and counted, and the text is still delivered.
 
 :class:`TeamStatus` is the shared status payload (where I am, what I hold, goal items I saw, rooms I explored,
-containers I searched) and
-its own text rendering, used by every method that reports its status.
+containers I searched, the action I start next and the sub-plan it begins) and its own text rendering, used by every
+method that reports its status.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from coteam.actions import MAX_MESSAGE_CHARS
 from coteam.memory import AgentMemory
@@ -29,6 +29,7 @@ log = logging.getLogger("coteam.messages")
 
 MAX_PAYLOAD_BYTES = 8192  # a payload's JSON text; larger ones are dropped on receipt
 SEEN_LIST_LIMIT = 6  # goal-item sightings one status lists
+MAX_PLAN_STEPS = 3  # actions a sub-plan names
 MAX_LISTED = 64  # holdings / explored rooms a status may list (more never fit in a message's text anyway)
 
 
@@ -63,6 +64,16 @@ class TeamStatus(BaseModel):
     explored: tuple[str, ...] = Field((), max_length=MAX_LISTED)
     checked: tuple[ItemRef, ...] = Field((), max_length=MAX_LISTED)  # containers opened and searched
     intent: str | None = Field(None, max_length=160)  # the action I start next, in the benchmark's action grammar
+    plan: tuple[Annotated[str, Field(min_length=1, max_length=160)], ...] = Field((), max_length=MAX_PLAN_STEPS)
+    # my sub-plan: the actions I take next, in order, the first being ``intent`` (in the action grammar)
+
+    @model_validator(mode="after")
+    def _plan_starts_with_intent(self) -> TeamStatus:
+        if self.plan and self.intent is None:
+            object.__setattr__(self, "intent", self.plan[0])
+        elif self.plan and self.plan[0] != self.intent:
+            raise ValueError("a sub-plan starts with the announced next action (intent)")
+        return self
 
     @classmethod
     def of(cls, memory: AgentMemory, intent: str | None = None) -> TeamStatus:
@@ -96,7 +107,7 @@ class TeamStatus(BaseModel):
         if self.checked:
             parts.append("checked " + ", ".join(c.text() for c in self.checked))
         if self.intent:
-            parts.append(f"next I do {self.intent}")
+            parts.append(f"next I do {self.intent}" + "".join(f", then {step}" for step in self.plan[1:]))
         return "; ".join(parts) + "."
 
     def fitted(self, limit: int) -> TeamStatus:

@@ -104,6 +104,7 @@ class Decision:
     tokens: int = 0
     llm_calls: int = 0
     llm_fallbacks: int = 0  # role answers that fell back to the symbolic solver
+    rejected_lines: int = 0  # lines of model answers a parser rejected (e.g. garbled belief statements)
     payload: BaseModel | None = None  # a message's structured payload (one of the team's payload types)
 
 
@@ -203,6 +204,7 @@ class AgentBrain:
             "tokens": decision.tokens,
             "llm_calls": decision.llm_calls,
             "llm_fallbacks": decision.llm_fallbacks,
+            "rejected_lines": decision.rejected_lines,
             "seconds": self.decision_seconds[-1] if self.decision_seconds else 0.0,
             "payloads_dropped": self.payloads_dropped,
             "previous": [previous.action, previous.outcome] if previous else None,

@@ -1,10 +1,12 @@
 """The method kit: what every reasoning method shares, so that a method is only its decision procedure and its
 prompts. Typed configs (:mod:`.config`), team base classes with the episode lifecycle (:mod:`.team`), the LLM-role
-toolkit (:mod:`.roles`) and the situation slots of prompts (:mod:`.context`). Register a method with
+toolkit (:mod:`.roles`), the situation slots of prompts (:mod:`.context`) and lettered option lists
+(:mod:`.lettered`). Register a method with
 :func:`coteam.registry.register_method` or the ``coteam.methods`` entry-point group."""
 
 from coteam.kit.config import MethodConfig, RoleMethodConfig, Switch
 from coteam.kit.context import actions_text, dialogue_text, situation_slots
+from coteam.kit.lettered import letter, match_option
 from coteam.kit.roles import RoleKit, RoleSession
 from coteam.kit.team import AgentReasoner, CentralisedTeam, MethodTeam, PerAgentTeam, TeamWrapper
 
@@ -21,5 +23,7 @@ __all__ = [
     "TeamWrapper",
     "actions_text",
     "dialogue_text",
+    "letter",
+    "match_option",
     "situation_slots",
 ]

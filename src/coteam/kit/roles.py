@@ -77,8 +77,14 @@ class RoleSession:
         return answer
 
     def decision(
-        self, action: HighLevelAction, rationale: Mapping[str, Any], payload: BaseModel | None = None
+        self,
+        action: HighLevelAction,
+        rationale: Mapping[str, Any],
+        payload: BaseModel | None = None,
+        rejected_lines: int = 0,
     ) -> Decision:
+        """The decision, with this session's token, call and fallback deltas and the answer lines a parser rejected
+        (``rejected_lines``, e.g. garbled belief statements)."""
         ledger = self.backend.ledger
         tokens0, calls0, fallbacks0 = self._start
         fallbacks = ledger.fallbacks - fallbacks0
@@ -90,4 +96,5 @@ class RoleSession:
             llm_calls=ledger.calls - calls0,
             llm_fallbacks=fallbacks,
             payload=payload,
+            rejected_lines=rejected_lines,
         )

@@ -48,7 +48,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coteam.actions import parse_action
+from coteam.actions import HighLevelAction, ObjectRef, Verb, parse_action
 from coteam.belief import BeliefState
 from coteam.messages import TeamStatus
 from coteam.options import ActionOption
@@ -186,7 +186,7 @@ class ValueModel:
             except ValueError:
                 continue
             key = self.model.key_of(ActionOption(action, status.intent, 0.0))
-            if key is not None and self._key_open(key):
+            if key is not None and self.key_open(key):
                 out[msg.sender] = key
         return out
 
@@ -195,7 +195,7 @@ class ValueModel:
         seen = self.belief.teammate(name).last_seen_step
         return seen is not None and self.memory.step - seen <= SEES_ME_STEPS
 
-    def _key_open(self, key: Key) -> bool:
+    def key_open(self, key: Key) -> bool:
         """Whether the target of an abstract action is still there to be taken in the root state."""
         verb, arg = key
         root = self.model.root
@@ -284,15 +284,27 @@ class ValueModel:
         return values, durations
 
     def _rollout(
-        self, s: Any, others: Sequence[tuple[Robot, Key | None]], robot: Robot, key: Key, delay: float
+        self,
+        s: Any,
+        others: Sequence[tuple[Robot, Key | None]],
+        robot: Robot,
+        key: Key,
+        delay: float,
+        steps: list[Key] | None = None,
+        max_steps: int = 0,
     ) -> tuple[float, float]:
+        """One team rollout; ``steps``, when given, collects ``robot``'s actions (the rollout stops after
+        ``max_steps`` of them)."""
         model, cfg = self.model, self.config
         team = [*others, (robot, key)]
         names = [r.name for r, _ in team]
         states = [self._start(r) for r, _ in team]
         deliveries: list[float] = []
+        me = len(team) - 1
 
         def act(i: int, k: Key) -> None:
+            if steps is not None and i == me:
+                steps.append(k)
             model.put_robot(s, states[i])
             before = s.delivered
             model.step(s, k)
@@ -303,7 +315,6 @@ class ValueModel:
         for i, (_, k) in enumerate(team[:-1]):
             if k is not None:
                 act(i, k)
-        me = len(team) - 1
         if delay:
             model.put_robot(s, states[me])
             s.t += delay
@@ -315,7 +326,7 @@ class ValueModel:
         active = [i for i in range(len(team)) if dead < 0 or not states[i][dead]]
         active.sort(key=lambda j: names[j])
         for _ in range(cfg.max_events):
-            if not active or self._finished(s, states):
+            if not active or self._finished(s, states) or (steps is not None and len(steps) >= max_steps):
                 break
             i = min(active, key=lambda j: states[j][ti])
             model.put_robot(s, states[i])
@@ -327,6 +338,37 @@ class ValueModel:
             if dead >= 0 and states[i][dead]:
                 active.remove(i)
         return self._value(s, states, deliveries), duration
+
+    def plan(self, key: Key, others: Sequence[tuple[Robot, Key | None]] | None = None, length: int = 3) -> list[Key]:
+        """My sub-plan that starts with ``key``: that action, then the actions the default policy takes next in the
+        first particle's team rollout with ``others`` (default: :meth:`leaders`), at most ``length`` in all."""
+        steps: list[Key] = []
+        others = self.leaders() if others is None else others
+        self._rollout(self.particles[0].copy(), others, self.me, key, 0.0, steps, length)
+        return steps[:length]
+
+    def action_of(self, key: Key) -> HighLevelAction | None:
+        """The high-level action of an abstract one (None for what only a particle holds: an item or a place
+        nobody has seen)."""
+        verb, arg = key
+        m = self.memory
+        if verb == "transport":
+            return HighLevelAction(Verb.TRANSPORT)
+        if verb == "put_in":
+            held = m.held_items()
+            item = next((v for v in held if v.capacity == 0), None)
+            box = next((v for v in held if v.capacity > 0), None)
+            if item is None or box is None:
+                return None
+            return HighLevelAction(Verb.PUT_IN, ObjectRef(item.name, item.id), ObjectRef(box.name, box.id))
+        if not isinstance(arg, int):
+            return None
+        if verb in ("explore", "goto"):
+            return HighLevelAction(Verb(verb), ObjectRef(m.room_name(arg), arg))
+        view = m.objects.get(arg)
+        if view is None:
+            return None
+        return HighLevelAction(Verb.GRAB if verb == "carrier" else Verb(verb), ObjectRef(view.name, view.id))
 
     def _finished(self, s: Any, states: list[tuple]) -> bool:
         if any(v > 0 for v in s.want.values()):

@@ -2,6 +2,6 @@
 
 Registered as ``coela`` through the ``coteam.methods`` entry-point group (``coteam.methods.coela:CoelaTeam``)."""
 
-from coteam.methods.coela.team import CoelaAgent, CoelaConfig, CoelaTeam, match_option
+from coteam.methods.coela.team import CoelaAgent, CoelaConfig, CoelaTeam
 
-__all__ = ["CoelaAgent", "CoelaConfig", "CoelaTeam", "match_option"]
+__all__ = ["CoelaAgent", "CoelaConfig", "CoelaTeam"]

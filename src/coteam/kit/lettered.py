@@ -1,0 +1,68 @@
+"""Lettered option lists: how a model's answer names one of the available actions.
+
+Methods that show a model the available actions as ``A. ...``, ``B. ...`` read its answer with
+:func:`match_option`, which accepts, in order: the exact action text, a letter, the action's text quoted in prose,
+the name or id of an object that only one physical option mentions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+_MARKUP = re.compile(r"[*_`\"']")
+_BARE = re.compile(r"^\(?([A-Za-z]{1,2})\)?[.):,]?$")  # the whole answer is a letter: "b", "(C)", "C."
+_LEADING = re.compile(r"^\(?([A-Z]{1,2})\)?[.):,]\s")  # "C. because ...", "B) go", "A, since ..."
+_PHRASE = re.compile(
+    r"(?i:\b(?:option|answer|choice|choose|pick|select|letter)\b(?:\s+(?:is|would be|will be))?\s*[:#=-]?\s*)"
+    r"\(?([A-Z]{1,2})\)?\b"
+)  # "Option D", "The answer is C", "I choose B", "My choice: A"
+_ID = re.compile(r"\((\d+)\)")
+_NAME = re.compile(r"<([^<>]+)>")
+_MESSAGE_PREFIXES = ("[send_message]", "send a message:")
+
+
+def letter(index: int) -> str:
+    """A, B, ..., Z, AA, AB, ... for option ``index``."""
+    return chr(ord("A") + index) if index < 26 else letter(index // 26 - 1) + chr(ord("A") + index % 26)
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"\s+-\s+my cost:.*$", "", text.strip().strip("\"'`.")).lower().split())
+
+
+def _letter(answer: str, keys: Mapping[str, str]) -> str | None:
+    plain = _MARKUP.sub("", answer).strip()
+    for pattern in (_BARE, _LEADING, _PHRASE):
+        m = pattern.search(plain)
+        if m and m.group(1).upper() in keys:
+            return m.group(1).upper()
+    return None
+
+
+def match_option(answer: str, lettered: Mapping[str, str]) -> tuple[str, str]:
+    """The letter of the option ``answer`` means, and how it was matched: ``exact`` (the action's text), ``letter``,
+    ``text`` (the action's text quoted in prose) or ``name`` (an object name or id only one physical option
+    mentions). ``ValueError`` saying what to answer when it means none."""
+    wanted = _norm(answer)
+    for key, text in lettered.items():
+        if _norm(text) == wanted:
+            return key, "exact"
+    key = _letter(answer, lettered)
+    if key is not None:
+        return key, "letter"
+    quoted = [k for k, t in lettered.items() if _norm(t) and _norm(t) in wanted]
+    if quoted:  # the longest quote
+        return max(quoted, key=lambda k: len(lettered[k])), "text"
+    physical = {k: t for k, t in lettered.items() if not t.lower().startswith(_MESSAGE_PREFIXES)}
+    ids = set(_ID.findall(answer))
+    by_id = [k for k, t in physical.items() if ids & set(_ID.findall(t))]
+    if len(by_id) == 1:
+        return by_id[0], "name"
+    names = {n.strip().lower() for n in _NAME.findall(answer)}
+    by_name = [k for k, t in physical.items() if names & {n.lower() for n in _NAME.findall(t)}]
+    if len(by_name) == 1:
+        return by_name[0], "name"
+    raise ValueError(
+        f"{answer.strip()[:80]!r} names none of the actions: answer with one letter from {', '.join(lettered)}"
+    )

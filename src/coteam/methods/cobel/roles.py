@@ -1,0 +1,298 @@
+"""CoBel-World's modules as roles: one prompt each (``prompts/``), a typed answer, a check that reads the answer with
+the belief-language parser or the action grammar, and the symbolic answer (:mod:`.symbolic`) the symbolic backend
+gives and an unusable model answer falls back to.
+
+Answers naming belief statements are read line by line: statements that do not parse or that the rules do not
+allow are rejected and counted (:attr:`CobelQuestion.rejected`); an answer with no usable statement at all is
+repaired or falls back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, parse_action
+from coteam.belief_language import Belief, BeliefError, RuleSet, parse_beliefs, parse_rules
+from coteam.kit import letter, match_option
+from coteam.llm import Role, RoleContext
+from coteam.methods.cobel.symbolic import CobelSymbolic, Plan, Prediction, Verdict
+from coteam.options import ActionOption
+
+SUBPLAN_DONE = "SUBPLAN DONE"
+MAX_REASONS = 3
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RuleDraft(Strict):
+    reasoning: str = ""
+    zero_order: list[str] = Field(min_length=1, max_length=40)
+    first_order: list[str] = Field(min_length=1, max_length=40)
+
+
+class RuleCritique(Strict):
+    reasoning: str = ""
+    suggestions: list[str] = Field(default_factory=list, max_length=20)
+    satisfied: bool
+
+
+class BeliefUpdate(Strict):
+    beliefs: list[str] = Field(default_factory=list, max_length=200)
+    plan: list[str] = Field(default_factory=list, max_length=3)  # first-order update: the teammate's stated plan
+
+
+class PlanAnswer(Strict):
+    reasoning: list[str] = Field(default_factory=list, max_length=MAX_REASONS)
+    plan: list[str] = Field(min_length=1, max_length=3)
+
+
+class PlansAnswer(Strict):
+    reasoning: list[str] = Field(default_factory=list, max_length=MAX_REASONS)
+    plans: list[list[str]] = Field(min_length=1, max_length=3)
+
+
+class GateAnswer(Strict):
+    reasons: list[str] = Field(default_factory=list, max_length=MAX_REASONS)
+    heavy: bool
+    misaligned: list[str] = Field(default_factory=list, max_length=40)
+
+
+class ActAnswer(Strict):
+    reasons: list[str] = Field(default_factory=list, max_length=MAX_REASONS)
+    answer: str
+
+
+@dataclass
+class CobelQuestion:
+    """What the roles of one decision share (``RoleContext.data``)."""
+
+    sym: CobelSymbolic
+    rules: RuleSet
+    kind_of: Any  # Callable[[Entity], EntityKind | None]
+    options: Sequence[ActionOption]
+    free_text_beliefs: bool = False  # no_sbr in LLM mode: beliefs are read as plain text
+    teammate: str = ""  # the teammate a per-teammate role is about
+    plan: Plan | None = None  # my sub-plan (symbolic)
+    next_step: str | None = None  # the symbolic next step of my sub-plan (None: the sub-plan is done)
+    zero_text: str = ""  # my zero-order beliefs as the roles read them
+    first_text: dict[str, str] = field(default_factory=dict)  # per teammate, my first-order beliefs
+    stated_text: dict[str, list[str]] = field(default_factory=dict)  # per teammate, its stated sub-plan
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # the symbolic gate's, per teammate asked
+    rejected: list[str] = field(default_factory=list)  # belief statements rejected this decision
+
+    @classmethod
+    def for_rules(cls, rules: RuleSet) -> CobelQuestion:
+        """The question of the rule negotiation (before any decision: no beliefs, no options)."""
+        return cls(None, rules, None, ())  # type: ignore[arg-type]
+
+    @property
+    def lettered(self) -> dict[str, str]:
+        physical = [o for o in self.options if not o.action.is_message]
+        return {letter(i): o.text for i, o in enumerate(physical)}
+
+    def beliefs(self, lines: Sequence[str], order: int) -> list[Belief]:
+        """``lines`` as beliefs of the given order (rejected lines recorded); raw text lines kept in free-text mode."""
+        parsed = parse_beliefs("\n".join(lines), self.rules, self.kind_of)
+        wrong_order = [b for b in parsed.beliefs if b.order != order]
+        self.rejected += parsed.rejected + [f"{b}: expected a belief of order {order}" for b in wrong_order]
+        return [b for b in parsed.beliefs if b.order == order]
+
+
+def _q(ctx: RoleContext) -> CobelQuestion:
+    assert isinstance(ctx.data, CobelQuestion)
+    return ctx.data
+
+
+def _action_text(text: str, ctx: RoleContext) -> str:
+    """An action in the benchmark's grammar, normalised; ``ValueError`` saying what is wrong."""
+    q = _q(ctx)
+    benchmark = q.sym.memory.benchmark
+    action = parse_action(text, benchmark)
+    known = q.sym.memory.known_names()
+    rooms = {r.id for r in q.sym.memory.floorplan.rooms}
+    for ref in (action.target, action.container):
+        if ref is not None and ref.id not in known and ref.id not in rooms:
+            raise ValueError(f"{text[:80]!r} names id {ref.id}, which nobody has seen")
+    return format_action(action, benchmark)
+
+
+def normalised(step: str, q: CobelQuestion) -> str:
+    """A plan step as the grammar prints it (a step that does not parse is kept as written: the action role reads
+    it)."""
+    try:
+        return format_action(parse_action(step, q.sym.memory.benchmark), q.sym.memory.benchmark)
+    except ValueError:
+        return step
+
+
+def draft_text(draft: RuleDraft) -> str:
+    return "\n".join(["Zero-order belief rules:", *draft.zero_order, "First-order belief rules:", *draft.first_order])
+
+
+# --- rules (once per task, LLM mode) ---------------------------------------------------------------------------
+def _fixed_rules(ctx: RoleContext) -> RuleDraft:
+    rules = _q(ctx).rules
+    return RuleDraft(
+        reasoning="the suite's fixed rule set",
+        zero_order=[str(r) for r in rules.zero_order],
+        first_order=[str(r) for r in rules.first_order],
+    )
+
+
+def check_rules(draft: RuleDraft, ctx: RoleContext) -> None:
+    try:
+        parse_rules("\n".join(draft.zero_order), "\n".join(draft.first_order))
+    except BeliefError as exc:
+        raise ValueError(str(exc)) from None
+
+
+RULES_PROPOSE: Role[RuleDraft] = Role(
+    "cobel.rules_propose", "cobel_rules_propose", RuleDraft, _fixed_rules, check_rules
+)
+RULES_CRITIQUE: Role[RuleCritique] = Role(
+    "cobel.rules_critique",
+    "cobel_rules_critique",
+    RuleCritique,
+    lambda ctx: RuleCritique(reasoning="the rules cover the task", satisfied=True),
+)
+RULES_REFINE: Role[RuleDraft] = Role("cobel.rules_refine", "cobel_rules_refine", RuleDraft, _fixed_rules, check_rules)
+
+
+# --- belief update ---------------------------------------------------------------------------------------------
+def _zero(ctx: RoleContext) -> BeliefUpdate:
+    q = _q(ctx)
+    return BeliefUpdate(beliefs=[f"{q.sym.world.agent} BELIEVE {f}" for f in q.sym.relevant_zero()])
+
+
+def _first(ctx: RoleContext) -> BeliefUpdate:
+    q = _q(ctx)
+    w = q.sym.world
+    stated = q.sym.stated(q.teammate)
+    return BeliefUpdate(
+        beliefs=[f"{w.agent} BELIEVE {q.teammate} BELIEVE {f}" for f in q.sym.relevant_first(q.teammate)],
+        plan=list(stated.texts) if stated is not None else [],
+    )
+
+
+def _check_update(order: int):
+    def check(answer: BeliefUpdate, ctx: RoleContext) -> None:
+        q = _q(ctx)
+        if q.free_text_beliefs or not answer.beliefs:
+            return
+        parsed = parse_beliefs("\n".join(answer.beliefs), q.rules, q.kind_of)
+        if not parsed.beliefs:
+            raise ValueError(
+                f"none of the {len(answer.beliefs)} statements is a belief the rules allow: {parsed.rejected[0]}"
+            )
+        for step in answer.plan:
+            _action_text(step, ctx)
+
+    return check
+
+
+UPDATE_ZERO: Role[BeliefUpdate] = Role("cobel.update_zero", "cobel_update_zero", BeliefUpdate, _zero, _check_update(0))
+UPDATE_FIRST: Role[BeliefUpdate] = Role(
+    "cobel.update_first", "cobel_update_first", BeliefUpdate, _first, _check_update(1)
+)
+
+
+# --- prediction ------------------------------------------------------------------------------------------------
+def _predict_first(ctx: RoleContext) -> PlansAnswer:
+    q = _q(ctx)
+    prediction: Prediction | None = q.sym.predict(q.teammate)
+    plans = [list(p.texts) for p in prediction.plans if p.texts] if prediction else []
+    reason = "its stated plan" if prediction and prediction.stated else "best by team value over what it believes"
+    return PlansAnswer(reasoning=[reason], plans=plans or [["(unknown)"]])
+
+
+def check_plans(answer: PlansAnswer, ctx: RoleContext) -> None:
+    for plan in answer.plans:
+        if not plan or len(plan) > 3:
+            raise ValueError("every plan has 1 to 3 actions")
+        for step in plan:
+            _action_text(step, ctx)
+
+
+def _my_plan(ctx: RoleContext) -> PlanAnswer:
+    q = _q(ctx)
+    assert q.plan is not None
+    return PlanAnswer(reasoning=["best by expected team value"], plan=list(q.plan.texts))
+
+
+def check_plan(answer: PlanAnswer, ctx: RoleContext) -> None:
+    q = _q(ctx)
+    steps = [_action_text(s, ctx) for s in answer.plan]
+    available = {o.text for o in q.options}
+    if steps[0] not in available:
+        raise ValueError(f"the plan's first action {steps[0]!r} is not one of the available actions")
+
+
+PREDICT_FIRST: Role[PlansAnswer] = Role(
+    "cobel.predict_first", "cobel_predict_first", PlansAnswer, _predict_first, check_plans
+)
+PREDICT_ZERO: Role[PlanAnswer] = Role("cobel.predict_zero", "cobel_predict_zero", PlanAnswer, _my_plan, check_plan)
+REPLAN: Role[PlanAnswer] = Role("cobel.replan", "cobel_replan", PlanAnswer, _my_plan, check_plan)
+
+
+# --- adaptive collaboration, communication, action ---------------------------------------------------------------
+def _gate(ctx: RoleContext) -> GateAnswer:
+    q = _q(ctx)
+    assert q.plan is not None
+    v = q.verdicts[q.teammate] = q.sym.verdict(q.teammate, q.plan)
+    return GateAnswer(reasons=list(v.reasons), heavy=v.heavy, misaligned=[str(f) for f in v.misaligned])
+
+
+def check_gate(answer: GateAnswer, ctx: RoleContext) -> None:
+    q = _q(ctx)
+    if answer.heavy and answer.misaligned and not q.free_text_beliefs:
+        parsed = parse_beliefs("\n".join(answer.misaligned), q.rules, q.kind_of)
+        if not parsed.beliefs:
+            raise ValueError(f"no misaligned statement is a belief the rules allow: {parsed.rejected[0]}")
+
+
+def _message(ctx: RoleContext) -> str:
+    q = _q(ctx)
+    facts = [f for v in q.verdicts.values() if v.heavy for f in v.misaligned]
+    assert q.plan is not None
+    return q.sym.note(list(dict.fromkeys(facts)), q.plan).text()
+
+
+def check_message(text: str, ctx: RoleContext) -> None:
+    if not text.strip():
+        raise ValueError("the message is empty")
+    if len(text.strip()) > MAX_MESSAGE_CHARS:
+        raise ValueError(f"the message has {len(text.strip())} characters; at most {MAX_MESSAGE_CHARS} are allowed")
+
+
+def _act(ctx: RoleContext) -> ActAnswer:
+    q = _q(ctx)
+    if q.next_step is None:
+        return ActAnswer(reasons=["every step of my sub-plan is done or no longer possible"], answer=SUBPLAN_DONE)
+    return ActAnswer(reasons=["the next step of my sub-plan"], answer=q.next_step)
+
+
+def check_act(answer: ActAnswer, ctx: RoleContext) -> None:
+    if answer.answer.strip().upper().rstrip(".") == SUBPLAN_DONE:
+        return
+    match_option(answer.answer, _q(ctx).lettered)
+
+
+def act_choice(answer: str, q: CobelQuestion) -> HighLevelAction | None:
+    """The action an ACT answer means (None: the sub-plan is done)."""
+    if answer.strip().upper().rstrip(".") == SUBPLAN_DONE:
+        return None
+    lettered = q.lettered
+    key, _ = match_option(answer, lettered)
+    text = lettered[key]
+    return next(o.action for o in q.options if o.text == text)
+
+
+COLLABORATE: Role[GateAnswer] = Role("cobel.collaborate", "cobel_collaborate", GateAnswer, _gate, check_gate)
+MESSAGE: Role[str] = Role("cobel.message", "cobel_message", None, _message, check_message)
+ACT: Role[ActAnswer] = Role("cobel.act", "cobel_act", ActAnswer, _act, check_act)

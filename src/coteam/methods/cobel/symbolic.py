@@ -1,0 +1,365 @@
+"""CoBel-World's symbolic backend: exact belief bookkeeping, plan prediction by expected team value over the
+believed world, and the adaptive-collaboration gate -- no model, no network.
+
+* **Belief update** is the agent's :class:`~coteam.belief_world.BeliefWorld`, re-read from memory every decision.
+* **First-order prediction** (a teammate's top-3 plans): the teammate's believed memory
+  (:meth:`~coteam.belief_world.BeliefWorld.believed_memory`: what I believe it believes, not what I know) is read by
+  the shared belief state and team value model as if it were the teammate's own; its best first actions, planning
+  around the agents it believes in (and around the sub-plan I told it), each continued by the model's default policy
+  into a plan of at most ``plan_length`` actions. A sub-plan the teammate stated, still fresh, is its plan.
+* **Zero-order prediction and re-planning** (my plan): my best first action by expected team value over my own
+  belief, with every teammate that stated a plan held to it and every teammate ranked before me held to its
+  predicted plan (so plans complement); continued into a sub-plan the same way.
+* **Adaptive collaboration** (per teammate): *heavy* miscoordination is (1) a plan conflict -- my plan starts on
+  the room, item or container its predicted plan starts on, and I have not told it my plan -- or (2) a belief
+  misalignment that matters: it lacks goal-relevant facts I hold (where goal items are, which rooms are explored,
+  which containers are searched) *and* telling them changes its predicted plan. Only heavy miscoordination sends
+  a message, holding what it lacks and my sub-plan.
+
+Ablations: ``no_sbr`` drops the first-order model (teammates are predicted from my own beliefs, and what a
+teammate lacks is whatever I have not said); ``no_bbc`` drops prediction and gating (a message whenever a
+teammate lacks something relevant; my plan ignores teammates that stated nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from coteam.actions import MAX_MESSAGE_CHARS, format_action, parse_action
+from coteam.belief import BeliefState
+from coteam.belief_language import Attribute, Fact, Predicate
+from coteam.belief_world import BeliefWorld
+from coteam.memory import AgentMemory
+from coteam.messages import SEEN_LIST_LIMIT, ItemRef, Sighting, TeamStatus
+from coteam.options import ActionOption
+from coteam.physics import Physics
+from coteam.reasoning import DecisionContext
+from coteam.teams.rule_based import rule_based_choice
+from coteam.value.abstract import Geometry, Key
+from coteam.value.team import Robot, ValueConfig, ValueModel
+from coteam.world import ObjectKind
+
+TOP_PLANS = 3  # candidate plans predicted per teammate
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A sub-plan: abstract actions and their texts in the action grammar (those that can be named yet)."""
+
+    steps: tuple[Key, ...]
+    texts: tuple[str, ...]
+
+    @property
+    def first(self) -> Key | None:
+        return self.steps[0] if self.steps else None
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A teammate's predicted plans, best first; ``stated`` when it is the plan the teammate told me."""
+
+    teammate: str
+    plans: tuple[Plan, ...]
+    stated: bool = False
+
+    def texts(self) -> list[list[str]]:
+        return [list(p.texts) for p in self.plans]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The adaptive-collaboration gate's judgement about one teammate."""
+
+    teammate: str
+    heavy: bool
+    reasons: tuple[str, ...]
+    misaligned: tuple[Fact, ...] = ()  # what it lacks and should be told
+
+    def to_json(self) -> dict:
+        return {"heavy": self.heavy, "reasons": list(self.reasons), "misaligned": [str(f) for f in self.misaligned]}
+
+
+def target(key: Key | None) -> tuple | None:
+    """What an abstract action claims (a room to search, an item, a container); None for delivering."""
+    if key is None:
+        return None
+    verb, arg = key
+    if verb in ("explore", "goto"):
+        return ("room", arg)
+    if verb in ("grab", "carrier"):
+        return ("object", arg)
+    if verb == "check":
+        return ("container", arg)
+    return None
+
+
+def goal_relevant(memory: AgentMemory):
+    """Which facts a teammate's plan depends on: where goal items are, how much of each room is explored, which
+    containers are open (searched)."""
+    wanted = memory.task.needed_names()
+
+    def relevant(fact: Fact) -> bool:
+        if fact.relation == Attribute.EXPLORED or fact.relation == Attribute.STATE:
+            return True
+        about = fact.object if fact.relation in (Predicate.HOLD, Predicate.CONTAIN) else fact.subject
+        return fact.relation != Predicate.AT and getattr(about, "name", None) in wanted
+
+    return relevant
+
+
+@dataclass
+class CobelSymbolic:
+    """One decision's symbolic reasoning for one agent (see the module docstring); everything is computed on
+    demand and cached."""
+
+    ctx: DecisionContext
+    world: BeliefWorld
+    agents: Sequence[str]
+    physics: Physics
+    geometry: Geometry
+    value_config: ValueConfig
+    seed: str
+    plan_length: int
+    first_order: bool = True  # False: no_sbr
+    gating: bool = True  # False: no_bbc
+    _value: ValueModel | None = field(default=None, init=False, repr=False)
+    _predictions: dict[str, Prediction | None] = field(default_factory=dict, init=False, repr=False)
+
+    # --- models ------------------------------------------------------------------------------------------
+    @property
+    def memory(self) -> AgentMemory:
+        return self.ctx.memory
+
+    @property
+    def value(self) -> ValueModel:
+        """The team value model over my own belief."""
+        if self._value is None:
+            m = self.memory
+            belief = BeliefState(m, teammates=self.teammates, distance=self.ctx.nav.path_length)
+            self._value = ValueModel(
+                self.ctx, belief, self.physics, config=self.value_config, geometry=self.geometry, seed=self.seed
+            )
+        return self._value
+
+    @property
+    def teammates(self) -> list[str]:
+        return [a for a in self.agents if a != self.memory.agent]
+
+    def _model_of(self, memory: AgentMemory) -> ValueModel:
+        """The team value model over a believed memory (a teammate's)."""
+        mates = [a for a in self.agents if a != memory.agent]
+        belief = BeliefState(memory, teammates=mates, distance=self.ctx.nav.path_length)
+        ctx = replace(self.ctx, agent=memory.agent, memory=memory, options=[])
+        return ValueModel(ctx, belief, self.physics, config=self.value_config, geometry=self.geometry, seed=self.seed)
+
+    def _plan(self, model: ValueModel, key: Key, others: Sequence[tuple[Robot, Key | None]]) -> Plan:
+        steps = tuple(model.plan(key, others, self.plan_length))
+        texts: list[str] = []
+        for k in steps:  # the prefix that can be named
+            action = model.action_of(k)
+            if action is None:
+                break
+            texts.append(format_action(action, self.memory.benchmark))
+        return Plan(steps, tuple(texts))
+
+    # --- stated plans ------------------------------------------------------------------------------------
+    def _fresh(self, at: int) -> bool:
+        """Whether a sub-plan stated at ``at`` (a message's step or frame) still binds: for as long as an announced
+        action binds in the value model (``intent_ttl_steps``)."""
+        age = self.memory.step - at * self.value.belief.message_step_ratio
+        return at >= 0 and age <= self.value_config.intent_ttl_steps
+
+    def stated(self, teammate: str) -> Plan | None:
+        """The open remainder of the sub-plan ``teammate`` stated, while it is fresh."""
+        texts = self.world.stated_plan.get(teammate)
+        if not texts or not self._fresh(self.world.stated_at.get(teammate, -1)):
+            return None
+        return self._open_plan(texts, self.value)
+
+    def _open_plan(self, texts: Sequence[str], model: ValueModel) -> Plan | None:
+        steps, kept = [], []
+        for text in texts:
+            try:
+                action = parse_action(text, self.memory.benchmark)
+            except ValueError:
+                continue
+            key = model.model.key_of(ActionOption(action, text, 0.0))
+            if key is not None and model.key_open(key):
+                steps.append(key)
+                kept.append(text)
+        return Plan(tuple(steps), tuple(kept)) if steps else None
+
+    def told(self) -> Plan | None:
+        """The open remainder of the sub-plan I told the team, while it is fresh."""
+        if not self.world.told_plan or not self._fresh(self.world.told_at):
+            return None
+        return self._open_plan(self.world.told_plan, self.value)
+
+    # --- first-order prediction ----------------------------------------------------------------------------
+    def predict(self, teammate: str) -> Prediction | None:
+        """``teammate``'s top plans (None when I do not know where it is)."""
+        if teammate not in self._predictions:
+            stated = self.stated(teammate)
+            if stated is not None:
+                self._predictions[teammate] = Prediction(teammate, (stated,), stated=True)
+            else:
+                plans = self._predicted_plans(teammate, ())
+                self._predictions[teammate] = Prediction(teammate, tuple(plans)) if plans else None
+        return self._predictions[teammate]
+
+    def _predicted_plans(self, teammate: str, told: Sequence[Fact]) -> list[Plan]:
+        """Its best plans from what I believe it believes (plus ``told``); from my own beliefs without a first-order
+        model."""
+        if not self.first_order:
+            robot = next((r for r in self.value.teammates if r.name == teammate), None)
+            if robot is None:
+                return []
+            before = [(r, k) for r, k in self.value.leaders() if r.name < teammate]
+            mine = self.told()
+            if mine is not None:
+                before.append((self.value.me, mine.first))
+            keys = self.value.choices(robot, before)[:TOP_PLANS]
+            return [Plan((k,), tuple(self._texts(self.value, (k,)))) for k in keys]
+        world = self.world
+        if told:
+            world = replace(world, first={**world.first, teammate: dict(world.first[teammate])})
+            world.tell(teammate, told)
+        memory = world.believed_memory(self.memory, teammate)
+        if memory is None:
+            return []
+        model = self._model_of(memory)
+        me = self.memory.agent
+        mine = self.told()
+        robot = next((r for r in model.teammates if r.name == me), None)
+        told_me = mine is not None and robot is not None  # it knows my sub-plan: it plans around it
+        before = [(r, k) for r, k in model.leaders() if r.name != me or not told_me]
+        if told_me:
+            before.append((robot, mine.first))  # type: ignore[arg-type, union-attr]
+        keys = model.choices(model.me, before)[:TOP_PLANS]
+        return [self._plan(model, k, before) for k in keys]
+
+    def _texts(self, model: ValueModel, steps: Sequence[Key]) -> list[str]:
+        out = []
+        for k in steps:
+            action = model.action_of(k)
+            if action is None:
+                break
+            out.append(format_action(action, self.memory.benchmark))
+        return out
+
+    # --- zero-order prediction and re-planning ---------------------------------------------------------------
+    def others(self) -> list[tuple[Robot, Key | None]]:
+        """The teammates my plan is made around: those that stated a plan (held to it) and, with prediction on,
+        those ranked before me (held to their predicted plan)."""
+        me = self.memory.agent
+        out: list[tuple[Robot, Key | None]] = []
+        for robot in self.value.teammates:
+            stated = self.stated(robot.name)
+            if stated is not None:
+                out.append((robot, stated.first))
+            elif self.gating and robot.name < me:
+                prediction = self.predict(robot.name)
+                if prediction is not None:
+                    out.append((robot, prediction.plans[0].first))
+        return out
+
+    def my_plan(self, options: Sequence[ActionOption]) -> Plan:
+        """My best sub-plan among ``options``; when the value model finds none worth anything (nothing I know of is
+        left to do or search), the rule-based helper's choice."""
+        value = self.value
+        others = self.others()
+        keys = {k for k in (value.key(o) for o in options) if k is not None}
+        if not keys:
+            choice, _ = rule_based_choice(replace(self.ctx, options=list(options)))
+            return Plan((), (choice.text,))
+        scored = {k: value.value(value.outcome_of(k, 0.0, others)) for k in keys}
+        best = max(sorted(scored, key=str), key=lambda k: scored[k])
+        return self._plan(value, best, others)
+
+    # --- beliefs as the roles show them ---------------------------------------------------------------------
+    def relevant_zero(self) -> list[Fact]:
+        """My zero-order facts a plan depends on (module docstring), and where every agent is."""
+        relevant = goal_relevant(self.memory)
+        return sorted((f for f in self.world.zero.values() if relevant(f) or f.relation == Predicate.AT), key=str)
+
+    def relevant_first(self, teammate: str) -> list[Fact]:
+        """What I believe ``teammate`` believes of the same."""
+        relevant = goal_relevant(self.memory)
+        facts = self.world.first.get(teammate, {}).values()
+        return sorted((f for f in facts if relevant(f) or f.relation == Predicate.AT), key=str)
+
+    # --- adaptive collaboration --------------------------------------------------------------------------------
+    def lacking(self, teammate: str) -> list[Fact]:
+        return self.world.lacks(teammate, goal_relevant(self.memory))
+
+    def verdict(self, teammate: str, plan: Plan) -> Verdict:
+        """Whether miscoordination with ``teammate`` is heavy enough for a message (module docstring)."""
+        lacking = self.lacking(teammate)
+        if not self.gating:
+            reasons = (f"it lacks {len(lacking)} fact(s) I hold",) if lacking else ("it lacks nothing I hold",)
+            return Verdict(teammate, bool(lacking), reasons, tuple(lacking))
+        prediction = self.predict(teammate)
+        if prediction is None:
+            return Verdict(teammate, False, ("I do not know where it is: no plan to predict",))
+        theirs = prediction.plans[0]
+        told = self.told()
+        reasons: list[str] = []
+        heavy = False
+        mine = target(plan.first)
+        if (
+            mine is not None
+            and not prediction.stated
+            and mine == target(theirs.first)
+            and (told is None or told.first != plan.first)
+        ):
+            heavy = True
+            reasons.append(f"conflict: we both start on {_name(plan)}")
+        misaligned: tuple[Fact, ...] = ()
+        if lacking and not prediction.stated:
+            changed = self._predicted_plans(teammate, lacking)
+            if changed and changed[0].first != theirs.first:
+                heavy = True
+                misaligned = tuple(lacking)
+                reasons.append(
+                    f"it lacks {len(lacking)} fact(s) that change its plan from {_name(theirs)} to {_name(changed[0])}"
+                )
+            else:
+                reasons.append(f"it lacks {len(lacking)} fact(s), none that changes its plan")
+        if not reasons:
+            reasons.append("its plan and beliefs agree with mine")
+        return Verdict(teammate, heavy, tuple(reasons), misaligned)
+
+    # --- the message -----------------------------------------------------------------------------------------
+    def note(self, facts: Sequence[Fact], plan: Plan) -> TeamStatus:
+        """A message holding ``facts`` (goal items' places, rooms explored, containers searched) and my sub-plan,
+        with where I am and what I hold."""
+        m = self.memory
+        rooms = {r.id for r in m.floorplan.rooms}
+        seen, explored, checked = [], [], []
+        for f in facts:
+            about = getattr(f.subject, "id", None)
+            if f.relation == Attribute.EXPLORED and f.object == "all" and about in rooms:
+                explored.append(m.room_name(about))  # type: ignore[arg-type]
+            elif f.relation == Attribute.STATE and f.object == "open" and about in m.objects:
+                checked.append(ItemRef(id=about, name=m.objects[about].name))  # type: ignore[index]
+            elif f.relation in (Predicate.IN, Predicate.ON) and about in m.objects:
+                view = m.objects[about]  # type: ignore[index]
+                if view.kind == ObjectKind.ITEM and view.room >= 0 and not view.held_by:
+                    seen.append(Sighting(id=view.id, name=view.name, room=m.room_name(view.room)))
+        mine = TeamStatus.of(m).model_dump(include={"agent", "room", "holding"})
+        status = TeamStatus.model_validate(
+            {
+                **mine,
+                "seen": seen[:SEEN_LIST_LIMIT],
+                "seen_complete": False,
+                "explored": list(dict.fromkeys(explored)),
+                "checked": checked,
+                "plan": plan.texts,
+            }
+        )
+        return status.fitted(MAX_MESSAGE_CHARS)
+
+
+def _name(plan: Plan) -> str:
+    return plan.texts[0] if plan.texts else str(plan.first)

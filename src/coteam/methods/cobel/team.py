@@ -1,0 +1,331 @@
+"""``cobel``: CoBel-World -- a collaborative belief world with zero- and first-order beliefs, plan prediction and
+gated communication, on any role backend.
+
+Once per task (LLM backend) the agents agree on the belief rules: the first agent proposes, the second critiques,
+the first refines, for at most ``rule_rounds`` rounds (the symbolic backend uses the suite's fixed rules). Then,
+per decision of each agent:
+
+1. **Belief update**: my zero-order beliefs and, per teammate, my first-order beliefs and its stated sub-plan (the
+   symbolic backend keeps them exactly in a :class:`~coteam.belief_world.BeliefWorld`; a model's statements are read
+   by the belief-language parser, and statements it rejects are counted).
+2. **Belief prediction**, when I have no sub-plan or it is done: each teammate's top-3 plans from what I believe it
+   believes; my own sub-plan of 1-3 actions, re-planned around the teammates' stated plans so that plans complement.
+3. **Adaptive collaboration**: per teammate, is there heavy miscoordination (conflicting plans, or a belief it lacks
+   that changes its plan)? Only then a message: what it lacks and my sub-plan. After sending, my first-order
+   beliefs hold what I said, so nothing is said twice.
+4. **Action**: the next action of my sub-plan from the available ones, or "SUBPLAN DONE", which leads back to 2.
+
+See :mod:`.symbolic` for the symbolic backend and :mod:`.roles` for the modules' prompts and answer checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from coteam.actions import HighLevelAction, Verb, format_action
+from coteam.belief_language import BeliefError, RuleSet, parse_rules
+from coteam.belief_world import BeliefWorld, rules_for
+from coteam.kit import AgentReasoner, PerAgentTeam, RoleMethodConfig, RoleSession, situation_slots
+from coteam.kit.team import rationale_lines
+from coteam.messages import TeamStatus
+from coteam.methods.cobel import roles as R
+from coteam.methods.cobel.symbolic import CobelSymbolic
+from coteam.navigation import NavGrid
+from coteam.reasoning import Decision, DecisionContext, EpisodeInfo
+from coteam.value.abstract import Geometry
+from coteam.value.team import ValueConfig
+
+VALUE_DEFAULTS = ValueConfig()
+Ablation = Literal["none", "no_sbr", "no_bbc"]
+BELIEF_LANGUAGE = (
+    "A belief is ENTITY PREDICATE ENTITY (predicates IN, ON, HOLD, CONTAIN, AT) or ENTITY ATTRIBUTE STATE "
+    "(EXPLORED none/part/all, STATE open/closed). Objects and rooms are written <name> (id), agents by name. "
+    "'A BELIEVE fact' is a zero-order belief of agent A; 'A BELIEVE B BELIEVE fact' a first-order one. "
+    "A rule is a pattern over entity kinds: ?agent, ?object, ?container, ?surface, ?bed, ?room, for example "
+    "?object IN ?room or ?room EXPLORED ?exploration_state (states: ?exploration_state, ?open_state)."
+)
+
+
+class CobelConfig(RoleMethodConfig):
+    plan_length: int = Field(1, ge=1, le=3, description="actions in a predicted sub-plan")
+    rule_rounds: int = Field(3, ge=1, le=6, description="LLM rule negotiation: critique-and-refine rounds at most")
+    K_action: int = Field(5, ge=0, description="previous actions shown to the roles")
+    K_message: int = Field(4, ge=0, description="previous messages shown to the roles")
+    particles: int = Field(VALUE_DEFAULTS.particles, ge=1, description="belief particles of the team value model")
+    ablation: Ablation = Field("none", description="no_sbr: no first-order model; no_bbc: no prediction or gating")
+
+    @property
+    def value_config(self) -> ValueConfig:
+        return replace(VALUE_DEFAULTS, particles=self.particles)
+
+
+def _signature(ctx: DecisionContext) -> tuple:
+    """What, when it changes, makes a sub-plan stale: the goal items I know of and where, the messages I got."""
+    m = ctx.memory
+    wanted = m.task.needed_names()
+    items = frozenset((v.id, v.room, v.held_by) for v in m.items() if v.name in wanted)
+    return (items, len(m.messages))
+
+
+class CobelAgent(AgentReasoner):
+    config: CobelConfig
+    team: CobelTeam
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.world: BeliefWorld | None = None
+        self.plan: list[str] = []  # my sub-plan, in the action grammar
+        self.done = 0  # its steps taken
+        self.planned_with: tuple = ()  # the signature the sub-plan was made under
+        self.last_action = ""
+
+    # --- the decision ------------------------------------------------------------------------------------
+    def decide(self, ctx: DecisionContext) -> Decision:
+        cfg = self.config
+        m = ctx.memory
+        slots = situation_slots(ctx, self.info, last_actions=cfg.K_action, last_messages=cfg.K_message)
+        assert self.roles is not None
+        session = self.roles.session(self.agent, slots)
+        trace: dict[str, Any] = {"method": "cobel", "ablation": cfg.ablation}
+        rules = self.team.agreed_rules(session, trace)
+        if self.world is None:
+            self.world = BeliefWorld.of(m, self.info.agents, rules)
+        else:
+            self.world.update(m)
+        sym = CobelSymbolic(
+            ctx,
+            self.world,
+            self.info.agents,
+            self.info.physics,
+            self.team.geometry(ctx.nav),
+            cfg.value_config,
+            f"{self.info.seed}:{self.info.episode}",
+            cfg.plan_length,
+            first_order=cfg.ablation != "no_sbr",
+            gating=cfg.ablation != "no_bbc",
+        )
+        q = R.CobelQuestion(
+            sym,
+            rules,
+            self.world.kind_of,
+            ctx.options,
+            free_text_beliefs=cfg.ablation == "no_sbr" and cfg.backend == "llm",
+        )
+        rule_text = rules.text()
+        self._update_beliefs(q, session, rule_text, trace)
+        if self.last_action and self.done < len(self.plan) and self.plan[self.done] == self.last_action:
+            self.done += 1
+        q.next_step = self._next_step(ctx, sym)
+        choice = self._act(q, session) if self.plan else None
+        trace["subplan"] = "continue" if choice is not None else "done"
+        if choice is None:
+            message = self._predict(ctx, q, session, trace)
+            if message is not None:
+                return self._finish(message, q, trace, session, payload=self._payload(q))
+            q.next_step = self.plan[0] if self.plan else None
+            choice = self._act(q, session)
+            if choice is None:  # the model calls a fresh sub-plan done: its first step, as planned
+                choice = next((o.action for o in ctx.options if self.plan and o.text == self.plan[0]), None)
+            if choice is None:
+                choice = next(o.action for o in ctx.options if not o.action.is_message)
+        return self._finish(choice, q, trace, session)
+
+    def _update_beliefs(self, q: R.CobelQuestion, session: RoleSession, rule_text: str, trace: dict) -> None:
+        """Zero-order beliefs and, per teammate, first-order beliefs and its stated plan (trace: both orders)."""
+        zero = session.ask(R.UPDATE_ZERO, q, rules=rule_text).value.beliefs
+        first: dict[str, list[str]] = {}
+        stated: dict[str, list[str]] = {}
+        for mate in self.teammates:
+            q.teammate = mate
+            answer = session.ask(R.UPDATE_FIRST, q, rules=rule_text, teammate=mate).value
+            first[mate] = answer.beliefs
+            if answer.plan:
+                stated[mate] = answer.plan
+        if not q.free_text_beliefs:
+            zero = [str(b) for b in q.beliefs(zero, 0)]
+            first = {mate: [str(b) for b in q.beliefs(lines, 1)] for mate, lines in first.items()}
+        q.zero_text = "\n".join(zero) or "(none)"
+        q.first_text = {mate: "\n".join(lines) or "(none)" for mate, lines in first.items()}
+        q.stated_text = stated
+        trace["beliefs"] = {"zero": zero, "first": first}
+        if stated:
+            trace["stated"] = stated
+
+    def _next_step(self, ctx: DecisionContext, sym: CobelSymbolic) -> str | None:
+        """The next step of my sub-plan that is still possible (None: the sub-plan is done or stale)."""
+        if _signature(ctx) != self.planned_with:
+            return None
+        for text in self.plan[self.done :]:
+            option = next((o for o in ctx.options if o.text == text), None)
+            if option is not None and sym.value.key(option) is not None:
+                return text
+            return None
+        return None
+
+    def _act(self, q: R.CobelQuestion, session: RoleSession) -> HighLevelAction | None:
+        lettered = "\n".join(f"{k}. {t}" for k, t in q.lettered.items())
+        answer = session.ask(R.ACT, q, plan="\n".join(self.plan) or "(none)", zero_order=q.zero_text, lettered=lettered)
+        return R.act_choice(answer.value.answer, q)
+
+    def _predict(
+        self, ctx: DecisionContext, q: R.CobelQuestion, session: RoleSession, trace: dict
+    ) -> HighLevelAction | None:
+        """Belief prediction and adaptive collaboration; a message to send, if the gate says so."""
+        cfg = self.config
+        sym = q.sym
+        gating = cfg.ablation != "no_bbc"
+        predicted: dict[str, list[list[str]]] = {}
+        if gating:
+            for mate in self.teammates:
+                q.teammate = mate
+                answer = session.ask(R.PREDICT_FIRST, q, teammate=mate, first_order=q.first_text[mate])
+                predicted[mate] = answer.value.plans
+        q.plan = sym.my_plan(ctx.options)
+        if q.stated_text:
+            stated = "\n".join(f"{mate}: " + ", then ".join(p) for mate, p in q.stated_text.items())
+            plan = session.ask(R.REPLAN, q, stated=stated, zero_order=q.zero_text).value.plan
+            trace["replanned_around"] = sorted(q.stated_text)
+        else:
+            plan = session.ask(R.PREDICT_ZERO, q, zero_order=q.zero_text).value.plan
+        self.plan = [R.normalised(step, q) for step in plan]
+        self.done = 0
+        self.planned_with = _signature(ctx)
+        trace["predicted"] = predicted
+        trace["plan"] = list(self.plan)
+        can_talk = any(o.action.is_message for o in ctx.options) and not ctx.memory.last_action_was_message()
+        if not can_talk:
+            return None
+        gate: dict[str, Any] = {}
+        heavy = False
+        for mate in self.teammates:
+            q.teammate = mate
+            theirs = "\n".join(" / ".join(p) for p in predicted.get(mate, [])) or "(not predicted)"
+            answer = session.ask(
+                R.COLLABORATE,
+                q,
+                teammate=mate,
+                zero_order=q.zero_text,
+                first_order=q.first_text.get(mate, "(none)"),
+                my_plan=", then ".join(self.plan),
+                their_plans=theirs,
+            ).value
+            gate[mate] = answer.model_dump()
+            heavy = heavy or answer.heavy
+            if answer.heavy and answer.misaligned and not q.free_text_beliefs:
+                q.beliefs([f"{self.agent} BELIEVE {s}" if "BELIEVE" not in s else s for s in answer.misaligned], 0)
+        trace["gate"] = gate
+        if not heavy:
+            return None
+        misaligned = "\n".join(s for g in gate.values() if g["heavy"] for s in g["misaligned"]) or "(none)"
+        text = session.ask(R.MESSAGE, q, misaligned=misaligned, my_plan=", then ".join(self.plan)).value.strip()
+        return HighLevelAction(Verb.SEND_MESSAGE, text=text)
+
+    def _payload(self, q: R.CobelQuestion) -> TeamStatus | None:
+        """The typed form of a symbolic message: what the heavy verdicts found lacking, and my sub-plan."""
+        if self.roles is None or self.roles.backend.name != "symbolic" or q.plan is None:
+            return None
+        facts = [f for v in q.verdicts.values() if v.heavy for f in v.misaligned]
+        return q.sym.note(list(dict.fromkeys(facts)), q.plan)
+
+    def _finish(
+        self,
+        action: HighLevelAction,
+        q: R.CobelQuestion,
+        trace: dict[str, Any],
+        session: RoleSession,
+        payload: TeamStatus | None = None,
+    ) -> Decision:
+        text = format_action(action, self.info.benchmark)
+        self.last_action = "" if action.is_message else text
+        trace["action"] = text
+        if q.rejected:
+            trace["rejected"] = q.rejected
+        return session.decision(action, trace, payload, rejected_lines=len(q.rejected))
+
+
+class CobelTeam(PerAgentTeam):
+    summary = "CoBel-World: zero- and first-order beliefs, plan prediction and gated messages"
+    Config = CobelConfig
+    Agent = CobelAgent
+    payload_types: ClassVar = (TeamStatus,)
+    _geometry: Geometry | None = None
+
+    def start_episode(self, info: EpisodeInfo) -> None:
+        super().start_episode(info)
+        self.rules: RuleSet | None = None
+
+    def geometry(self, nav: NavGrid) -> Geometry:
+        if self._geometry is None or self._geometry.nav is not nav:
+            self._geometry = Geometry(nav)
+        return self._geometry
+
+    def agreed_rules(self, session: RoleSession, trace: dict[str, Any]) -> RuleSet:
+        """The episode's belief rules: the suite's fixed set on the symbolic backend; on a model, negotiated once
+        (propose, then critique and refine up to ``rule_rounds`` times) when the first agent first decides."""
+        assert self.info is not None
+        if self.rules is not None:
+            return self.rules
+        fixed = rules_for(self.info.benchmark)
+        if self.roles is None or self.roles.backend.name == "symbolic":
+            self.rules = fixed
+            return fixed
+        q = R.CobelQuestion.for_rules(fixed)
+        agents = list(self.info.agents)
+        proposer, critic = agents[0], agents[1] if len(agents) > 1 else agents[0]
+        slots = {"language": BELIEF_LANGUAGE, "task": session.slots.get("goal", "")}
+        draft = session.ask(R.RULES_PROPOSE, q, proposer=proposer, critic=critic, **slots).value
+        rounds = []
+        for _ in range(self.config.rule_rounds):
+            critique = session.ask(R.RULES_CRITIQUE, q, draft=R.draft_text(draft), proposer=proposer, **slots).value
+            rounds.append(critique.model_dump())
+            if critique.satisfied:
+                break
+            suggestions = "\n".join(critique.suggestions) or "(none)"
+            draft = session.ask(R.RULES_REFINE, q, draft=R.draft_text(draft), suggestions=suggestions, **slots).value
+        try:
+            self.rules, rejected = parse_rules("\n".join(draft.zero_order), "\n".join(draft.first_order))
+        except BeliefError as exc:
+            self.rules, rejected = fixed, [f"negotiated rules unusable ({exc}): the suite's fixed rules apply"]
+        trace["rules"] = {"agreed": self.rules.text().splitlines(), "rounds": rounds, "rejected": rejected}
+        return self.rules
+
+    @classmethod
+    def explain(cls, rationale: Mapping[str, Any]) -> list[str]:
+        return explain_decision(rationale)
+
+
+def explain_decision(rationale: Mapping[str, Any]) -> list[str]:
+    """``coteam explain``: both belief orders, the predicted plans, my sub-plan and the gate's reasons."""
+    r = dict(rationale)
+    lines: list[str] = []
+    beliefs = r.pop("beliefs", {}) or {}
+    lines.append("Zero-order beliefs (mine):")
+    lines += [f"  {b}" for b in beliefs.get("zero", [])] or ["  (none)"]
+    for mate, held in (beliefs.get("first") or {}).items():
+        lines.append(f"First-order beliefs (what I believe {mate} believes):")
+        lines += [f"  {b}" for b in held] or ["  (none)"]
+    for mate, plan in (r.pop("stated", {}) or {}).items():
+        lines.append(f"{mate}'s stated plan: " + ", then ".join(plan))
+    for mate, plans in (r.pop("predicted", {}) or {}).items():
+        lines.append(f"Predicted plans of {mate}:")
+        lines += [f"  {i}. " + ", then ".join(p) for i, p in enumerate(plans, 1)]
+    if "plan" in r:
+        around = r.pop("replanned_around", None)
+        suffix = f" (re-planned around {', '.join(around)})" if around else ""
+        lines.append("My sub-plan: " + ", then ".join(r.pop("plan")) + suffix)
+    lines.append(f"Sub-plan: {r.pop('subplan', '?')}")
+    for mate, verdict in (r.pop("gate", {}) or {}).items():
+        word = "HEAVY: message" if verdict["heavy"] else "light: no message"
+        lines.append(f"Gate on {mate}: {word}; " + "; ".join(verdict.get("reasons", [])))
+        lines += [f"  misaligned: {s}" for s in verdict.get("misaligned", [])]
+    for line in r.pop("rejected", []) or []:
+        lines.append(f"Rejected statement: {line}")
+    rules = r.pop("rules", None)
+    if rules:
+        lines.append("Agreed belief rules:")
+        lines += [f"  {x}" for x in rules["agreed"]]
+    return [*lines, "", *rationale_lines(r)]
