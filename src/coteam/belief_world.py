@@ -3,7 +3,8 @@
 
 * **Zero-order** facts are my memory rendered as statements: where every object I know of is (in a room, in a
   container, on a surface, held by someone), which containers are open, how much of each room I have seen, and
-  where my teammates and I are. Only facts the rule set allows are kept.
+  where my teammates and I are; rooms a teammate told me it explored and containers it searched count as
+  explored and open. Only facts the rule set allows are kept.
 * **First-order** facts, per teammate, come from four sources: what the teammate saw with me (it was in my room
   when I saw something: it saw it too), what it told me (its messages: it believes what it said), what I told it
   (my messages: after sending, it believes what I said, so nothing is said twice), and what it knows of itself
@@ -157,6 +158,7 @@ class BeliefWorld:
     told_plan: tuple[str, ...] = ()  # the sub-plan I last stated to the team
     told_at: int = -1
     _read: tuple[int, int] = (0, 0)  # messages received / sent already absorbed
+    _reported: dict[FactKey, Fact] = field(default_factory=dict)  # rooms explored, containers searched, as told
 
     @classmethod
     def of(cls, memory: AgentMemory, agents: Sequence[str], rules: RuleSet | None = None) -> BeliefWorld:
@@ -193,6 +195,15 @@ class BeliefWorld:
         for fact in facts:
             if self.kind_of(fact.subject) is not None and self._allowed(fact, 0):
                 zero[fact_key(fact)] = fact
+        received = memory.messages[self._read[0] :]
+        for message in received:
+            if message.sender in self.first and isinstance(message.payload, TeamStatus):
+                for fact in status_facts(memory, message.payload):
+                    if fact.relation in (Attribute.EXPLORED, Attribute.STATE):
+                        self._reported[fact_key(fact)] = fact
+        for key, fact in self._reported.items():  # a room a teammate explored is explored, for me too
+            if key in zero and self._allowed(fact, 0):
+                zero[key] = fact
         self.zero = zero
         # What a teammate in my room sees now: everything in the room, me, and itself.
         for name, sighting in memory.teammates.items():

@@ -9,21 +9,23 @@ believed world, and the adaptive-collaboration gate -- no model, no network.
   into a plan of at most ``plan_length`` actions. A sub-plan the teammate stated, still fresh, is its plan.
 * **Zero-order prediction and re-planning** (my plan): my best first action by expected team value over my own
   belief, with every teammate that stated a plan held to it and every teammate ranked before me held to its
-  predicted plan (so plans complement); continued into a sub-plan the same way.
+  predicted plan; continued into a sub-plan the same way. Re-planning around stated plans leaves the rooms,
+  items and containers they start on to their teammates (plans complement), unless nothing else is left.
 * **Adaptive collaboration** (per teammate): *heavy* miscoordination is (1) a plan conflict -- my plan starts on
   the room, item or container its predicted plan starts on, and I have not told it my plan -- or (2) a belief
   misalignment that matters: it lacks goal-relevant facts I hold (where goal items are, which rooms are explored,
   which containers are searched) *and* telling them changes its predicted plan. Only heavy miscoordination sends
   a message, holding what it lacks and my sub-plan.
 
-Ablations: ``no_sbr`` drops the first-order model (teammates are predicted from my own beliefs, and what a
-teammate lacks is whatever I have not said); ``no_bbc`` drops prediction and gating (a message whenever a
-teammate lacks something relevant; my plan ignores teammates that stated nothing).
+Ablations: ``no_sbr`` drops the first-order model: teammates are predicted from my own beliefs, as if they knew
+what I know, so no misalignment can be found and only plan conflicts make a message; ``no_bbc`` drops prediction
+and gating: a message whenever a teammate lacks something I could tell it, and my plan ignores teammates that
+stated nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from coteam.actions import MAX_MESSAGE_CHARS, format_action, parse_action
@@ -94,18 +96,33 @@ def target(key: Key | None) -> tuple | None:
     return None
 
 
-def goal_relevant(memory: AgentMemory):
+def goal_relevant(memory: AgentMemory) -> Callable[[Fact], bool]:
     """Which facts a teammate's plan depends on: where goal items are, how much of each room is explored, which
-    containers are open (searched)."""
+    containers are open (searched) or closed."""
     wanted = memory.task.needed_names()
 
     def relevant(fact: Fact) -> bool:
-        if fact.relation == Attribute.EXPLORED or fact.relation == Attribute.STATE:
+        if fact.relation in (Attribute.EXPLORED, Attribute.STATE):
             return True
         about = fact.object if fact.relation in (Predicate.HOLD, Predicate.CONTAIN) else fact.subject
         return fact.relation != Predicate.AT and getattr(about, "name", None) in wanted
 
     return relevant
+
+
+def sayable(memory: AgentMemory) -> Callable[[Fact], bool]:
+    """The facts a message tells (:meth:`CobelSymbolic.note`): where goal items lie, rooms explored in full,
+    containers searched."""
+    wanted = memory.task.needed_names()
+
+    def says(fact: Fact) -> bool:
+        if fact.relation == Attribute.EXPLORED:
+            return fact.object == "all"
+        if fact.relation == Attribute.STATE:
+            return fact.object == "open"
+        return fact.relation in (Predicate.IN, Predicate.ON) and getattr(fact.subject, "name", None) in wanted
+
+    return says
 
 
 @dataclass
@@ -270,6 +287,8 @@ class CobelSymbolic:
         value = self.value
         others = self.others()
         keys = {k for k in (value.key(o) for o in options) if k is not None}
+        claimed = {target(p.first) for p in map(self.stated, self.teammates) if p is not None} - {None}
+        keys = {k for k in keys if target(k) not in claimed} or keys  # complement stated plans: other targets
         if not keys:
             choice, _ = rule_based_choice(replace(self.ctx, options=list(options)))
             return Plan((), (choice.text,))
@@ -291,7 +310,8 @@ class CobelSymbolic:
 
     # --- adaptive collaboration --------------------------------------------------------------------------------
     def lacking(self, teammate: str) -> list[Fact]:
-        return self.world.lacks(teammate, goal_relevant(self.memory))
+        """The facts I could tell ``teammate`` that it does not believe."""
+        return self.world.lacks(teammate, sayable(self.memory))
 
     def verdict(self, teammate: str, plan: Plan) -> Verdict:
         """Whether miscoordination with ``teammate`` is heavy enough for a message (module docstring)."""

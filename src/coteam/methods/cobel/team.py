@@ -82,14 +82,15 @@ class CobelAgent(AgentReasoner):
         self.done = 0  # its steps taken
         self.planned_with: tuple = ()  # the signature the sub-plan was made under
         self.last_action = ""
+        self.slots: dict[str, str] = {}  # this decision's situation slots
 
     # --- the decision ------------------------------------------------------------------------------------
     def decide(self, ctx: DecisionContext) -> Decision:
         cfg = self.config
         m = ctx.memory
-        slots = situation_slots(ctx, self.info, last_actions=cfg.K_action, last_messages=cfg.K_message)
+        self.slots = situation_slots(ctx, self.info, last_actions=cfg.K_action, last_messages=cfg.K_message)
         assert self.roles is not None
-        session = self.roles.session(self.agent, slots)
+        session = self.roles.session(self.agent, {"agent": self.agent, "goal": self.slots["goal"]})
         trace: dict[str, Any] = {"method": "cobel", "ablation": cfg.ablation}
         rules = self.team.agreed_rules(session, trace)
         if self.world is None:
@@ -136,12 +137,16 @@ class CobelAgent(AgentReasoner):
 
     def _update_beliefs(self, q: R.CobelQuestion, session: RoleSession, rule_text: str, trace: dict) -> None:
         """Zero-order beliefs and, per teammate, first-order beliefs and its stated plan (trace: both orders)."""
-        zero = session.ask(R.UPDATE_ZERO, q, rules=rule_text).value.beliefs
+        s = self.slots
+        observed = {"progress": s["progress"], "dialogue": s["dialogue"]}
+        zero = session.ask(R.UPDATE_ZERO, q, rules=rule_text, teammates=s["teammates"], **observed).value.beliefs
         first: dict[str, list[str]] = {}
         stated: dict[str, list[str]] = {}
         for mate in self.teammates:
             q.teammate = mate
-            answer = session.ask(R.UPDATE_FIRST, q, rules=rule_text, teammate=mate).value
+            answer = session.ask(
+                R.UPDATE_FIRST, q, rules=rule_text, teammate=mate, available=s["available"], **observed
+            ).value
             first[mate] = answer.beliefs
             if answer.plan:
                 stated[mate] = answer.plan
@@ -168,7 +173,14 @@ class CobelAgent(AgentReasoner):
 
     def _act(self, q: R.CobelQuestion, session: RoleSession) -> HighLevelAction | None:
         lettered = "\n".join(f"{k}. {t}" for k, t in q.lettered.items())
-        answer = session.ask(R.ACT, q, plan="\n".join(self.plan) or "(none)", zero_order=q.zero_text, lettered=lettered)
+        answer = session.ask(
+            R.ACT,
+            q,
+            plan="\n".join(self.plan) or "(none)",
+            zero_order=q.zero_text,
+            lettered=lettered,
+            actions=self.slots["actions"],
+        )
         return R.act_choice(answer.value.answer, q)
 
     def _predict(
@@ -177,20 +189,30 @@ class CobelAgent(AgentReasoner):
         """Belief prediction and adaptive collaboration; a message to send, if the gate says so."""
         cfg = self.config
         sym = q.sym
+        s = self.slots
         gating = cfg.ablation != "no_bbc"
         predicted: dict[str, list[list[str]]] = {}
         if gating:
             for mate in self.teammates:
                 q.teammate = mate
-                answer = session.ask(R.PREDICT_FIRST, q, teammate=mate, first_order=q.first_text[mate])
+                answer = session.ask(
+                    R.PREDICT_FIRST, q, teammate=mate, first_order=q.first_text[mate], available=s["available"]
+                )
                 predicted[mate] = answer.value.plans
         q.plan = sym.my_plan(ctx.options)
         if q.stated_text:
             stated = "\n".join(f"{mate}: " + ", then ".join(p) for mate, p in q.stated_text.items())
-            plan = session.ask(R.REPLAN, q, stated=stated, zero_order=q.zero_text).value.plan
+            plan = session.ask(R.REPLAN, q, stated=stated, zero_order=q.zero_text, available=s["available"]).value.plan
             trace["replanned_around"] = sorted(q.stated_text)
         else:
-            plan = session.ask(R.PREDICT_ZERO, q, zero_order=q.zero_text).value.plan
+            plan = session.ask(
+                R.PREDICT_ZERO,
+                q,
+                zero_order=q.zero_text,
+                teammates=s["teammates"],
+                actions=s["actions"],
+                available=s["available"],
+            ).value.plan
         self.plan = [R.normalised(step, q) for step in plan]
         self.done = 0
         self.planned_with = _signature(ctx)
@@ -221,7 +243,9 @@ class CobelAgent(AgentReasoner):
         if not heavy:
             return None
         misaligned = "\n".join(s for g in gate.values() if g["heavy"] for s in g["misaligned"]) or "(none)"
-        text = session.ask(R.MESSAGE, q, misaligned=misaligned, my_plan=", then ".join(self.plan)).value.strip()
+        text = session.ask(
+            R.MESSAGE, q, misaligned=misaligned, my_plan=", then ".join(self.plan), teammates=s["teammates"]
+        ).value.strip()
         return HighLevelAction(Verb.SEND_MESSAGE, text=text)
 
     def _payload(self, q: R.CobelQuestion) -> TeamStatus | None:
@@ -276,21 +300,26 @@ class CobelTeam(PerAgentTeam):
         q = R.CobelQuestion.for_rules(fixed)
         agents = list(self.info.agents)
         proposer, critic = agents[0], agents[1] if len(agents) > 1 else agents[0]
-        slots = {"language": BELIEF_LANGUAGE, "task": session.slots.get("goal", "")}
-        draft = session.ask(R.RULES_PROPOSE, q, proposer=proposer, critic=critic, **slots).value
+        slots = {"language": BELIEF_LANGUAGE, "task": session.slots["goal"]}
+        # each speaker's calls on its own ledger line; all of them count in this decision's tokens
+        negotiation, review = self.roles.session(proposer, {}), self.roles.session(critic, {})
+        draft = negotiation.ask(R.RULES_PROPOSE, q, proposer=proposer, critic=critic, **slots).value
         rounds = []
         for _ in range(self.config.rule_rounds):
-            critique = session.ask(R.RULES_CRITIQUE, q, draft=R.draft_text(draft), proposer=proposer, **slots).value
+            critique = review.ask(R.RULES_CRITIQUE, q, draft=R.draft_text(draft), proposer=proposer, **slots).value
             rounds.append(critique.model_dump())
             if critique.satisfied:
                 break
             suggestions = "\n".join(critique.suggestions) or "(none)"
-            draft = session.ask(R.RULES_REFINE, q, draft=R.draft_text(draft), suggestions=suggestions, **slots).value
+            draft = negotiation.ask(
+                R.RULES_REFINE, q, draft=R.draft_text(draft), suggestions=suggestions, **slots
+            ).value
         try:
             self.rules, rejected = parse_rules("\n".join(draft.zero_order), "\n".join(draft.first_order))
         except BeliefError as exc:
             self.rules, rejected = fixed, [f"negotiated rules unusable ({exc}): the suite's fixed rules apply"]
         trace["rules"] = {"agreed": self.rules.text().splitlines(), "rounds": rounds, "rejected": rejected}
+        session.trace.update({**negotiation.trace, **review.trace})
         return self.rules
 
     @classmethod

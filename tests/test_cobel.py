@@ -1,0 +1,238 @@
+"""CoBel-World (``cobel``): the paper's behaviours as scenario tests, the message it sends, the LLM path through a
+loopback server (garbled statements and malformed answers included), explain, and the ablation switches."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from coteam.actions import Verb, parse_action
+from coteam.llm.testserver import LoopbackOpenAIServer
+from coteam.messages import TeamStatus, decode_payload
+from coteam.methods.cobel.symbolic import sayable
+from coteam.observation import Message
+from coteam.reasoning import AgentBrain
+from coteam_harness.runner import run_episode
+from coteam_harness.trace import load_trace
+from coteam_sim.engine import Simulator
+from coteam_sim.suites import get_suite
+from scenario import method_brain
+
+
+def _pair(index: int) -> tuple[Simulator, AgentBrain, AgentBrain]:
+    scene = get_suite("cwah-test").episodes()[index].build()
+    sim = Simulator(scene, ("alice", "bob"))
+    return sim, method_brain(sim, "alice", "cobel"), method_brain(sim, "bob", "cobel")
+
+
+def _hear(brain: AgentBrain, sender: str, status: TeamStatus) -> None:
+    """``brain`` receives a status message from ``sender`` (validated like any delivered message)."""
+    message = Message(sender, status.text(), brain.memory.step, status.model_dump_json())
+    brain.memory.messages.append(brain.receive(message))
+
+
+def _arrived(sim: Simulator, agent: str, room_id: int) -> TeamStatus:
+    """What ``agent`` tells of itself on arriving in a room: where it is, and that it has seen the room."""
+    room = sim.scene.floorplan.room(room_id).name
+    return TeamStatus(agent=agent, room=room, explored=(room,))
+
+
+def _is_message(decision) -> bool:
+    return decision.action.verb == Verb.SEND_MESSAGE
+
+
+def test_both_heading_to_the_same_unexplored_room_makes_exactly_one_message():
+    """alice knows where bob is (he said he has just searched her room), bob knows nothing of her: both would
+    explore the kitchen next. alice, ranked first, keeps it and tells him her sub-plan once; bob, told, goes
+    elsewhere and says nothing; alice says nothing more."""
+    sim, alice, bob = _pair(1)
+    alice.memory.teammates.clear()  # they have not seen each other
+    bob.memory.teammates.clear()
+    _hear(alice, "bob", _arrived(sim, "bob", alice.memory.room))
+    first, _ = alice.decide()
+    assert _is_message(first)
+    gate = first.rationale["gate"]["bob"]
+    assert gate["heavy"] and any(r.startswith("conflict") for r in gate["reasons"])
+    (predicted, *_) = first.rationale["predicted"]["bob"]
+    assert predicted[0] == first.rationale["plan"][0]  # the same first step: the conflict
+    note = decode_payload(first.action.payload, (TeamStatus,))
+    assert note.plan == tuple(first.rationale["plan"])
+    room = parse_action(note.plan[0], sim.scene.benchmark).target.id
+
+    bob.memory.messages.append(bob.receive(Message("alice", first.action.text, 0, first.action.payload)))
+    answer, _ = bob.decide()
+    assert not _is_message(answer)
+    assert answer.action.target is None or answer.action.target.id != room
+    assert answer.rationale["replanned_around"] == ["alice"]
+    again, _ = alice.decide()
+    assert not _is_message(again) and again.action.target.id == room  # she keeps her word, silently
+
+
+def test_what_a_teammate_saw_with_me_is_not_told_again():
+    """Goal items alice found are news to bob in another room (they change his plan: a message), but not to bob
+    standing beside her when she saw them."""
+    sim, alice, bob = _pair(6)
+    alice.memory.teammates.clear()
+    _hear(alice, "bob", _arrived(sim, "bob", bob.memory.room))
+    told, _ = alice.decide()
+    assert _is_message(told)
+    misaligned = told.rationale["gate"]["bob"]["misaligned"]
+    found = [s for s in misaligned if re.search(r"<(juice|pancake|wine)> \(\d+\) ON", s)]
+    assert found, misaligned
+    note = decode_payload(told.action.payload, (TeamStatus,))
+    assert {s.name for s in note.seen} >= {"juice", "pancake", "wine"} and note.plan
+
+    sim2, _, _ = _pair(6)
+    sim2.world.agents["bob"].position = sim2.world.agents["alice"].position
+    beside = method_brain(sim2, "alice", "cobel")
+    assert "bob" in beside.memory.teammates  # they see each other, and the same things
+    decision, _ = beside.decide()
+    assert not _is_message(decision)
+    assert decision.rationale["gate"]["bob"]["misaligned"] == []
+
+
+def test_my_re_plan_leaves_the_room_a_teammate_stated_to_it():
+    sim, alice, _ = _pair(3)
+    alone, _ = alice.decide()
+    assert alone.action.verb == Verb.EXPLORE
+    room = alone.action.target
+    sim, alice, _ = _pair(3)
+    plan = (f"[goexplore] <{room.name}> ({room.id})",)
+    _hear(alice, "bob", TeamStatus(agent="bob", room=sim.scene.floorplan.room(alice.memory.room).name, plan=plan))
+    decision, _ = alice.decide()
+    assert decision.rationale["stated"] == {"bob": list(plan)}
+    assert decision.rationale["replanned_around"] == ["bob"]
+    assert decision.action.target is None or decision.action.target.id != room.id
+
+
+def test_after_telling_nothing_is_said_twice():
+    """Once alice has told bob what he lacked, her first-order beliefs hold it: he lacks nothing she could say."""
+    sim, alice, bob = _pair(6)
+    alice.memory.teammates.clear()
+    _hear(alice, "bob", _arrived(sim, "bob", bob.memory.room))
+    lacked = alice.decide()[0].rationale["gate"]["bob"]["misaligned"]
+    assert lacked
+    world = alice.team.agents["alice"].world
+    world.update(alice.memory)
+    assert world.lacks("bob", sayable(alice.memory)) == []
+    again, _ = alice.decide()
+    assert not _is_message(again)
+
+
+def _run(suite: str, index: int, params: dict | None = None, trace=None):
+    scene = get_suite(suite).episodes()[index].build()
+    return run_episode(scene, "cobel", params=params, trace_path=trace)
+
+
+@pytest.mark.parametrize("suite", ["cwah-test", "tdwmat-test"])
+def test_symbolic_cobel_finishes_and_talks_little(suite, tmp_path):
+    result = _run(suite, 0, trace=tmp_path / "t.json")
+    assert result.transport_rate > 0.5 and result.llm_calls == 0 and result.rejected_lines == 0
+    trace = load_trace(tmp_path / "t.json")
+    assert result.messages <= len(trace["decisions"]) // 4
+    for m in trace["messages"]:
+        assert json.loads(m["payload"])["plan"]  # every message carries the sender's sub-plan
+    talk = [d for d in trace["decisions"] if d["action"].startswith(("[send_message]", "send a message"))]
+    assert all(any(g["heavy"] for g in d["rationale"]["gate"].values()) for d in talk)
+
+
+def test_no_bbc_talks_more_than_the_gate():
+    gated = _run("cwah-test", 1)
+    ungated = _run("cwah-test", 1, {"ablation": "no_bbc"})
+    assert ungated.messages > gated.messages
+
+
+def test_explain_prints_both_belief_orders_the_predicted_plans_and_the_gate(tmp_path, capsys):
+    from coteam.cli import main
+
+    _run("cwah-test", 1, trace=tmp_path / "t.json")
+    decisions = load_trace(tmp_path / "t.json")["decisions"]
+    decision = next(d for d in decisions if d["rationale"].get("gate"))
+    argv = ["explain", str(tmp_path / "t.json"), "--agent", decision["agent"], "--step", str(decision["step"])]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Zero-order beliefs (mine):" in out and "First-order beliefs (what I believe" in out
+    assert "Predicted plans of" in out or decision["agent"] == "bob"
+    assert "My sub-plan:" in out and "Gate on " in out
+
+
+# --- the LLM path ----------------------------------------------------------------------------------------------
+_ROOM = re.compile(r"(?:\[goexplore\] <|The )([a-z_]+)>? \((\d+)\)")
+_LETTER = re.compile(r"^([A-Z]{1,2})\. ", re.M)
+
+
+class ScriptedModel:
+    """A model that answers every CoBel module in its schema, with a garbled statement in every belief update and
+    a malformed answer now and then."""
+
+    def __init__(self):
+        self.calls = 0
+        self.critiques = 0
+
+    def __call__(self, request: dict) -> str:
+        self.calls += 1
+        system = request["messages"][0]["content"]
+        user = request["messages"][-1]["content"]
+        rooms = _ROOM.findall(user)
+        if self.calls % 17 == 0:
+            return "Let me think about that for a while."  # malformed: repaired or falls back
+        if "drafted for your team" in system:
+            self.critiques += 1
+            return json.dumps({"reasoning": "ok", "suggestions": ["add AT"], "satisfied": self.critiques > 1})
+        if "agree on belief rules" in system or "You revise the belief rules" in system:
+            return json.dumps(
+                {
+                    "reasoning": "r",
+                    "zero_order": ["?room EXPLORED ?exploration_state", "?agent AT ?room", "?bogus X"],
+                    "first_order": ["?room EXPLORED ?exploration_state"],
+                }
+            )
+        agent = re.search(r"You are (\w+)", system).group(1)
+        if "Turn what you have observed" in system:
+            good = [f"{agent} BELIEVE <{n}> ({i}) EXPLORED none" for n, i in rooms[:1]]
+            return json.dumps({"beliefs": [*good, f"{agent} BELIEVE the apple is probably nearby"]})
+        if "Work out what your teammate" in system:
+            mate = re.search(r"your teammate (\w+)", system).group(1)
+            good = [f"{agent} BELIEVE {mate} BELIEVE <{n}> ({i}) EXPLORED none" for n, i in rooms[:1]]
+            return json.dumps({"beliefs": [*good, "bob BELIEVE BELIEVE nothing"], "plan": []})
+        available = user.split("Available actions:")[-1].split("Actions have this form:")[-1].strip().splitlines()
+        first = available[0].split(" - my cost")[0].strip() if available else ""
+        if "Put yourself in" in system:
+            return json.dumps({"reasoning": ["guess"], "plans": [[first]]})
+        if "choose your best plan" in system or "complements theirs" in system:
+            return json.dumps({"reasoning": ["closest"], "plan": [first]})
+        if "Compare your plan" in system:
+            return json.dumps({"reasons": ["fine"], "heavy": self.calls % 5 == 0, "misaligned": []})
+        if "Write one short message" in system:
+            return "I am on my way; I will take care of my plan."
+        if "Check your current plan" in system:
+            letters = _LETTER.findall(user)
+            return json.dumps({"reasons": ["next"], "answer": letters[0] if letters else "SUBPLAN DONE"})
+        raise AssertionError(f"unexpected prompt: {system[:80]}")
+
+
+def test_the_llm_path_end_to_end_counts_tokens_rejected_statements_and_fallbacks(monkeypatch, tmp_path):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = ScriptedModel()
+    with LoopbackOpenAIServer(model) as server:
+        params = {"backend": "llm", "base_url": server.base_url, "max_retries": 0}
+        result = _run("cwah-test", 1, params, trace=tmp_path / "t.json")
+        sent = sum(u["total_tokens"] for u in server.usages)
+    assert result.llm_calls == len(server.requests) > 0
+    assert result.tokens == sent  # exactly what the server reported
+    assert result.rejected_lines > 0  # the garbled statements, rejected one by one and counted
+    assert result.llm_fallbacks > 0  # the malformed answers that stayed malformed
+    trace = load_trace(tmp_path / "t.json")
+    decisions = trace["decisions"]
+    assert sum(len(d["rationale"].get("rejected", [])) for d in decisions) == result.rejected_lines
+    rules = next(d["rationale"]["rules"] for d in decisions if "rules" in d["rationale"])
+    assert len(rules["rounds"]) == 2 and rules["rounds"][-1]["satisfied"]  # critique, refine, critique: agreed
+    assert any("?bogus" in r for r in rules["rejected"])
+    assert "?room EXPLORED ?exploration_state" in " ".join(rules["agreed"])
+    first = decisions[0]["rationale"]
+    assert first["roles"]["cobel.update_zero"]["source"] == "llm"
+    assert len(first["beliefs"]["zero"]) == 1 and first["beliefs"]["zero"][0].endswith("EXPLORED none")
+    assert any("the apple is probably nearby" in r for r in first["rejected"])
+    assert result.decisions == len(decisions) and result.steps > 0  # the episode went on to its end
