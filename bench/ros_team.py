@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -606,6 +606,16 @@ def emit_section(out: str | None, section: str, title: str = TITLE) -> None:
         print(f"wrote the section '{title[3:]}' of {out}")
     else:
         print(section)
+
+
+def section_main(argv: list[str] | None, script: str, doc: str, section: Callable[[str], str], title: str) -> int:
+    """The command line of a bench script that writes one section: ``--out FILE`` splices it there, else prints."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--out", help="splice the section into this markdown file (default: print it)")
+    args = parser.parse_args(argv)
+    command = f"python {script}" + (f" --out {args.out}" if args.out else "")
+    emit_section(args.out, section(command), title)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

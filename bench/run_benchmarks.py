@@ -6,8 +6,8 @@ Measures: raw simulator primitive throughput per benchmark; wall time and peak m
 (each in its own process, one core); the calibration of the rule-based, MCTS, random and oracle teams against the
 published baseline numbers; the paper-style comparison of every method on both suites (with the papers' talk,
 travel and balance metrics); scaling with 2-4 agents; how fast a wrong switch fails; PCE decision latency and
-LLM-path token use; the symbolic planner against mhp and the oracle (bench/symbolic_planner.py); the ROS 2 team
-stack (bench/ros_team.py; skip with --skip-ros).
+LLM-path token use; the symbolic planner against mhp and the oracle (bench/symbolic_planner.py); CoBel-World's talk,
+quality and ablations (bench/cobel.py); the ROS 2 team stack (bench/ros_team.py; skip with --skip-ros).
 """
 
 from __future__ import annotations
@@ -174,16 +174,20 @@ def switch_error_seconds(method: str) -> tuple[float, int, str]:
 
 
 def talk_summary(runs: dict[str, dict[str, list[EpisodeResult]]]) -> list[str]:
-    """PCE's talk against the communication-heavy coela, per suite."""
+    """The talk of pce and cobel against the communication-heavy coela, per suite."""
     lines = []
     for suite, by_method in runs.items():
-        if "pce" in by_method and "coela" in by_method:
-            pce, coela = summarize(by_method["pce"]), summarize(by_method["coela"])
-            lines.append(
-                f"- {suite}: pce sends {pce['messages']:.1f} messages ({pce['comm_tokens']:.0f} comm tokens) per "
-                f"episode, coela {coela['messages']:.1f} ({coela['comm_tokens']:.0f}): "
-                f"{pce['comm_tokens'] / coela['comm_tokens']:.0%} of coela's comm tokens."
-            )
+        if "coela" not in by_method:
+            continue
+        coela = summarize(by_method["coela"])
+        for method in ("pce", "cobel"):
+            if method in by_method:
+                s = summarize(by_method[method])
+                lines.append(
+                    f"- {suite}: {method} sends {s['messages']:.1f} messages ({s['comm_tokens']:.0f} comm tokens) "
+                    f"per episode, coela {coela['messages']:.1f} ({coela['comm_tokens']:.0f}): "
+                    f"{s['comm_tokens'] / coela['comm_tokens']:.0%} of coela's comm tokens."
+                )
     return lines
 
 
@@ -335,6 +339,9 @@ def main() -> int:
     from symbolic_planner import section as planner_section  # bench/ is on sys.path when run as a script
 
     lines += ["", planner_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]
+    from cobel import section as cobel_section
+
+    lines += ["", cobel_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]
     if not args.skip_ros:
         from ros_team import ros_section
 

@@ -10,7 +10,6 @@ section of the same title in the markdown file.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from collections.abc import Callable
@@ -131,14 +130,9 @@ def section(command: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", help="splice the section into this markdown file (default: print it)")
-    args = parser.parse_args(argv)
-    command = "python bench/symbolic_planner.py" + (f" --out {args.out}" if args.out else "")
-    from ros_team import emit_section  # bench/ is on sys.path when this file runs as a script
+    from ros_team import section_main  # bench/ is on sys.path when this file runs as a script
 
-    emit_section(args.out, section(command), TITLE)
-    return 0
+    return section_main(argv, "bench/symbolic_planner.py", __doc__ or "", section, TITLE)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""Test helper: an episode in which symbolic pce talks. It announces its next action only when that changes a
-teammate's choice, so which episodes have messages depends on the planner; tests of the message path find one."""
+"""Test helper: an episode in which a symbolic method talks. pce announces its next action only when that changes a
+teammate's choice, cobel talks only on heavy miscoordination, so which episodes have messages depends on the
+planner; tests of the message path find one."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from coteam_harness.runner import run_episode
 from coteam_sim.suites import get_suite
 
 
-def first_talking_episode(suite: str, trace_path: Path | None = None) -> tuple[int, EpisodeResult]:
-    """The first episode of ``suite`` in which pce (two agents, seed 0) sends a message, and its result (its trace
-    written to ``trace_path``)."""
+def first_talking_episode(suite: str, trace_path: Path | None = None, method: str = "pce") -> tuple[int, EpisodeResult]:
+    """The first episode of ``suite`` in which ``method`` (two agents, seed 0) sends a message, and its result (its
+    trace written to ``trace_path``)."""
     for index, spec in enumerate(get_suite(suite).episodes()):
-        result = run_episode(spec.build(), "pce", seed=0, trace_path=trace_path)
+        result = run_episode(spec.build(), method, seed=0, trace_path=trace_path)
         if result.messages:
             return index, result
-    raise AssertionError(f"pce sends no message in any episode of {suite}")
+    raise AssertionError(f"{method} sends no message in any episode of {suite}")

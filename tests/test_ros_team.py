@@ -35,10 +35,10 @@ from coteam_sim.suites import get_suite  # noqa: E402
 RUN_TIMEOUT_S = 240.0
 
 
-def write_config(path: Path, world: str, robots: tuple[str, ...] = ("alice", "bob")) -> Path:
+def write_config(path: Path, world: str, robots: tuple[str, ...] = ("alice", "bob"), method: str = "pce") -> Path:
     listed = ", ".join(f"{{name: {r}}}" for r in robots)
     path.write_text(
-        f"world: {{{world}}}\nteam: {{method: pce, backend: symbolic}}\nnavigation: sim\nrobots: [{listed}]\n"
+        f"world: {{{world}}}\nteam: {{method: {method}, backend: symbolic}}\nnavigation: sim\nrobots: [{listed}]\n"
     )
     return path
 
@@ -52,11 +52,15 @@ def comparable(trace: dict) -> dict:
     }
 
 
+@pytest.mark.parametrize("method", ["pce", "cobel"])
 @pytest.mark.parametrize("suite", ["cwah-test", "tdwmat-test"])
-def test_lockstep_run_equals_the_in_process_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suite: str) -> None:
+def test_lockstep_run_equals_the_in_process_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suite: str, method: str
+) -> None:
     isolate_ros(tmp_path, monkeypatch)
-    episode, expected = first_talking_episode(suite, trace_path=tmp_path / "in_process.json")
-    config = write_config(tmp_path / "team.yaml", f"suite: {suite}, episode: {episode}, seed: 0, mode: lockstep")
+    episode, expected = first_talking_episode(suite, trace_path=tmp_path / "in_process.json", method=method)
+    world = f"suite: {suite}, episode: {episode}, seed: 0, mode: lockstep"
+    config = write_config(tmp_path / "team.yaml", world, method=method)
     code, results = launch(config, tmp_path, out_dir=tmp_path / "ros", timeout=RUN_TIMEOUT_S)
     assert code == 0
     assert results is not None

@@ -219,3 +219,11 @@ def validate_action(
 
 def truncate_message(text: str) -> str:
     return text[:MAX_MESSAGE_CHARS]
+
+
+def check_message_text(text: str) -> None:
+    """``ValueError`` saying what is wrong with a message a model wrote: empty, or longer than the rules allow."""
+    if not text.strip():
+        raise ValueError("the message is empty")
+    if len(text.strip()) > MAX_MESSAGE_CHARS:
+        raise ValueError(f"the message has {len(text.strip())} characters; at most {MAX_MESSAGE_CHARS} are allowed")

@@ -90,6 +90,10 @@ class DecisionContext:
     options: list[ActionOption]
     nav: NavGrid
 
+    def option_for_text(self, text: str) -> ActionOption | None:
+        """The available option whose text is ``text`` exactly."""
+        return next((o for o in self.options if o.text == text), None)
+
     def option_for(self, action: HighLevelAction) -> ActionOption | None:
         for o in self.options:
             if o.action == action or (action.is_message and o.action.is_message):

@@ -4,7 +4,7 @@ toolkit (:mod:`.roles`), the situation slots of prompts (:mod:`.context`) and le
 (:mod:`.lettered`). Register a method with
 :func:`coteam.registry.register_method` or the ``coteam.methods`` entry-point group."""
 
-from coteam.kit.config import MethodConfig, RoleMethodConfig, Switch
+from coteam.kit.config import MethodConfig, RoleMethodConfig, Switch, ValueRoleConfig
 from coteam.kit.context import actions_text, dialogue_text, situation_slots
 from coteam.kit.lettered import letter, match_option
 from coteam.kit.roles import RoleKit, RoleSession
@@ -21,6 +21,7 @@ __all__ = [
     "RoleSession",
     "Switch",
     "TeamWrapper",
+    "ValueRoleConfig",
     "actions_text",
     "dialogue_text",
     "letter",

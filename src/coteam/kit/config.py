@@ -13,11 +13,13 @@ import difflib
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
+
+from coteam.value.team import ValueConfig
 
 SECRETS = {"api_key"}  # switches never written to results or traces
 
@@ -168,3 +170,13 @@ class RoleMethodConfig(MethodConfig):
 
     def llm_settings(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.LLM_FIELDS if getattr(self, k) is not None}
+
+
+class ValueRoleConfig(RoleMethodConfig):
+    """A method with roles whose symbolic backend reads the team value model (:mod:`coteam.value`)."""
+
+    particles: int = Field(ValueConfig().particles, ge=1, description="belief particles of the team value model")
+
+    @property
+    def value_config(self) -> ValueConfig:
+        return replace(ValueConfig(), particles=self.particles)

@@ -23,8 +23,10 @@ from pydantic import BaseModel
 
 from coteam.kit.config import MethodConfig, RoleMethodConfig
 from coteam.kit.roles import RoleKit
+from coteam.navigation import NavGrid
 from coteam.observation import Message
 from coteam.reasoning import Decision, DecisionContext, EpisodeInfo, EpisodeOutcome
+from coteam.value.abstract import Geometry
 
 
 class MethodTeam:
@@ -121,6 +123,14 @@ class PerAgentTeam(MethodTeam):
     """A decentralised team: each agent decides on its own (``Agent``), from its own memory and messages."""
 
     Agent: ClassVar[type[AgentReasoner]] = AgentReasoner
+    _geometry: Geometry | None = None
+
+    def geometry(self, nav: NavGrid) -> Geometry:
+        """Path lengths on ``nav`` for the value model, cached for the team's agents (pure geometry: nothing one
+        agent knows)."""
+        if self._geometry is None or self._geometry.nav is not nav:
+            self._geometry = Geometry(nav)
+        return self._geometry
 
     def start_episode(self, info: EpisodeInfo) -> None:
         self.agents = {a: self.Agent(self, a, info, random.Random(f"{info.seed}:{self.name}:{a}")) for a in info.agents}

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, parse_action
+from coteam.actions import HighLevelAction, check_message_text, format_action, parse_action
 from coteam.belief_language import Belief, BeliefError, RuleSet, parse_beliefs, parse_rules
 from coteam.kit import letter, match_option
 from coteam.llm import Role, RoleContext
@@ -97,7 +97,7 @@ class CobelQuestion:
         return {letter(i): o.text for i, o in enumerate(physical)}
 
     def beliefs(self, lines: Sequence[str], order: int) -> list[Belief]:
-        """``lines`` as beliefs of the given order (rejected lines recorded); raw text lines kept in free-text mode."""
+        """``lines`` as beliefs of the given order; the lines that are not are recorded in :attr:`rejected`."""
         parsed = parse_beliefs("\n".join(lines), self.rules, self.kind_of)
         wrong_order = [b for b in parsed.beliefs if b.order != order]
         self.rejected += parsed.rejected + [f"{b}: expected a belief of order {order}" for b in wrong_order]
@@ -123,12 +123,14 @@ def _action_text(text: str, ctx: RoleContext) -> str:
 
 
 def normalised(step: str, q: CobelQuestion) -> str:
-    """A plan step as the grammar prints it (a step that does not parse is kept as written: the action role reads
-    it)."""
+    """A plan step as the option list words it (as the grammar prints it when no option does it now; a step that
+    does not parse is kept as written: the action role reads it)."""
+    benchmark = q.sym.memory.benchmark
     try:
-        return format_action(parse_action(step, q.sym.memory.benchmark), q.sym.memory.benchmark)
+        action = parse_action(step, benchmark)
     except ValueError:
         return step
+    return next((o.text for o in q.options if o.action == action), format_action(action, benchmark))
 
 
 def draft_text(draft: RuleDraft) -> str:
@@ -264,10 +266,7 @@ def _message(ctx: RoleContext) -> str:
 
 
 def check_message(text: str, ctx: RoleContext) -> None:
-    if not text.strip():
-        raise ValueError("the message is empty")
-    if len(text.strip()) > MAX_MESSAGE_CHARS:
-        raise ValueError(f"the message has {len(text.strip())} characters; at most {MAX_MESSAGE_CHARS} are allowed")
+    check_message_text(text)
 
 
 def _act(ctx: RoleContext) -> ActAnswer:

@@ -294,7 +294,9 @@ class CobelSymbolic:
             return Plan((), (choice.text,))
         scored = {k: value.value(value.outcome_of(k, 0.0, others)) for k in keys}
         best = max(sorted(scored, key=str), key=lambda k: scored[k])
-        return self._plan(value, best, others)
+        plan = self._plan(value, best, others)
+        option = next(o for o in options if value.key(o) == best)
+        return Plan(plan.steps, (option.text, *plan.texts[1:]))  # the first step as the option list words it
 
     # --- beliefs as the roles show them ---------------------------------------------------------------------
     def relevant_zero(self) -> list[Fact]:

@@ -21,7 +21,6 @@ See :mod:`.symbolic` for the symbolic backend and :mod:`.roles` for the modules'
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -29,17 +28,13 @@ from pydantic import Field
 from coteam.actions import HighLevelAction, Verb, format_action
 from coteam.belief_language import BeliefError, RuleSet, parse_rules
 from coteam.belief_world import BeliefWorld, rules_for
-from coteam.kit import AgentReasoner, PerAgentTeam, RoleMethodConfig, RoleSession, situation_slots
+from coteam.kit import AgentReasoner, PerAgentTeam, RoleSession, ValueRoleConfig, situation_slots
 from coteam.kit.team import rationale_lines
 from coteam.messages import TeamStatus
 from coteam.methods.cobel import roles as R
 from coteam.methods.cobel.symbolic import CobelSymbolic
-from coteam.navigation import NavGrid
 from coteam.reasoning import Decision, DecisionContext, EpisodeInfo
-from coteam.value.abstract import Geometry
-from coteam.value.team import ValueConfig
 
-VALUE_DEFAULTS = ValueConfig()
 Ablation = Literal["none", "no_sbr", "no_bbc"]
 BELIEF_LANGUAGE = (
     "A belief is ENTITY PREDICATE ENTITY (predicates IN, ON, HOLD, CONTAIN, AT) or ENTITY ATTRIBUTE STATE "
@@ -50,17 +45,12 @@ BELIEF_LANGUAGE = (
 )
 
 
-class CobelConfig(RoleMethodConfig):
+class CobelConfig(ValueRoleConfig):
     plan_length: int = Field(1, ge=1, le=3, description="actions in a predicted sub-plan")
     rule_rounds: int = Field(3, ge=1, le=6, description="LLM rule negotiation: critique-and-refine rounds at most")
     K_action: int = Field(5, ge=0, description="previous actions shown to the roles")
     K_message: int = Field(4, ge=0, description="previous messages shown to the roles")
-    particles: int = Field(VALUE_DEFAULTS.particles, ge=1, description="belief particles of the team value model")
     ablation: Ablation = Field("none", description="no_sbr: no first-order model; no_bbc: no prediction or gating")
-
-    @property
-    def value_config(self) -> ValueConfig:
-        return replace(VALUE_DEFAULTS, particles=self.particles)
 
 
 def _signature(ctx: DecisionContext) -> tuple:
@@ -127,12 +117,14 @@ class CobelAgent(AgentReasoner):
             message = self._predict(ctx, q, session, trace)
             if message is not None:
                 return self._finish(message, q, trace, session, payload=self._payload(q))
-            q.next_step = self.plan[0] if self.plan else None
+            assert q.plan is not None
+            first = q.plan.texts[0]  # the symbolic plan's first step: one of the options by construction
+            q.next_step = self.plan[0] if self.plan and ctx.option_for_text(self.plan[0]) else first
             choice = self._act(q, session)
             if choice is None:  # the model calls a fresh sub-plan done: its first step, as planned
-                choice = next((o.action for o in ctx.options if self.plan and o.text == self.plan[0]), None)
-            if choice is None:
-                choice = next(o.action for o in ctx.options if not o.action.is_message)
+                option = ctx.option_for_text(q.next_step) or ctx.option_for_text(first)
+                assert option is not None
+                choice = option.action
         return self._finish(choice, q, trace, session)
 
     def _update_beliefs(self, q: R.CobelQuestion, session: RoleSession, rule_text: str, trace: dict) -> None:
@@ -165,7 +157,7 @@ class CobelAgent(AgentReasoner):
         if _signature(ctx) != self.planned_with:
             return None
         for text in self.plan[self.done :]:
-            option = next((o for o in ctx.options if o.text == text), None)
+            option = ctx.option_for_text(text)
             if option is not None and sym.value.key(option) is not None:
                 return text
             return None
@@ -276,16 +268,10 @@ class CobelTeam(PerAgentTeam):
     Config = CobelConfig
     Agent = CobelAgent
     payload_types: ClassVar = (TeamStatus,)
-    _geometry: Geometry | None = None
 
     def start_episode(self, info: EpisodeInfo) -> None:
         super().start_episode(info)
         self.rules: RuleSet | None = None
-
-    def geometry(self, nav: NavGrid) -> Geometry:
-        if self._geometry is None or self._geometry.nav is not nav:
-            self._geometry = Geometry(nav)
-        return self._geometry
 
     def agreed_rules(self, session: RoleSession, trace: dict[str, Any]) -> RuleSet:
         """The episode's belief rules: the suite's fixed set on the symbolic backend; on a model, negotiated once

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, Verb, format_action
+from coteam.actions import HighLevelAction, Verb, check_message_text, format_action
 from coteam.kit import AgentReasoner, PerAgentTeam, RoleMethodConfig, letter, match_option, situation_slots
 from coteam.kit.team import rationale_lines
 from coteam.llm import Role, RoleContext
@@ -67,10 +67,7 @@ def draft_symbolically(ctx: RoleContext) -> str:
 
 
 def check_draft(text: str, ctx: RoleContext) -> None:
-    if not text.strip():
-        raise ValueError("the message is empty")
-    if len(text.strip()) > MAX_MESSAGE_CHARS:
-        raise ValueError(f"the message has {len(text.strip())} characters; at most {MAX_MESSAGE_CHARS} are allowed")
+    check_message_text(text)
 
 
 def choose_symbolically(ctx: RoleContext) -> str:

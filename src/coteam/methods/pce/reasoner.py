@@ -14,25 +14,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import Field
 
 from coteam.actions import HighLevelAction, Verb, format_action, parse_action
 from coteam.belief import BeliefState
-from coteam.kit import AgentReasoner, PerAgentTeam, RoleMethodConfig, RoleSession, situation_slots
+from coteam.kit import AgentReasoner, PerAgentTeam, RoleSession, ValueRoleConfig, situation_slots
 from coteam.llm import RoleContext
 from coteam.messages import TeamStatus
 from coteam.methods.pce.roles import COMMUNICATOR, COMPOSER, EVALUATOR, PLANNER, PceQuestion, check_tree
 from coteam.methods.pce.scoring import LeafScore, ScoredLeaf, Weights, action_utilities, best_leaf, score_leaf
 from coteam.methods.pce.symbolic import SymbolicContext
 from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, render_tree, scenarios, tree_to_json
-from coteam.navigation import NavGrid
 from coteam.options import ActionOption
 from coteam.reasoning import Decision, DecisionContext
-from coteam.value.abstract import Geometry
-from coteam.value.team import ValueConfig, ValueModel
+from coteam.value.team import ValueModel
 
 log = logging.getLogger("coteam.pce")
 
@@ -46,26 +43,20 @@ Ablation = Literal[
     "communication_only",
 ]
 ABLATIONS: tuple[str, ...] = get_args(Ablation)
-VALUE_DEFAULTS = ValueConfig()
 
 
-class PceConfig(RoleMethodConfig):
+class PceConfig(ValueRoleConfig):
     D: int = Field(3, ge=1, le=6, description="maximum depth of the assumption tree")
     alpha: float = Field(1.0, ge=0, description="weight of travel cost")
     beta: float = Field(1.0, ge=0, description="weight of message cost")
     lam: float = Field(1.0, ge=0, alias="lambda", description="gain/cost trade-off λ")
     K_action: int = Field(10, ge=0, description="previous actions shown to the roles")
     K_message: int = Field(3, ge=0, description="previous messages shown to the roles")
-    particles: int = Field(VALUE_DEFAULTS.particles, ge=1, description="belief particles of the team value model")
     ablation: Ablation = Field("none", description="switch a module off (the paper's ablations)")
 
     @property
     def weights(self) -> Weights:
         return Weights(self.alpha, self.beta, self.lam)
-
-    @property
-    def value_config(self) -> ValueConfig:
-        return replace(VALUE_DEFAULTS, particles=self.particles)
 
 
 class PceAgent(AgentReasoner):
@@ -235,13 +226,6 @@ class PceTeam(PerAgentTeam):
     Config = PceConfig
     Agent = PceAgent
     payload_types: ClassVar = (TeamStatus,)
-    _geometry: Geometry | None = None
-
-    def geometry(self, nav: NavGrid) -> Geometry:
-        """Path lengths on ``nav``, cached for the team's agents (pure geometry: nothing one agent knows)."""
-        if self._geometry is None or self._geometry.nav is not nav:
-            self._geometry = Geometry(nav)
-        return self._geometry
 
     @classmethod
     def explain(cls, rationale: Mapping[str, Any]) -> list[str]:

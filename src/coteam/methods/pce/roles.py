@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from coteam.actions import MAX_MESSAGE_CHARS, ActionError, HighLevelAction, Verb, parse_action, validate_action
+from coteam.actions import ActionError, HighLevelAction, Verb, check_message_text, parse_action, validate_action
 from coteam.llm import Role, RoleContext
 from coteam.methods.pce.symbolic import SymbolicContext
 from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, TreeError, parse_tree, tree_to_json
@@ -214,8 +214,7 @@ def write_message_symbolically(ctx: RoleContext) -> MessageAnswer:
 
 
 def check_message(answer: MessageAnswer, ctx: RoleContext) -> None:
-    if len(answer.message) > MAX_MESSAGE_CHARS:
-        raise ValueError(f"the message has {len(answer.message)} characters; at most {MAX_MESSAGE_CHARS} are allowed")
+    check_message_text(answer.message)
 
 
 COMMUNICATOR: Role[MessageAnswer] = Role(
