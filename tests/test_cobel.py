@@ -236,3 +236,11 @@ def test_the_llm_path_end_to_end_counts_tokens_rejected_statements_and_fallbacks
     assert len(first["beliefs"]["zero"]) == 1 and first["beliefs"]["zero"][0].endswith("EXPLORED none")
     assert any("the apple is probably nearby" in r for r in first["rejected"])
     assert result.decisions == len(decisions) and result.steps > 0  # the episode went on to its end
+
+
+@pytest.mark.parametrize("agents", [1, 3])
+def test_cobel_runs_alone_and_in_larger_teams(agents):
+    scene = get_suite("cwah-test").episodes()[1].build()
+    result = run_episode(scene, "cobel", n_agents=agents)
+    assert result.success
+    assert result.messages == 0 if agents == 1 else result.messages > 0
