@@ -244,3 +244,14 @@ def test_cobel_runs_alone_and_in_larger_teams(agents):
     result = run_episode(scene, "cobel", n_agents=agents)
     assert result.success
     assert result.messages == 0 if agents == 1 else result.messages > 0
+
+
+def test_without_sbr_the_llm_beliefs_stay_free_text(monkeypatch, tmp_path):
+    """no_sbr on the LLM path: belief statements are kept as the model wrote them, none parsed, none rejected."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with LoopbackOpenAIServer(ScriptedModel()) as server:
+        params = {"backend": "llm", "base_url": server.base_url, "max_retries": 0, "ablation": "no_sbr"}
+        result = _run("cwah-test", 1, params, trace=tmp_path / "t.json")
+    assert result.rejected_lines == 0
+    first = load_trace(tmp_path / "t.json")["decisions"][0]["rationale"]
+    assert any("probably nearby" in b for b in first["beliefs"]["zero"])

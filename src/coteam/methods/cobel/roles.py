@@ -9,14 +9,13 @@ repaired or falls back.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from coteam.actions import HighLevelAction, check_message_text, format_action, parse_action
-from coteam.belief_language import Belief, BeliefError, RuleSet, parse_beliefs, parse_rules
+from coteam.belief_language import Belief, BeliefError, Entity, EntityKind, RuleSet, parse_beliefs, parse_rules
 from coteam.kit import letter, match_option
 from coteam.llm import Role, RoleContext
 from coteam.methods.cobel.symbolic import CobelSymbolic, Plan, Prediction, Verdict
@@ -74,7 +73,7 @@ class CobelQuestion:
 
     sym: CobelSymbolic
     rules: RuleSet
-    kind_of: Any  # Callable[[Entity], EntityKind | None]
+    kind_of: Callable[[Entity], EntityKind | None] | None  # what an entity is (None: rule negotiation)
     options: Sequence[ActionOption]
     free_text_beliefs: bool = False  # no_sbr in LLM mode: beliefs are read as plain text
     teammate: str = ""  # the teammate a per-teammate role is about
