@@ -33,18 +33,18 @@ VARIANTS: tuple[tuple[str, str, dict], ...] = (
 
 
 READING = (
-    "How to read it. The paper (C-WAH, GPT-4o) reports 377 comm tokens for CoBel-World against 938 for CoELA, and "
-    "51 / 55 / 68 steps for the full method / no SBR / no BBC. Ten C-WAH test episodes do not separate planners a "
-    "few percent apart (one episode's steps vary by tens when a container is missed): read the paired standard "
-    "errors, and the 30 held-out episodes. no_bbc (a message whenever a teammate lacks something I could tell it) "
-    "always sends more, several times more on C-WAH, where each message costs its sender a step; on TDW-MAT a "
-    "message costs a few frames, and the extra findings it shares can pay for themselves, unlike in the paper. Our "
-    "symbolic no_sbr still predicts teammates with the value model, from my own beliefs, and still messages on plan "
-    "conflicts: what it loses is only the messages that correct a teammate's missing beliefs, which a teammate "
-    "mostly makes up for on its own soon after; the paper's no_sbr loses structure in what an LLM writes, which a "
-    "symbolic backend never had to begin with. On the generators' tuning seeds 101-110 (200 C-WAH episodes) cobel "
-    "and pce are within 0.3 steps of each other (pce / cobel: 84.4 / 85.6 steps on seeds 101-105, 77.7 / 75.9 on "
-    "106-110, paired standard errors about 1.5 to 2)."
+    "How to read it. The paper (C-WAH, GPT-4o) reports 377 comm tokens for CoBel-World against 938 for CoELA, and 51 "
+    "/ 55 / 68 steps for the full method / no SBR / no BBC. Ten C-WAH test episodes do not separate planners a few "
+    "percent apart (one episode's steps vary by tens when a container is missed): read the paired standard errors, "
+    "and the 30 held-out episodes. no_bbc (a message whenever a teammate lacks something I could tell it) always "
+    "sends more, several times more on C-WAH, where each message costs its sender a step and the episodes get longer,"
+    " as in the paper (within the paired standard errors here); on TDW-MAT a message costs only a few frames and "
+    "no_bbc is within noise of the full method. Our symbolic no_sbr still predicts teammates with the value model, "
+    "from my own beliefs, and still messages on plan conflicts: what it loses is only the messages that correct a "
+    "teammate's missing beliefs, which a teammate mostly makes up for on its own soon after; the paper's no_sbr loses"
+    " structure in what an LLM writes, which a symbolic backend never had to begin with. On the generators' tuning "
+    "seeds 101-110 (200 C-WAH episodes) cobel takes 1.7 steps fewer than pce on average (pce / cobel: 84.4 / 83.4 "
+    "steps on seeds 101-105, 77.7 / 75.3 on 106-110, paired standard errors 2.0 and 1.9)."
 )
 
 

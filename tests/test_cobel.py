@@ -44,13 +44,13 @@ def _is_message(decision) -> bool:
 
 
 def test_both_heading_to_the_same_unexplored_room_makes_exactly_one_message():
-    """alice knows where bob is (he said he has just searched her room), bob knows nothing of her: both would
-    explore the kitchen next. alice, ranked first, keeps it and tells him her sub-plan once; bob, told, goes
-    elsewhere and says nothing; alice says nothing more."""
-    sim, alice, bob = _pair(1)
+    """alice knows where bob is (he said he has just searched his room), bob knows nothing of her: both would
+    explore the kitchen next. alice, ranked first, keeps it and tells him her sub-plan once, as it saves the team
+    more than the message costs; bob, told, goes elsewhere and says nothing; alice says nothing more."""
+    sim, alice, bob = _pair(3)
     alice.memory.teammates.clear()  # they have not seen each other
     bob.memory.teammates.clear()
-    _hear(alice, "bob", _arrived(sim, "bob", alice.memory.room))
+    _hear(alice, "bob", _arrived(sim, "bob", bob.memory.room))
     first, _ = alice.decide()
     assert _is_message(first)
     gate = first.rationale["gate"]["bob"]
@@ -70,21 +70,33 @@ def test_both_heading_to_the_same_unexplored_room_makes_exactly_one_message():
     assert not _is_message(again) and again.action.target.id == room  # she keeps her word, silently
 
 
+def test_a_conflict_not_worth_a_message_is_left_alone():
+    """Both would explore the kitchen, but bob is in alice's room and she gets there first anyway: telling him would
+    cost the team more than it saves, so the gate stays light."""
+    sim, alice, _ = _pair(1)
+    alice.memory.teammates.clear()
+    _hear(alice, "bob", _arrived(sim, "bob", alice.memory.room))
+    decision, _ = alice.decide()
+    assert not _is_message(decision)
+    (reason, *_) = decision.rationale["gate"]["bob"]["reasons"]
+    assert reason.startswith("conflict on") and "cost the team more than it saves" in reason
+
+
 def test_what_a_teammate_saw_with_me_is_not_told_again():
-    """Goal items alice found are news to bob in another room (they change his plan: a message), but not to bob
-    standing beside her when she saw them."""
-    sim, alice, bob = _pair(6)
+    """Goal items alice found are news to bob in another room (they change his plan enough to pay for a message),
+    but not to bob standing beside her when she saw them."""
+    sim, alice, bob = _pair(7)
     alice.memory.teammates.clear()
     _hear(alice, "bob", _arrived(sim, "bob", bob.memory.room))
     told, _ = alice.decide()
     assert _is_message(told)
     misaligned = told.rationale["gate"]["bob"]["misaligned"]
-    found = [s for s in misaligned if re.search(r"<(juice|pancake|wine)> \(\d+\) ON", s)]
+    found = [s for s in misaligned if re.search(r"<(apple|pudding)> \(\d+\) ON", s)]
     assert found, misaligned
     note = decode_payload(told.action.payload, (TeamStatus,))
-    assert {s.name for s in note.seen} >= {"juice", "pancake", "wine"} and note.plan
+    assert {s.name for s in note.seen} >= {"apple", "pudding"} and note.plan
 
-    sim2, _, _ = _pair(6)
+    sim2, _, _ = _pair(7)
     sim2.world.agents["bob"].position = sim2.world.agents["alice"].position
     beside = method_brain(sim2, "alice", "cobel")
     assert "bob" in beside.memory.teammates  # they see each other, and the same things
@@ -109,7 +121,7 @@ def test_my_re_plan_leaves_the_room_a_teammate_stated_to_it():
 
 def test_after_telling_nothing_is_said_twice():
     """Once alice has told bob what he lacked, her first-order beliefs hold it: he lacks nothing she could say."""
-    sim, alice, bob = _pair(6)
+    sim, alice, bob = _pair(7)
     alice.memory.teammates.clear()
     _hear(alice, "bob", _arrived(sim, "bob", bob.memory.room))
     lacked = alice.decide()[0].rationale["gate"]["bob"]["misaligned"]

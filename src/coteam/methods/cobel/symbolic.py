@@ -13,9 +13,11 @@ believed world, and the adaptive-collaboration gate -- no model, no network.
   items and containers they start on to their teammates (plans complement), unless nothing else is left.
 * **Adaptive collaboration** (per teammate): *heavy* miscoordination is (1) a plan conflict -- my plan starts on
   the room, item or container its predicted plan starts on, and I have not told it my plan -- or (2) a belief
-  misalignment that matters: it lacks goal-relevant facts I hold (where goal items are, which rooms are explored,
-  which containers are searched) *and* telling them changes its predicted plan. Only heavy miscoordination sends
-  a message, holding what it lacks and my sub-plan.
+  misalignment that matters: it lacks facts I could tell it (where goal items are, which rooms are explored,
+  which containers are searched) *and* telling them changes its predicted plan; in both cases only when the
+  message pays for itself in expected team value (my plan one message later, the teammate on its second-best or
+  its corrected plan, against my plan now and the teammate on its predicted one). Only heavy miscoordination
+  sends a message, holding what it lacks and my sub-plan.
 
 Ablations: ``no_sbr`` drops the first-order model: teammates are predicted from my own beliefs, as if they knew
 what I know, so no misalignment can be found and only plan conflicts make a message; ``no_bbc`` drops prediction
@@ -335,22 +337,45 @@ class CobelSymbolic:
             and mine == target(theirs.first)
             and (told is None or told.first != plan.first)
         ):
-            heavy = True
-            reasons.append(f"conflict: we both start on {_name(plan)}")
+            second = prediction.plans[1].first if len(prediction.plans) > 1 else None
+            if self._pays(teammate, plan, theirs.first, second):
+                heavy = True
+                reasons.append(f"conflict: we both start on {_name(plan)}")
+            else:
+                reasons.append(f"conflict on {_name(plan)}, but a message would cost the team more than it saves")
         misaligned: tuple[Fact, ...] = ()
         if lacking and not prediction.stated:
             changed = self._predicted_plans(teammate, lacking)
-            if changed and changed[0].first != theirs.first:
+            if (
+                changed
+                and changed[0].first != theirs.first
+                and self._pays(teammate, plan, theirs.first, changed[0].first)
+            ):
                 heavy = True
                 misaligned = tuple(lacking)
                 reasons.append(
                     f"it lacks {len(lacking)} fact(s) that change its plan from {_name(theirs)} to {_name(changed[0])}"
                 )
+            elif changed and changed[0].first != theirs.first:
+                reasons.append(f"it lacks {len(lacking)} fact(s) that change its plan, not enough to pay for a message")
             else:
                 reasons.append(f"it lacks {len(lacking)} fact(s), none that changes its plan")
         if not reasons:
             reasons.append("its plan and beliefs agree with mine")
         return Verdict(teammate, heavy, tuple(reasons), misaligned)
+
+    def _pays(self, teammate: str, plan: Plan, now: Key | None, then: Key | None) -> bool:
+        """Whether a message pays for itself in expected team value (my value model): my plan delayed by the message
+        with the teammate starting on ``then``, against my plan now with the teammate starting on ``now``. True when
+        I cannot place the teammate or my plan in the model (the gate's rule stands alone then)."""
+        value = self.value
+        robot = next((r for r in value.teammates if r.name == teammate), None)
+        if robot is None or plan.first is None:
+            return True
+        rest = [(r, k) for r, k in self.others() if r.name != teammate]
+        without = value.value(value.outcome_of(plan.first, 0.0, [*rest, (robot, now)]))
+        told = value.value(value.outcome_of(plan.first, value.message_time, [*rest, (robot, then)]))
+        return told > without
 
     # --- the message -----------------------------------------------------------------------------------------
     def note(self, facts: Sequence[Fact], plan: Plan) -> TeamStatus:
