@@ -10,7 +10,7 @@ import pytest
 
 from coteam.actions import Verb, parse_action
 from coteam.llm.testserver import LoopbackOpenAIServer
-from coteam.messages import TeamStatus, decode_payload
+from coteam.messages import PayloadError, TeamStatus, decode_payload
 from coteam.methods.cobel.symbolic import sayable
 from coteam.observation import Message
 from coteam.reasoning import AgentBrain
@@ -267,3 +267,15 @@ def test_without_sbr_the_llm_beliefs_stay_free_text(monkeypatch, tmp_path):
     assert result.rejected_lines == 0
     first = load_trace(tmp_path / "t.json")["decisions"][0]["rationale"]
     assert any("probably nearby" in b for b in first["beliefs"]["zero"])
+
+
+def test_a_status_sub_plan_starts_with_its_intent_and_a_forged_one_is_dropped():
+    status = TeamStatus(agent="bob", plan=("[goexplore] <kitchen> (3)", "[gocheck] <fridge> (9)"))
+    assert status.intent == "[goexplore] <kitchen> (3)"
+    assert status.text().endswith("next I do [goexplore] <kitchen> (3), then [gocheck] <fridge> (9).")
+    forged = status.model_dump() | {"intent": "[goexplore] <bedroom> (4)"}
+    with pytest.raises(PayloadError, match="starts with the announced next action"):
+        decode_payload(json.dumps(forged), (TeamStatus,))
+    too_long = status.model_dump() | {"plan": ["[goexplore] <kitchen> (3)"] * 4, "intent": None}
+    with pytest.raises(PayloadError):
+        decode_payload(json.dumps(too_long), (TeamStatus,))

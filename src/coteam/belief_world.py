@@ -317,17 +317,18 @@ class BeliefWorld:
             if key[0] == "explored" and fact.object != "none" and isinstance(fact.subject, ObjectRef):
                 bins = FULL_TURN_BINS if fact.object == "all" else PART_EXPLORED_BINS
                 coverage[fact.subject.id] = set(range(bins))
-        held = [f.object.id for f in known.values() if f.relation == Predicate.HOLD and f.subject == me]
-        holding = tuple([*held[:2], *[None] * (2 - len(held[:2]))])  # type: ignore[union-attr]
+
+        def held_by(agent: Entity) -> tuple[int, ...]:
+            return tuple(f.object.id for f in known.values() if f.relation == Predicate.HOLD and f.subject == agent)  # type: ignore[union-attr]
+
+        held = held_by(me)[:2]
+        holding = tuple([*held, *[None] * (2 - len(held))])
         others: dict[str, TeammateSighting] = {}  # the agents it believes in a room, at the room's centre
         for fact in known.values():
             other = fact.subject
             if fact.relation == Predicate.AT and other != me and isinstance(fact.object, ObjectRef):
-                carried = tuple(
-                    f.object.id for f in known.values() if f.relation == Predicate.HOLD and f.subject == other
-                )
                 center = memory.floorplan.room_center(fact.object.id)
-                others[str(other)] = TeammateSighting(memory.step, center, fact.object.id, carried)  # type: ignore[arg-type]
+                others[str(other)] = TeammateSighting(memory.step, center, fact.object.id, held_by(other))
         return AgentMemory(
             agent=teammate,
             benchmark=memory.benchmark,

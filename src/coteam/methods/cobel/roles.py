@@ -18,6 +18,7 @@ from coteam.actions import HighLevelAction, check_message_text, format_action, p
 from coteam.belief_language import Belief, BeliefError, Entity, EntityKind, RuleSet, parse_beliefs, parse_rules
 from coteam.kit import letter, match_option
 from coteam.llm import Role, RoleContext
+from coteam.messages import TeamStatus
 from coteam.methods.cobel.symbolic import CobelSymbolic, Plan, Prediction, Verdict
 from coteam.options import ActionOption
 
@@ -89,6 +90,12 @@ class CobelQuestion:
     def for_rules(cls, rules: RuleSet) -> CobelQuestion:
         """The question of the rule negotiation (before any decision: no beliefs, no options)."""
         return cls(None, rules, None, ())  # type: ignore[arg-type]
+
+    def note(self) -> TeamStatus:
+        """The message the heavy verdicts call for: what the teammates lack, and my sub-plan."""
+        assert self.plan is not None
+        facts = dict.fromkeys(f for v in self.verdicts.values() if v.heavy for f in v.misaligned)
+        return self.sym.note(list(facts), self.plan)
 
     @property
     def lettered(self) -> dict[str, str]:
@@ -258,10 +265,7 @@ def check_gate(answer: GateAnswer, ctx: RoleContext) -> None:
 
 
 def _message(ctx: RoleContext) -> str:
-    q = _q(ctx)
-    facts = [f for v in q.verdicts.values() if v.heavy for f in v.misaligned]
-    assert q.plan is not None
-    return q.sym.note(list(dict.fromkeys(facts)), q.plan).text()
+    return _q(ctx).note().text()
 
 
 def check_message(text: str, ctx: RoleContext) -> None:

@@ -67,9 +67,6 @@ class Prediction:
     plans: tuple[Plan, ...]
     stated: bool = False
 
-    def texts(self) -> list[list[str]]:
-        return [list(p.texts) for p in self.plans]
-
 
 @dataclass(frozen=True)
 class Verdict:
@@ -79,9 +76,6 @@ class Verdict:
     heavy: bool
     reasons: tuple[str, ...]
     misaligned: tuple[Fact, ...] = ()  # what it lacks and should be told
-
-    def to_json(self) -> dict:
-        return {"heavy": self.heavy, "reasons": list(self.reasons), "misaligned": [str(f) for f in self.misaligned]}
 
 
 def target(key: Key | None) -> tuple | None:
@@ -173,14 +167,17 @@ class CobelSymbolic:
         return ValueModel(ctx, belief, self.physics, config=self.value_config, geometry=self.geometry, seed=self.seed)
 
     def _plan(self, model: ValueModel, key: Key, others: Sequence[tuple[Robot, Key | None]]) -> Plan:
-        steps = tuple(model.plan(key, others, self.plan_length))
+        return self._named(model, model.plan(key, others, self.plan_length))
+
+    def _named(self, model: ValueModel, steps: Sequence[Key]) -> Plan:
+        """A plan of ``steps``, with the texts of the prefix that can be named yet."""
         texts: list[str] = []
-        for k in steps:  # the prefix that can be named
+        for k in steps:
             action = model.action_of(k)
             if action is None:
                 break
             texts.append(format_action(action, self.memory.benchmark))
-        return Plan(steps, tuple(texts))
+        return Plan(tuple(steps), tuple(texts))
 
     # --- stated plans ------------------------------------------------------------------------------------
     def _fresh(self, at: int) -> bool:
@@ -239,7 +236,7 @@ class CobelSymbolic:
             if mine is not None:
                 before.append((self.value.me, mine.first))
             keys = self.value.choices(robot, before)[:TOP_PLANS]
-            return [Plan((k,), tuple(self._texts(self.value, (k,)))) for k in keys]
+            return [self._named(self.value, (k,)) for k in keys]
         world = self.world
         if told:
             world = replace(world, first={**world.first, teammate: dict(world.first[teammate])})
@@ -257,15 +254,6 @@ class CobelSymbolic:
             before.append((robot, mine.first))  # type: ignore[arg-type, union-attr]
         keys = model.choices(model.me, before)[:TOP_PLANS]
         return [self._plan(model, k, before) for k in keys]
-
-    def _texts(self, model: ValueModel, steps: Sequence[Key]) -> list[str]:
-        out = []
-        for k in steps:
-            action = model.action_of(k)
-            if action is None:
-                break
-            out.append(format_action(action, self.memory.benchmark))
-        return out
 
     # --- zero-order prediction and re-planning ---------------------------------------------------------------
     def others(self) -> list[tuple[Robot, Key | None]]:

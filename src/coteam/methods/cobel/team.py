@@ -179,12 +179,10 @@ class CobelAgent(AgentReasoner):
         self, ctx: DecisionContext, q: R.CobelQuestion, session: RoleSession, trace: dict
     ) -> HighLevelAction | None:
         """Belief prediction and adaptive collaboration; a message to send, if the gate says so."""
-        cfg = self.config
         sym = q.sym
         s = self.slots
-        gating = cfg.ablation != "no_bbc"
         predicted: dict[str, list[list[str]]] = {}
-        if gating:
+        if sym.gating:
             for mate in self.teammates:
                 q.teammate = mate
                 answer = session.ask(
@@ -230,11 +228,12 @@ class CobelAgent(AgentReasoner):
             gate[mate] = answer.model_dump()
             heavy = heavy or answer.heavy
             if answer.heavy and answer.misaligned and not q.free_text_beliefs:
-                q.beliefs([f"{self.agent} BELIEVE {s}" if "BELIEVE" not in s else s for s in answer.misaligned], 0)
+                stated = [line if "BELIEVE" in line else f"{self.agent} BELIEVE {line}" for line in answer.misaligned]
+                q.beliefs(stated, 0)  # rejected statements are counted
         trace["gate"] = gate
         if not heavy:
             return None
-        misaligned = "\n".join(s for g in gate.values() if g["heavy"] for s in g["misaligned"]) or "(none)"
+        misaligned = "\n".join(line for g in gate.values() if g["heavy"] for line in g["misaligned"]) or "(none)"
         text = session.ask(
             R.MESSAGE, q, misaligned=misaligned, my_plan=", then ".join(self.plan), teammates=s["teammates"]
         ).value.strip()
@@ -242,10 +241,9 @@ class CobelAgent(AgentReasoner):
 
     def _payload(self, q: R.CobelQuestion) -> TeamStatus | None:
         """The typed form of a symbolic message: what the heavy verdicts found lacking, and my sub-plan."""
-        if self.roles is None or self.roles.backend.name != "symbolic" or q.plan is None:
+        if self.roles is None or self.roles.backend.name != "symbolic":
             return None
-        facts = [f for v in q.verdicts.values() if v.heavy for f in v.misaligned]
-        return q.sym.note(list(dict.fromkeys(facts)), q.plan)
+        return q.note()
 
     def _finish(
         self,
