@@ -85,6 +85,7 @@ def test_the_teammate_ranked_first_is_predicted_and_planned_around():
     value, ctx = _value(pce_brain(sim, "bob"))
     (alice, predicted), *_ = value.leaders()
     assert alice.name == "alice" and predicted == value.choices(alice)[0]  # her own best, planning without bob
+    assert ("grab", near) in value.choices(alice)  # known items are hers to take (particles hold them, not the root)
     outcomes = {value.key(o): value.outcome(o) for o in ctx.options if value.outcome(o) is not None}
     mine = max(outcomes, key=lambda k: value.value(outcomes[k]))
     assert mine != predicted  # bob does not duplicate her
@@ -136,3 +137,32 @@ def test_garbled_or_stale_announcements_bind_nobody():
     m.messages.append(Message("bob", good.text(), m.step, good))
     value, _ = _value(brain)
     assert value.announced == {"bob": ("grab", 23)}
+
+
+def test_an_announced_action_already_done_binds_nobody():
+    """bob announced a put and a grab; once he is seen holding nothing the put is done, and once he holds the item
+    the grab is done: alice plans without them (she is ranked first and plans as if alone again)."""
+    from coteam.messages import TeamStatus
+    from coteam.observation import Message
+
+    scene = get_suite("cwah-test").episodes()[2].build()
+    sim = Simulator(scene, ("alice", "bob"))
+    world = sim.world
+    room = world.room_of(23)
+    for name in ("alice", "bob"):
+        world.agents[name].position = scene.floorplan.room_center(room)
+    target = next(p.target for p in scene.task.predicates if p.item == "fork")
+    put = f"[goput] <{world.fixture(target).name}> ({target})"
+
+    def bound(intent: str) -> dict:
+        brain = pce_brain(sim, "alice")
+        m = brain.memory
+        m.messages.append(Message("bob", intent, m.step, TeamStatus(agent="bob", intent=intent)))
+        return _value(brain)[0].announced
+
+    assert bound(put) == {}  # bob is seen holding nothing: nothing left to put
+    assert bound("[gograb] <fork> (23)") == {"bob": ("grab", 23)}
+    world.agents["bob"].hands[0] = 23
+    world.placements[23] = Placement.held("bob", 0)
+    assert bound(put) == {"bob": ("put", target)}  # he carries a fork to its target
+    assert bound("[gograb] <fork> (23)") == {}  # he holds it already

@@ -186,9 +186,23 @@ class ValueModel:
             except ValueError:
                 continue
             key = self.model.key_of(ActionOption(action, status.intent, 0.0))
-            if key is not None and self.key_open(key):
+            if key is not None and self._intent_open(msg.sender, key):
                 out[msg.sender] = key
         return out
+
+    def _intent_open(self, name: str, key: Key) -> bool:
+        """Whether teammate ``name``'s announced action is still to be done: its target is open, and the
+        teammate still holds what it means to deliver (a put, a transport) or not yet what it means to grab."""
+        verb, arg = key
+        holding = self.belief.teammate(name).holding
+        if verb == "put":
+            names = self.memory.known_names()
+            return any(self.model.target_of.get(names.get(x, "")) == arg for x in holding)
+        if verb == "transport":
+            return bool(holding)
+        if verb == "grab":
+            return arg not in holding
+        return self.key_open(key)
 
     def _sees_me(self, name: str) -> bool:
         """Whether teammate ``name`` sees me now (sightings are mutual: it saw me when I saw it this step)."""
@@ -231,10 +245,12 @@ class ValueModel:
         """``robot``'s legal first actions, best first, when it plans around ``before`` (and without me)."""
         cache_key = (robot.name, tuple((r.name, k) for r, k in before))
         if cache_key not in self._choices:
-            s = self.model.root.copy()
-            self.model.put_robot(s, self._start(robot))
-            keys = self.model.legal(s)
             n = self.config.prediction_particles
+            keys: list[Key] = []  # legal in some particle (known items are drawn per particle, not in the root)
+            for p in self.particles[:n]:
+                s = p.copy()
+                self.model.put_robot(s, self._start(robot))
+                keys += [k for k in self.model.legal(s) if k not in keys]
             values = {k: self._mean(self._rollouts(before, robot, k, count=n)[0]) for k in keys}
             self._choices[cache_key] = sorted(keys, key=lambda k: (-values[k], str(k)))
         return self._choices[cache_key]
