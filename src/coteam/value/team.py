@@ -193,16 +193,18 @@ class ValueModel:
     def _intent_open(self, name: str, key: Key) -> bool:
         """Whether teammate ``name``'s announced action is still to be done: its target is open, and the
         teammate still holds what it means to deliver (a put, a transport) or not yet what it means to grab."""
+        if not self.key_open(key):
+            return False
         verb, arg = key
         holding = self.belief.teammate(name).holding
         if verb == "put":
-            names = self.memory.known_names()
-            return any(self.model.target_of.get(names.get(x, "")) == arg for x in holding)
+            robot = next((r for r in self.teammates if r.name == name), None)
+            return robot is not None and any(self.model.target_of[n] == arg for n in robot.held)
         if verb == "transport":
             return bool(holding)
         if verb == "grab":
             return arg not in holding
-        return self.key_open(key)
+        return True
 
     def _sees_me(self, name: str) -> bool:
         """Whether teammate ``name`` sees me now (sightings are mutual: it saw me when I saw it this step)."""
