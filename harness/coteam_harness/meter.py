@@ -91,6 +91,7 @@ class EpisodeMeter:
             tokens=sum(int(r.get("tokens", 0)) for r in self.decisions),
             llm_calls=sum(int(r.get("llm_calls", 0)) for r in self.decisions),
             llm_fallbacks=sum(int(r.get("llm_fallbacks", 0)) for r in self.decisions),
+            llm_deadlines=sum(int(r.get("llm_deadlines", 0)) for r in self.decisions),
             rejected_lines=sum(int(r.get("rejected_lines", 0)) for r in self.decisions),
             decisions=len(self.decisions),
             decision_ms_mean=1000 * statistics.fmean(seconds) if seconds else 0.0,

@@ -38,6 +38,7 @@ class EpisodeResult:
     primitive_share: dict[str, float] = field(default_factory=dict)  # each agent's share of the team's primitives
     payloads_dropped: int = 0  # teammate message payloads rejected on receipt
     rejected_lines: int = 0  # lines of model answers a parser rejected (garbled belief statements)
+    llm_deadlines: int = 0  # fallbacks because the decision's time budget ran out (LLM roles with decision_budget_s)
     trace: str | None = None
     failures: dict[str, int] = field(default_factory=dict)
 
@@ -87,6 +88,7 @@ def summarize(results: list[EpisodeResult]) -> dict[str, Any]:
         "tokens": of("tokens"),
         "llm_calls": of("llm_calls"),
         "llm_fallbacks": of("llm_fallbacks"),
+        "llm_deadlines": of("llm_deadlines"),
         "rejected_lines": of("rejected_lines"),
         "failed_actions": of("failed_actions"),
         "travel_m": of("travel_total_m"),

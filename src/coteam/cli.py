@@ -48,6 +48,16 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_llm_serve(args: argparse.Namespace) -> int:
+    from coteam.llm.local import LocalLLMError, LocalServerSettings, serve_forever
+
+    settings = LocalServerSettings(args.model, args.host, args.port, args.context, args.threads, args.chat_format)
+    try:
+        return serve_forever(settings)
+    except LocalLLMError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="coteam", description="cooperative household robot teams")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -59,6 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=int, required=True, help="the decision taken at (or last before) this step")
     p.add_argument("--png", help="also draw the decision to this PNG (PCE: its assumption tree)")
     p.set_defaults(func=_cmd_explain)
+    llm = sub.add_parser("llm", help="a local chat model (the local-llm extra)").add_subparsers(
+        dest="llm_command", required=True
+    )
+    p = llm.add_parser("serve", help="serve a GGUF model on loopback with llama.cpp's OpenAI-compatible server")
+    p.add_argument("--model", help="GGUF model file (default: the packaged Gemma 3 270M)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
+    p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    p.add_argument("--context", type=int, default=8192, help="context length in tokens")
+    p.add_argument("--threads", type=int, help="CPU threads (default: every core)")
+    p.add_argument("--chat-format", help="llama-cpp-python chat format (default: the model file's own template)")
+    p.set_defaults(func=_cmd_llm_serve)
     for ep in sorted(entry_points(group="coteam.commands"), key=lambda e: e.name):
         ep.load()(sub)
     return parser

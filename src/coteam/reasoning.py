@@ -108,6 +108,7 @@ class Decision:
     tokens: int = 0
     llm_calls: int = 0
     llm_fallbacks: int = 0  # role answers that fell back to the symbolic solver
+    llm_deadlines: int = 0  # of those, the answers that the decision's time budget cut off
     rejected_lines: int = 0  # lines of model answers a parser rejected (e.g. garbled belief statements)
     payload: BaseModel | None = None  # a message's structured payload (one of the team's payload types)
 
@@ -208,6 +209,7 @@ class AgentBrain:
             "tokens": decision.tokens,
             "llm_calls": decision.llm_calls,
             "llm_fallbacks": decision.llm_fallbacks,
+            "llm_deadlines": decision.llm_deadlines,
             "rejected_lines": decision.rejected_lines,
             "seconds": self.decision_seconds[-1] if self.decision_seconds else 0.0,
             "payloads_dropped": self.payloads_dropped,

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 
+from coteam.llm.config import StructuredOutput
 from coteam.value.team import ValueConfig
 
 SECRETS = {"api_key"}  # switches never written to results or traces
@@ -140,6 +141,12 @@ class RoleMethodConfig(MethodConfig):
     timeout_s: float | None = Field(None, gt=0, description="seconds per request (default 60)")
     max_retries: int | None = Field(None, ge=0, description="retries after the first attempt (default 3)")
     backoff_s: float | None = Field(None, ge=0, description="wait before the first retry, doubled each time (1)")
+    structured_output: StructuredOutput | None = Field(
+        None, description="how answers are held to their JSON schema: auto (detect), a response_format kind, or off"
+    )
+    decision_budget_s: float | None = Field(
+        None, gt=0, description="seconds a decision's LLM roles may take; then symbolic answers (off when unset)"
+    )
     transcript: str | None = Field(None, description="JSONL file recording every model call")
     replay: str | None = Field(None, description="JSONL transcript to answer from, offline")
     cache: str | None = Field(None, description="sqlite response cache")
@@ -154,6 +161,7 @@ class RoleMethodConfig(MethodConfig):
         "timeout_s",
         "max_retries",
         "backoff_s",
+        "structured_output",
     )
 
     @model_validator(mode="after")

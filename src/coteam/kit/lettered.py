@@ -2,13 +2,18 @@
 
 Methods that show a model the available actions as ``A. ...``, ``B. ...`` read its answer with
 :func:`match_option`, which accepts, in order: the exact action text, a letter, the action's text quoted in prose,
-the name or id of an object that only one physical option mentions.
+the name or id of an object that only one physical option mentions. A model that is asked with a schema
+(:mod:`coteam.llm.schema`) is held to an option by :func:`action_text_schema` or :func:`letter_schema`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from coteam.actions import HighLevelAction, Verb, format_action
+from coteam.world import Benchmark
 
 _MARKUP = re.compile(r"[*_`\"']")
 _BARE = re.compile(r"^\(?([A-Za-z]{1,2})\)?[.):,]?$")  # the whole answer is a letter: "b", "(C)", "C."
@@ -66,3 +71,26 @@ def match_option(answer: str, lettered: Mapping[str, str]) -> tuple[str, str]:
     raise ValueError(
         f"{answer.strip()[:80]!r} names none of the actions: answer with one letter from {', '.join(lettered)}"
     )
+
+
+def action_text_schema(texts: Iterable[str], benchmark: Benchmark, *, messages: bool) -> dict[str, Any]:
+    """The JSON schema of a string that is one of the physical actions ``texts`` or, with ``messages``, a message
+    in ``benchmark``'s grammar with text of the model's own."""
+    choices: dict[str, Any] = {"type": "string", "enum": list(dict.fromkeys(texts))}
+    if not messages:
+        return choices
+    before, _, after = format_action(HighLevelAction(Verb.SEND_MESSAGE, text="\x00"), benchmark).partition("\x00")
+    free = "[^<>\\n]+" if benchmark == Benchmark.CWAH else "[^\\n]+"
+    message = {"type": "string", "pattern": f"^{_literal(before)}{free}{_literal(after)}$"}
+    return {"anyOf": [choices, message]}
+
+
+def _literal(text: str) -> str:
+    """``text`` as a regular expression that matches it (only the special characters escaped: the grammar
+    converters of llama.cpp and vLLM read a small regex dialect)."""
+    return re.sub(r"([\\\[\](){}.*+?^$|])", r"\\\1", text)
+
+
+def letter_schema(lettered: Mapping[str, str], *extra: str) -> dict[str, Any]:
+    """The JSON schema of an answer that is one letter of ``lettered`` (or one of the ``extra`` words)."""
+    return {"type": "string", "enum": [*lettered, *extra]}

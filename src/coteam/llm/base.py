@@ -68,6 +68,10 @@ class LLMError(RuntimeError):
         self.completions: list[Completion] = list(completions)
 
 
+class DeadlineExceeded(LLMError):
+    """The decision's time budget ran out before the model answered (see ``RoleSession``)."""
+
+
 class StructuredOutputError(LLMError):
     """The model's output was still invalid after the repair round.
 
@@ -86,4 +90,8 @@ class ChatBackend(Protocol):
 
     model: str
 
-    def complete(self, messages: list[dict[str, str]], **params: Any) -> Completion: ...
+    def complete(self, messages: list[dict[str, str]], **params: Any) -> Completion:
+        """One answer. ``params`` are request parameters (part of the cache key); a backend that can stop waiting
+        also takes ``deadline`` (a ``time.monotonic()`` instant, not a parameter of the request) and raises
+        :class:`DeadlineExceeded` once it passes."""
+        ...

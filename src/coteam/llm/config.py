@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 DEFAULT_MODEL = "gpt-4o-mini"
+StructuredOutput = Literal["auto", "json_schema", "json_object_schema", "json_object", "off"]
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,9 @@ class LLMConfig:
     ``base_url`` ``None`` means the default OpenAI endpoint; any OpenAI-compatible server (vLLM, Ollama,
     llama.cpp, ...) is reached by its ``.../v1`` URL. ``max_retries`` counts the retries after the first attempt;
     the wait before retry ``k`` (0-based) is ``backoff_s * 2**k`` (or longer when the server sends Retry-After).
+    ``structured_output`` says how a role's JSON schema reaches the server (:mod:`coteam.llm.schema`): ``auto``
+    tries the ``response_format`` variants in turn and keeps the first one the server accepts; a variant's name
+    uses only that one; ``off`` sends none (the prompt shows the expected JSON and a repair round fixes slips).
     """
 
     model: str
@@ -28,6 +32,7 @@ class LLMConfig:
     timeout_s: float = 60.0
     max_retries: int = 3
     backoff_s: float = 1.0
+    structured_output: StructuredOutput = "auto"
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -38,6 +43,10 @@ class LLMConfig:
             raise ValueError(f"bad limits: max_tokens={self.max_tokens}, timeout_s={self.timeout_s}")
         if self.max_retries < 0 or self.backoff_s < 0:
             raise ValueError(f"bad retry settings: max_retries={self.max_retries}, backoff_s={self.backoff_s}")
+        if self.structured_output not in get_args(StructuredOutput):
+            raise ValueError(
+                f"bad structured_output {self.structured_output!r}; known: {', '.join(get_args(StructuredOutput))}"
+            )
 
     @classmethod
     def from_env(cls, **overrides: Any) -> LLMConfig:

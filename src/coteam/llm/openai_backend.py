@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from typing import Any
 
 import openai
 
 from coteam.llm.accounting import estimate_messages_tokens, estimate_tokens
-from coteam.llm.base import Completion, LLMError, Usage
+from coteam.llm.base import Completion, DeadlineExceeded, LLMError, Usage
 from coteam.llm.cache import ResponseCache, cache_key
 from coteam.llm.config import LLMConfig
+from coteam.llm.schema import RESPONSE_FORMAT_KINDS, ResponseFormatKind, response_format
 from coteam.llm.transcript import TranscriptRecorder
 
 log = logging.getLogger("coteam.llm")
@@ -19,6 +21,10 @@ log = logging.getLogger("coteam.llm")
 # Placeholder key for local servers that ignore authentication (vLLM, Ollama, llama.cpp).
 LOCAL_SERVER_API_KEY = "not-needed"
 MAX_RETRY_AFTER_S = 60.0
+# Words of a server's complaint about a response_format it does not support (HTTP 400 or 422; llama-cpp-python's
+# server answers 500 with the request's validation error).
+_FORMAT_COMPLAINT = re.compile(r"response_format|json_schema|json_object|grammar", re.IGNORECASE)
+_FORMAT_STATUSES = (400, 422, 500)
 
 
 def _retryable(exc: Exception) -> bool:
@@ -62,6 +68,13 @@ class OpenAIChatBackend:
     :func:`estimate_tokens` and marked ``estimated``. With a ``cache`` an identical request (model, messages,
     effective parameters) is answered from it (``cached=True``, no HTTP request); with a ``recorder`` every served
     call — cache hits included — is appended to the transcript.
+
+    A call's ``json_schema`` parameter (``{"name": ..., "schema": ...}``, part of the cache key and transcript
+    like every parameter) is sent as the ``response_format`` variant the server supports
+    (``config.structured_output``; :mod:`coteam.llm.schema`). With ``auto`` the variants are tried in turn: a
+    server that rejects one (an HTTP error naming the format) is asked again at once with the next, and the one it
+    accepts is kept for the backend's life (:attr:`response_format_kind`; ``None`` once none is accepted: the
+    schema then only shapes the prompt's repair round).
     """
 
     def __init__(
@@ -84,25 +97,57 @@ class OpenAIChatBackend:
                 )
             api_key = LOCAL_SERVER_API_KEY
         self._client = openai.OpenAI(api_key=api_key, base_url=config.base_url, timeout=config.timeout_s, max_retries=0)
+        mode = config.structured_output
+        self._format_kinds: list[ResponseFormatKind] = (
+            [] if mode == "off" else list(RESPONSE_FORMAT_KINDS) if mode == "auto" else [mode]
+        )
 
-    def complete(self, messages: list[dict[str, str]], **params: Any) -> Completion:
+    @property
+    def response_format_kind(self) -> ResponseFormatKind | None:
+        """The ``response_format`` variant sent with schema-carrying calls (None: none, the prompt alone)."""
+        return self._format_kinds[0] if self._format_kinds else None
+
+    def complete(self, messages: list[dict[str, str]], *, deadline: float | None = None, **params: Any) -> Completion:
+        """One answer; with a ``deadline`` (``time.monotonic()``) no attempt or retry wait runs past it."""
         request = {**self.config.sampling(), **params}
         key = cache_key(self.model, messages, request) if self.cache is not None else ""
         completion = self.cache.get(key) if self.cache is not None else None
         if completion is None:
-            completion = self._request(messages, request)
+            completion = self._request(messages, request, deadline)
             if self.cache is not None:
                 self.cache.put(key, completion)
         if self.recorder is not None:
             self.recorder.record(self.model, messages, params, completion, sampling=self.config.sampling())
         return completion
 
-    def _request(self, messages: list[dict[str, str]], request: dict[str, Any]) -> Completion:
+    def _request(self, messages: list[dict[str, str]], request: dict[str, Any], deadline: float | None) -> Completion:
+        request = dict(request)
+        wanted = request.pop("json_schema", None)
         attempts = self.config.max_retries + 1
-        for attempt in range(attempts):
+        attempt = 0
+        while attempt < attempts:
+            kind = self.response_format_kind if wanted is not None else None
+            sent = dict(request)
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise DeadlineExceeded(f"the decision budget ran out before {self.config.describe()} replied")
+                sent["timeout"] = min(self.config.timeout_s, left)
+            if kind is not None:
+                sent["response_format"] = response_format(kind, str(wanted["name"]), wanted["schema"])
             try:
-                response = self._client.chat.completions.create(model=self.model, messages=messages, **request)
+                response = self._client.chat.completions.create(model=self.model, messages=messages, **sent)
             except openai.OpenAIError as exc:
+                if kind is not None and self._format_rejected(exc):
+                    self._format_kinds.pop(0)
+                    log.warning(
+                        "%s does not accept response_format %s (%s); %s",
+                        self.config.describe(),
+                        kind,
+                        _describe(exc)[:200],
+                        f"trying {self._format_kinds[0]}" if self._format_kinds else "the prompt alone asks for JSON",
+                    )
+                    continue
                 if not _retryable(exc):
                     raise LLMError(f"LLM request to {self.config.describe()} was rejected: {_describe(exc)}") from exc
                 if attempt + 1 == attempts:
@@ -112,13 +157,28 @@ class OpenAIChatBackend:
                     ) from exc
                 delay = self.config.backoff_s * 2**attempt
                 delay = max(delay, _retry_after(exc) or 0.0)
+                if deadline is not None and time.monotonic() + delay >= deadline:
+                    raise DeadlineExceeded(
+                        f"the decision's time budget ran out waiting for {self.config.describe()}; "
+                        f"last error: {_describe(exc)}"
+                    ) from exc
                 log.warning(
                     "LLM request failed (%s); retry %d/%d in %.2fs", _describe(exc), attempt + 1, attempts - 1, delay
                 )
                 time.sleep(delay)
+                attempt += 1
                 continue
             return self._to_completion(response, messages)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _format_rejected(self, exc: Exception) -> bool:
+        """A complaint about the response format, while ``auto`` still has variants to try."""
+        return (
+            self.config.structured_output == "auto"
+            and isinstance(exc, openai.APIStatusError)
+            and exc.status_code in _FORMAT_STATUSES
+            and bool(_FORMAT_COMPLAINT.search(str(exc.message)))
+        )
 
     def _to_completion(self, response: Any, messages: list[dict[str, str]]) -> Completion:
         if not getattr(response, "choices", None):

@@ -13,9 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from pydantic import BaseModel
+
 from coteam.llm.accounting import TokenLedger
-from coteam.llm.base import ChatBackend, Completion, LLMError, StructuredOutputError, Usage
+from coteam.llm.base import ChatBackend, Completion, DeadlineExceeded, LLMError, StructuredOutputError, Usage
 from coteam.llm.prompts import PromptLibrary
+from coteam.llm.schema import model_schema
 from coteam.llm.structured import ask_structured, ask_text
 
 log = logging.getLogger("coteam.llm")
@@ -39,12 +42,24 @@ class Role(Generic[T]):
     schema: type[T] | None  # a pydantic model; None = free text (str)
     symbolic: Callable[[RoleContext], T]  # deterministic answer from the agent's belief state
     validate: Callable[[T, RoleContext], None] | None = None  # semantic checks; raise ValueError
+    # The JSON schema of one question: ``schema``'s narrowed to the options it has (coteam.llm.schema.narrow);
+    # None: ``schema``'s own.
+    constrain: Callable[[RoleContext], dict[str, Any]] | None = None
+
+    def request_schema(self, ctx: RoleContext) -> dict[str, Any] | None:
+        """What a chat model's answer to this question must look like (None for a free-text role)."""
+        if self.schema is None:
+            return None
+        if self.constrain is not None:
+            return self.constrain(ctx)
+        assert issubclass(self.schema, BaseModel)
+        return model_schema(self.schema)
 
 
 @dataclass(frozen=True)
 class RoleAnswer(Generic[T]):
     value: T
-    source: str  # "llm" | "symbolic" | "fallback"
+    source: str  # "llm" | "symbolic" | "fallback" | "deadline" (the decision's time budget ran out: a fallback)
     usage: Usage
     calls: int
     error: str = ""  # why the model's answer was not used (fallback)
@@ -61,7 +76,7 @@ class RoleBackend(Protocol):
     name: str
     ledger: TokenLedger
 
-    def answer(self, role: Role[T], ctx: RoleContext) -> RoleAnswer[T]: ...
+    def answer(self, role: Role[T], ctx: RoleContext, deadline: float | None = None) -> RoleAnswer[T]: ...
 
 
 class SymbolicBackend:
@@ -72,7 +87,7 @@ class SymbolicBackend:
     def __init__(self, ledger: TokenLedger | None = None):
         self.ledger = ledger if ledger is not None else TokenLedger()
 
-    def answer(self, role: Role[T], ctx: RoleContext) -> RoleAnswer[T]:
+    def answer(self, role: Role[T], ctx: RoleContext, deadline: float | None = None) -> RoleAnswer[T]:
         return RoleAnswer(role.symbolic(ctx), "symbolic", Usage(), 0)
 
 
@@ -82,7 +97,8 @@ class LLMBackend:
     ``params`` (e.g. ``temperature``) are sent with every request. Every call's usage is added to ``ledger``
     under ``(role.name, ctx.agent)``, including the calls whose answers were rejected. A fallback (output still
     invalid after the repair round, or a transport failure) is logged as a warning, counted with
-    ``ledger.add_fallback`` and answered by ``role.symbolic(ctx)`` with source ``"fallback"``.
+    ``ledger.add_fallback`` and answered by ``role.symbolic(ctx)`` with source ``"fallback"`` (``"deadline"`` when
+    the ``deadline``, a ``time.monotonic()`` instant, passed before the model answered).
     Programming errors (an unknown template, a missing slot, a bug in a solver) are raised, not masked.
     """
 
@@ -94,14 +110,18 @@ class LLMBackend:
         self.ledger = ledger if ledger is not None else TokenLedger()
         self.params = params
 
-    def answer(self, role: Role[T], ctx: RoleContext) -> RoleAnswer[T]:
+    def answer(self, role: Role[T], ctx: RoleContext, deadline: float | None = None) -> RoleAnswer[T]:
         messages = self.prompts.render(role.template, **ctx.slots)
         check = role.validate
         completions: list[Completion] = []
         try:
             if role.schema is None:
                 value, completions = ask_text(
-                    self.chat, messages, validate=(lambda v: check(v, ctx)) if check else None, **self.params
+                    self.chat,
+                    messages,
+                    validate=(lambda v: check(v, ctx)) if check else None,
+                    deadline=deadline,
+                    **self.params,
                 )
             else:
                 value, completions = ask_structured(
@@ -109,6 +129,9 @@ class LLMBackend:
                     messages,
                     role.schema,
                     validate=(lambda v: check(v, ctx)) if check else None,
+                    request_schema=role.request_schema(ctx),
+                    name=role.name,
+                    deadline=deadline,
                     **self.params,
                 )
         except LLMError as exc:
@@ -119,7 +142,7 @@ class LLMBackend:
             self.ledger.add_fallback(role.name, ctx.agent, reason)
             return RoleAnswer(
                 role.symbolic(ctx),
-                "fallback",
+                "deadline" if isinstance(exc, DeadlineExceeded) else "fallback",
                 sum((c.usage for c in completions), Usage()),
                 len(completions),
                 error=reason,

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from coteam.llm.base import ChatBackend, Completion, LLMError, StructuredOutputError
+from coteam.llm.base import ChatBackend, Completion, DeadlineExceeded, LLMError, StructuredOutputError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -143,11 +143,12 @@ def parse_structured(text: str, schema: type[M], validate: Callable[[M], None] |
     return value
 
 
-def _schema_text(schema: type[BaseModel]) -> str:
-    return json.dumps(schema.model_json_schema(), separators=(",", ":"), ensure_ascii=False)
+def _schema_text(schema: type[BaseModel] | Mapping[str, Any]) -> str:
+    data = schema if isinstance(schema, Mapping) else schema.model_json_schema()
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
-def repair_message(reason: str, schema: type[BaseModel] | None) -> str:
+def repair_message(reason: str, schema: type[BaseModel] | Mapping[str, Any] | None) -> str:
     """The user message of the repair round: exactly what was wrong, and what is expected instead."""
     if schema is None:
         return f"That answer cannot be used: {reason}\nPlease answer again, fixing this."
@@ -162,10 +163,13 @@ def _ask(
     chat: ChatBackend,
     messages: list[dict[str, str]],
     parse: Callable[[str], Any],
-    schema: type[BaseModel] | None,
+    schema: type[BaseModel] | Mapping[str, Any] | None,
     params: dict[str, Any],
+    deadline: float | None,
 ) -> tuple[Any, list[Completion]]:
     conversation = list(messages)
+    if deadline is not None:
+        params = {**params, "deadline": deadline}
     completions: list[Completion] = []
     reason = ""
     for round_ in range(2):
@@ -174,7 +178,8 @@ def _ask(
         except LLMError as exc:
             if not completions:
                 raise
-            raise LLMError(f"repair request failed: {exc}", completions=completions) from exc
+            kind = DeadlineExceeded if isinstance(exc, DeadlineExceeded) else LLMError
+            raise kind(f"repair request failed: {exc}", completions=completions) from exc
         completions.append(completion)
         try:
             return parse(completion.text), completions
@@ -195,16 +200,28 @@ def ask_structured(
     schema: type[M],
     *,
     validate: Callable[[M], None] | None = None,
+    request_schema: Mapping[str, Any] | None = None,
+    name: str = "answer",
+    deadline: float | None = None,
     **params: Any,
 ) -> tuple[M, list[Completion]]:
     """Ask for a JSON answer conforming to ``schema`` (and passing ``validate``, which raises ``ValueError``).
+
+    ``request_schema`` is the JSON schema of this one question (``schema``'s, narrowed by
+    :func:`coteam.llm.schema.narrow`); it is sent as the ``json_schema`` call parameter (``name`` names it) for a
+    backend that can constrain the answer, and shown in the repair round. Without it, nothing is sent and the
+    repair round shows ``schema``'s own JSON schema. ``deadline`` (``time.monotonic()``) goes to the backend,
+    which raises :class:`~coteam.llm.base.DeadlineExceeded` once it passes.
 
     An invalid answer gets ONE repair round: the conversation is continued with the model's answer and a user
     message saying exactly what was wrong. Returns the validated model and every completion received; raises
     :class:`StructuredOutputError` (with ``.reason``, ``.raw`` and ``.completions``) when the repaired answer is
     still invalid, and :class:`LLMError` when the transport fails.
     """
-    return _ask(chat, messages, lambda text: parse_structured(text, schema, validate), schema, params)
+    if request_schema is not None:
+        params = {**params, "json_schema": {"name": name, "schema": dict(request_schema)}}
+    shown = request_schema if request_schema is not None else schema
+    return _ask(chat, messages, lambda text: parse_structured(text, schema, validate), shown, params, deadline)
 
 
 def ask_text(
@@ -212,6 +229,7 @@ def ask_text(
     messages: list[dict[str, str]],
     *,
     validate: Callable[[str], None] | None = None,
+    deadline: float | None = None,
     **params: Any,
 ) -> tuple[str, list[Completion]]:
     """Free-text counterpart of :func:`ask_structured`: the answer is stripped text; ``validate`` may reject it."""
@@ -224,4 +242,4 @@ def ask_text(
             validate(text)
         return text
 
-    return _ask(chat, messages, parse, None, params)
+    return _ask(chat, messages, parse, None, params, deadline)

@@ -7,8 +7,11 @@ It binds 127.0.0.1 on a free port and serves, on daemon threads:
   with ``responses=None`` — an echo of the last user message. Usage is deterministic:
   ``prompt_tokens = estimate_tokens(the message contents joined by newlines)`` and
   ``completion_tokens = estimate_tokens(reply)`` unless a ``usage`` function ``(request, reply) -> (p, c)`` is
-  given. ``omit_usage=True`` leaves the ``usage`` field out. ``fail_first=N`` answers the first N requests with
-  HTTP ``fail_status`` (an OpenAI-style error body); ``delay_s`` sleeps before each answer (timeout tests).
+  given. ``omit_usage=True`` leaves the ``usage`` field out. ``formats`` (a set of ``response_format`` kinds:
+  ``json_schema``, ``json_object_schema``, ``json_object``) makes the server reject any other ``response_format``
+  with HTTP 400 naming it, as servers without structured output do; ``None`` accepts every one.
+  ``fail_first=N`` answers the first N requests with HTTP ``fail_status`` (an OpenAI-style error body);
+  ``delay_s`` sleeps before each answer (timeout tests).
 * ``GET /v1/models``: lists ``model``.
 
 ``requests`` holds every chat request body received (failed ones included), ``usages`` the usage dicts sent.
@@ -57,6 +60,7 @@ class LoopbackOpenAIServer:
         model: str = "loopback-model",
         usage: UsageFn | None = None,
         delay_s: float = 0.0,
+        formats: set[str] | None = None,
     ):
         if isinstance(responses, list) and not responses:
             raise ValueError("responses must not be an empty list")
@@ -67,6 +71,7 @@ class LoopbackOpenAIServer:
         self.model = model
         self.usage_fn = usage or _default_usage
         self.delay_s = delay_s
+        self.formats = formats
         self.requests: list[dict[str, Any]] = []
         self.usages: list[dict[str, int]] = []
         self.replies: list[str] = []
@@ -167,6 +172,9 @@ class LoopbackOpenAIServer:
         with self._lock:
             self.requests.append(request)
             number = len(self.requests)
+            kind = _format_kind(request.get("response_format"))
+            if kind is not None and self.formats is not None and kind not in self.formats:
+                return 400, _error_body(400, f"response_format {kind} is not supported")
             if number <= self.fail_first:
                 self.failures += 1
                 return self.fail_status, _error_body(self.fail_status, f"simulated failure {number}/{self.fail_first}")
@@ -193,6 +201,13 @@ class LoopbackOpenAIServer:
         if not self.omit_usage:
             body["usage"] = usage
         return 200, body
+
+
+def _format_kind(response_format: Any) -> str | None:
+    if not isinstance(response_format, dict):
+        return None
+    kind = str(response_format.get("type"))
+    return "json_object_schema" if kind == "json_object" and "schema" in response_format else kind
 
 
 def _error_body(status: int, message: str) -> dict[str, Any]:

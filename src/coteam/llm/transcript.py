@@ -109,7 +109,8 @@ class ReplayChatBackend:
     def __len__(self) -> int:
         return sum(len(v) for v in self._answers.values())
 
-    def complete(self, messages: list[dict[str, str]], **params: Any) -> Completion:
+    def complete(self, messages: list[dict[str, str]], *, deadline: float | None = None, **params: Any) -> Completion:
+        """The recorded answer (instantly: a ``deadline`` never runs out)."""
         key = cache_key(self.model, messages, params)
         with self._lock:
             answers = self._answers.get(key)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from coteam.actions import HighLevelAction, check_message_text, format_action, parse_action
 from coteam.belief_language import Belief, BeliefError, Entity, EntityKind, RuleSet, parse_beliefs, parse_rules
 from coteam.kit import letter, match_option
+from coteam.kit.lettered import letter_schema
 from coteam.llm import Role, RoleContext
+from coteam.llm.schema import model_schema, narrow
 from coteam.messages import TeamStatus
 from coteam.methods.cobel.symbolic import CobelSymbolic, Plan, Prediction, Verdict
 from coteam.options import ActionOption
@@ -297,4 +300,11 @@ def act_choice(answer: str, q: CobelQuestion) -> HighLevelAction | None:
 
 COLLABORATE: Role[GateAnswer] = Role("cobel.collaborate", "cobel_collaborate", GateAnswer, _gate, check_gate)
 MESSAGE: Role[str] = Role("cobel.message", "cobel_message", None, _message, check_message)
-ACT: Role[ActAnswer] = Role("cobel.act", "cobel_act", ActAnswer, _act, check_act)
+
+
+def _act_schema(ctx: RoleContext) -> dict[str, Any]:
+    """The answer is a letter of the list, or that the sub-plan is done."""
+    return narrow(model_schema(ActAnswer), replace={"answer": letter_schema(_q(ctx).lettered, SUBPLAN_DONE)})
+
+
+ACT: Role[ActAnswer] = Role("cobel.act", "cobel_act", ActAnswer, _act, check_act, _act_schema)

@@ -12,7 +12,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from coteam.actions import ActionError, HighLevelAction, Verb, check_message_text, parse_action, validate_action
+from coteam.kit.lettered import action_text_schema
 from coteam.llm import Role, RoleContext
+from coteam.llm.schema import model_schema, narrow
 from coteam.methods.pce.symbolic import SymbolicContext
 from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, TreeError, parse_tree, tree_to_json
 from coteam.options import ActionOption
@@ -38,6 +40,9 @@ class ScenarioScore(BaseModel):
     gain: float = Field(ge=1, le=5)
     cost_penalty: float = Field(ge=1, le=5)
     action: str = ""
+
+
+SCORE_FIELDS = ("likelihood", "gain", "cost_penalty")
 
 
 class EvaluatorAnswer(BaseModel):
@@ -113,7 +118,19 @@ def check_plan(answer: PlannerAnswer, ctx: RoleContext) -> None:
     _check_action(answer.candidate, _data(ctx))
 
 
-PLANNER: Role[PlannerAnswer] = Role("pce.planner", "pce_planner", PlannerAnswer, plan_symbolically, check_plan)
+def _action_schema(q: PceQuestion) -> dict[str, Any]:
+    physical = [o.text for o in q.symbolic.options if not o.action.is_message]
+    return action_text_schema(physical, q.benchmark, messages=q.symbolic.allow_messages)
+
+
+def planner_schema(ctx: RoleContext) -> dict[str, Any]:
+    """The candidate is one of the available actions (or a message of the model's own)."""
+    return narrow(model_schema(PlannerAnswer), replace={"candidate": _action_schema(_data(ctx))})
+
+
+PLANNER: Role[PlannerAnswer] = Role(
+    "pce.planner", "pce_planner", PlannerAnswer, plan_symbolically, check_plan, planner_schema
+)
 
 
 # --- Composer --------------------------------------------------------------------------------------------
@@ -168,7 +185,41 @@ def check_tree(answer: ComposerAnswer, ctx: RoleContext) -> None:
         raise ValueError(str(exc)) from None
 
 
-COMPOSER: Role[ComposerAnswer] = Role("pce.composer", "pce_composer", ComposerAnswer, compose_symbolically, check_tree)
+def composer_schema(ctx: RoleContext) -> dict[str, Any]:
+    """A tree at most D levels deep (written out level by level, so the depth limit is part of the grammar) whose
+    leaves are available actions."""
+    q = _data(ctx)
+    leaf = {
+        "type": "object",
+        "properties": {"type": {"type": "string", "enum": ["action"]}, "action": _action_schema(q)},
+        "required": ["type", "action"],
+        "additionalProperties": False,
+    }
+
+    def node(levels: int) -> dict[str, Any]:
+        if levels == 0:
+            return leaf
+        below = node(levels - 1)
+        hypothesis = {
+            "type": "object",
+            "properties": {
+                "type": {"type": "string", "enum": ["hypothesis"]},
+                "text": {"type": "string"},
+                "reason": {"type": "string"},
+                "True": below,
+                "False": below,
+            },
+            "required": ["type", "text", "reason", "True", "False"],
+            "additionalProperties": False,
+        }
+        return {"anyOf": [leaf, hypothesis]}
+
+    return narrow(model_schema(ComposerAnswer), replace={"tree": node(q.symbolic.max_depth)})
+
+
+COMPOSER: Role[ComposerAnswer] = Role(
+    "pce.composer", "pce_composer", ComposerAnswer, compose_symbolically, check_tree, composer_schema
+)
 
 
 # --- Evaluator -------------------------------------------------------------------------------------------
@@ -202,8 +253,17 @@ def check_scores(answer: EvaluatorAnswer, ctx: RoleContext) -> None:
         raise ValueError(f"score every leaf exactly once: expected leaves 0..{n - 1}, got {got}")
 
 
+def evaluator_schema(ctx: RoleContext) -> dict[str, Any]:
+    """One score per leaf, the leaves numbered as listed, each score a whole number from 1 to 5 (grammar
+    converters do not enforce a number's bounds; an enum they do)."""
+    n = len(_data(ctx).leaves)
+    scale = [1, 2, 3, 4, 5]
+    enums = {"scenarios.leaf": list(range(n)), **{f"scenarios.{k}": scale for k in SCORE_FIELDS}}
+    return narrow(model_schema(EvaluatorAnswer), enums=enums, lengths={"scenarios": n})
+
+
 EVALUATOR: Role[EvaluatorAnswer] = Role(
-    "pce.evaluator", "pce_evaluator", EvaluatorAnswer, evaluate_symbolically, check_scores
+    "pce.evaluator", "pce_evaluator", EvaluatorAnswer, evaluate_symbolically, check_scores, evaluator_schema
 )
 
 

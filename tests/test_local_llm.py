@@ -1,0 +1,116 @@
+"""The local model on the robot: `coteam llm serve`, and every LLM method answered by a real model (the packaged
+Gemma 3 270M behind llama.cpp's OpenAI-compatible server; the local-llm extra, which `make test` installs)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from coteam.llm.local import LocalLLMError, LocalLLMServer, LocalServerSettings, require_local_llm
+from coteam.registry import make_team
+from coteam_harness.runner import run_episode
+from coteam_harness.trace import load_trace
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+sys.path.insert(0, str(BENCH))
+from local_llm import AGENTS, DATA, HORIZON, METHODS, llm_params, short_episode  # noqa: E402
+
+COTEAM = Path(sys.executable).with_name("coteam")
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch):
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_serve_prints_the_endpoint_and_stops_cleanly_on_sigterm():
+    proc = subprocess.Popen([str(COTEAM), "llm", "serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline().strip()
+        assert first.startswith("export OPENAI_BASE_URL=http://127.0.0.1:"), first
+        url = first.split("=", 1)[1]
+        assert proc.stdout.readline().strip() == "export COTEAM_LLM_MODEL=gemma-3-270m"
+        with urllib.request.urlopen(url + "/models", timeout=10) as r:
+            assert json.load(r)["data"][0]["id"] == "gemma-3-270m"
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and "# stopped" in out
+    with pytest.raises(OSError):
+        urllib.request.urlopen(url + "/models", timeout=2)  # the server is gone with it
+
+
+def test_a_missing_model_file_is_one_line_and_exit_2(tmp_path):
+    done = subprocess.run(
+        [str(COTEAM), "llm", "serve", "--model", str(tmp_path / "none.gguf")], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"coteam llm: error: model file {tmp_path / 'none.gguf'} does not exist"
+
+
+def test_a_corrupt_model_file_is_reported_with_the_servers_words(tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"not a gguf file")
+    with pytest.raises(LocalLLMError, match="exited at start-up"):
+        LocalLLMServer(LocalServerSettings(model=str(bad))).start(timeout_s=60)
+
+
+def test_without_the_extra_the_error_says_how_to_install_it(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    with pytest.raises(LocalLLMError, match=r"pip install '\.\[local-llm\]'"):
+        require_local_llm()
+
+
+def test_settings_are_validated():
+    with pytest.raises(ValueError, match="context"):
+        LocalServerSettings(context=10)
+    with pytest.raises(ValueError, match="threads"):
+        LocalServerSettings(threads=0)
+
+
+def test_every_llm_method_is_answered_by_the_real_model(tmp_path, monkeypatch):
+    """The opening decisions of each LLM method through the real server, answers held to their schemas."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    asked: dict[str, dict[str, int]] = {}
+    with LocalLLMServer() as server:
+        for method in METHODS:
+            params = llm_params(server.base_url, server.model_name, "auto")
+            trace = tmp_path / f"{method}.json"
+            result = run_episode(short_episode(2), make_team(method, params), n_agents=AGENTS, trace_path=trace)
+            assert result.llm_calls > 0 and result.tokens > 0
+            sources: dict[str, int] = defaultdict(int)
+            for d in load_trace(trace)["decisions"]:
+                for role, entry in d["rationale"]["roles"].items():
+                    assert entry["calls"] >= 1, (role, entry)  # every role went to the model
+                    assert entry["prompt"] and entry["source"] in ("llm", "fallback")
+                    sources[entry["source"]] += 1
+            asked[method] = dict(sources)
+    # PCE's roles are held to the available actions, the tree's depth and the leaves to score: all usable.
+    assert asked["pce"].get("fallback", 0) == 0 and asked["pce"]["llm"] >= 6
+    for method in METHODS:
+        assert asked[method].get("llm", 0) > 0, asked
+
+
+def test_the_recorded_real_model_runs_replay_offline():
+    """The constrained runs of bench/local_llm.py, replayed from their transcripts: the same results."""
+    recorded = json.loads((DATA / "results.json").read_text())
+    assert recorded["horizon"] == HORIZON
+    for method in METHODS:
+        params = {"backend": "llm", "replay": str(DATA / f"{method}.jsonl")}
+        result = run_episode(short_episode(), make_team(method, params), n_agents=AGENTS)
+        got = {k: getattr(result, k) for k in ("steps", "llm_calls", "tokens", "llm_fallbacks")}
+        assert got == recorded[method], method
