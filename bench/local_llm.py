@@ -32,6 +32,15 @@ METHODS = ("pce", "coela", "cobel")
 MODES = ("off", "auto")
 SUITE, EPISODE, HORIZON, AGENTS = "cwah-test", 0, 3, 2
 MAX_TOKENS = 384
+READING = (
+    "Reading: constrained output takes the share of usable answers from 16 % to 67 % and, with no rambling and no "
+    "repair rounds, cuts the tokens per decision 5-9x and the seconds per decision 3-5x for pce and cobel. It is "
+    "short of the 95 % target where a role's answer is not yet narrowed to the known options: coela.message (a "
+    "free-text role; the small model writes past the 500-character limit), cobel's plan roles (predict_first, "
+    "predict_zero, replan: plan steps are free strings, and the model copies the prompt's `<action>` placeholder) "
+    "and cobel.update_zero (belief statements naming entities nobody has seen). Grammar-constrained sampling is the "
+    "slow part on this CPU (about 10 tokens/s against 40 unconstrained: Gemma 3 has a 262k-token vocabulary)."
+)
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "local_llm"
 
 
@@ -138,6 +147,8 @@ def section(command: str) -> str:
         "",
         "The constrained runs are recorded in `tests/data/local_llm/` (transcripts and results); "
         "`tests/test_local_llm.py` replays them offline and gets the same steps, calls, tokens and fallbacks.",
+        "",
+        READING,
     ]
     return "\n".join(lines) + "\n"
 

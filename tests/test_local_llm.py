@@ -86,9 +86,10 @@ def test_every_llm_method_is_answered_by_the_real_model(tmp_path, monkeypatch):
     """The opening decisions of each LLM method through the real server, answers held to their schemas."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     asked: dict[str, dict[str, int]] = {}
-    with LocalLLMServer() as server:
+    # One thread: the other test worker shares the 2 cores, and an oversubscribed llama.cpp slows down many-fold.
+    with LocalLLMServer(LocalServerSettings(threads=1)) as server:
         for method in METHODS:
-            params = llm_params(server.base_url, server.model_name, "auto")
+            params = {**llm_params(server.base_url, server.model_name, "auto"), "timeout_s": 600}
             trace = tmp_path / f"{method}.json"
             result = run_episode(short_episode(2), make_team(method, params), n_agents=AGENTS, trace_path=trace)
             assert result.llm_calls > 0 and result.tokens > 0
@@ -114,3 +115,22 @@ def test_the_recorded_real_model_runs_replay_offline():
         result = run_episode(short_episode(), make_team(method, params), n_agents=AGENTS)
         got = {k: getattr(result, k) for k in ("steps", "llm_calls", "tokens", "llm_fallbacks")}
         assert got == recorded[method], method
+
+
+def test_coteam_launch_serves_one_local_model_for_the_team_and_stops_it():
+    from coteam_ros.config import parse_config
+    from coteam_ros.launcher import local_models
+
+    doc = {
+        "world": {"suite": "cwah-test", "episode": 0},
+        "team": {"method": "pce", "backend": "llm", "llm": {"local": True, "share": "machine"}},
+        "robots": [{"name": "alice"}, {"name": "bob"}],
+    }
+    with local_models(parse_config(doc, "inline")) as endpoints:
+        assert endpoints["alice"] == endpoints["bob"]
+        assert endpoints["alice"]["model"] == "gemma-3-270m"
+        url = endpoints["alice"]["base_url"]
+        with urllib.request.urlopen(url + "/models", timeout=10) as r:
+            assert r.status == 200
+    with pytest.raises(OSError):
+        urllib.request.urlopen(url + "/models", timeout=2)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 import types
@@ -31,8 +32,10 @@ from coteam.registry import register_method, unregister_method  # noqa: E402
 from coteam_ros import launcher  # noqa: E402
 from coteam_ros.config import (  # noqa: E402
     ConfigError,
+    LocalModelConfig,
     NodeSpec,
     load_config,
+    model_groups,
     node_list,
     parse_config,
     ros_args,
@@ -576,3 +579,45 @@ def test_a_planner_with_a_bad_switch_says_so_in_one_line(tmp_path: Path, monkeyp
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot start: pce: unknown switch 'lamda'" in lines[0], proc.stderr
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# a local model per robot (team.llm)
+
+
+def test_a_local_model_is_configured_for_the_llm_backend_only(tmp_path: Path) -> None:
+    llm = _edit(_edit(SIM_DOC, "team.backend", "llm"), "team.llm", {"local": True})
+    cfg = parse_config(llm, str(tmp_path / "team.yaml"))
+    assert cfg.team.local_llm == LocalModelConfig(share="robot", model=None)
+    assert model_groups(cfg) == [("alice",), ("bob",)]
+    shared = parse_config(_edit(llm, "team.llm", {"local": True, "share": "machine"}), "inline")
+    assert model_groups(shared) == [("alice", "bob")]
+    assert parse_config(_edit(llm, "team.llm", {"local": False}), "inline").team.local_llm is None
+    (tmp_path / "m.gguf").write_bytes(b"x")
+    with_file = parse_config(_edit(llm, "team.llm", {"local": True, "model": "m.gguf"}), str(tmp_path / "t.yaml"))
+    assert with_file.team.local_llm is not None and with_file.team.local_llm.model == str(tmp_path / "m.gguf")
+    for edits, problem in (
+        ({"team.llm": {"local": True}}, "serves the llm backend, but team.backend is 'symbolic'"),
+        ({"team.backend": "llm", "team.llm": {"local": "yes"}}, "team.llm.local: expected true or false"),
+        ({"team.backend": "llm", "team.llm": {"local": True, "share": "house"}}, "expected one of robot, machine"),
+        ({"team.backend": "llm", "team.llm": {"local": True, "model": "no.gguf"}}, "no.gguf does not exist"),
+        ({"team.backend": "llm", "team.llm": {"local": True, "port": 1}}, "team.llm.port"),
+    ):
+        doc = SIM_DOC
+        for key, value in edits.items():
+            doc = _edit(doc, key, value)
+        with pytest.raises(ConfigError, match=re.escape(problem)):
+            parse_config(doc, str(tmp_path / "team.yaml"))
+
+
+def test_each_planner_is_pointed_at_its_model_server() -> None:
+    cfg = parse_config(_edit(_edit(SIM_DOC, "team.backend", "llm"), "team.llm", {"local": True}), "inline")
+    endpoints = {
+        r: {"base_url": f"http://127.0.0.1:{9000 + i}/v1", "model": "m"} for i, r in enumerate(("alice", "bob"))
+    }
+    planners = {s.namespace: s for s in node_list(cfg, endpoints) if s.executable == "planner"}
+    for robot, endpoint in endpoints.items():
+        params = json.loads(str(planners[f"/{robot}"].parameters["params_json"]))
+        assert params == endpoint
+    bare = [s for s in node_list(cfg) if s.executable == "planner"]
+    assert all(json.loads(str(s.parameters["params_json"])) == {} for s in bare)

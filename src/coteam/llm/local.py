@@ -57,7 +57,8 @@ def packaged_model_path(cache_dir: str | Path | None = None) -> Path:
     return Path(packaged.assemble(target))
 
 
-def _free_port(host: str) -> int:
+def free_port(host: str) -> int:
+    """A port nobody listens on now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
@@ -138,7 +139,7 @@ class LocalLLMServer:
             self.model_path = Path(self.settings.model).expanduser()
             if not self.model_path.is_file():
                 raise LocalLLMError(f"model file {self.model_path} does not exist")
-        self.port = self.settings.port or _free_port(self.settings.host)
+        self.port = self.settings.port or free_port(self.settings.host)
         # The temporary file lives as long as the server; stop() closes it.
         self._output = self.log_file if self.log_file is not None else tempfile.TemporaryFile("w+")  # noqa: SIM115
         self._process = subprocess.Popen(

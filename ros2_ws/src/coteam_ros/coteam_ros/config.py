@@ -18,6 +18,9 @@ A file describes one team run::
       method: pce           # `coteam methods`
       backend: symbolic     # symbolic | llm
       params: {}            # method hyper-parameters, as `coteam run --set key=value`
+      llm:                  # optional, backend llm only: a local model (the local-llm extra) started by
+        local: true         #   `coteam launch` on loopback, one per robot (share: robot) or one for all
+        share: robot        #   (share: machine); model: a GGUF path (default: the packaged Gemma 3 270M)
     navigation: sim   # sim (the simulator's navigator) | nav2 (each robot's Nav2); default: sim with a world, else nav2
     robots:
       - name: alice
@@ -94,10 +97,19 @@ class TaskConfig:
 
 
 @dataclass(frozen=True)
+class LocalModelConfig:
+    """``team.llm``: the local model ``coteam launch`` serves to the planners (see the module docstring)."""
+
+    share: str = "robot"  # robot: one server per robot | machine: one server for the whole team
+    model: str | None = None  # GGUF file (relative to the YAML file); None = the packaged Gemma 3 270M
+
+
+@dataclass(frozen=True)
 class MethodConfig:
     method: str
     backend: str = "symbolic"
     params: Mapping[str, Any] = field(default_factory=dict)
+    local_llm: LocalModelConfig | None = None  # team.llm.local: true
 
     def switches(self) -> dict[str, Any]:
         """The method's switches as the planners run them: ``params`` plus the backend (methods with roles)."""
@@ -329,7 +341,7 @@ def _parse_task(top: _Reader, source: str) -> TaskConfig:
 def _parse_team(top: _Reader, source: str) -> MethodConfig:
     if not top.has("team"):
         raise top.error("team", "required (team: {method: ..., backend: ..., params: {}})")
-    r = _Reader(source, top.data["team"], "team", ("method", "backend", "params"))
+    r = _Reader(source, top.data["team"], "team", ("method", "backend", "params", "llm"))
     from coteam.llm import backends
     from coteam.registry import method_class, method_names
 
@@ -348,12 +360,36 @@ def _parse_team(top: _Reader, source: str) -> MethodConfig:
         backend = params.get("backend", backend)
     elif backend != "symbolic":
         raise r.error(r.key("backend"), f"{method} has no LLM roles: it runs without a backend")
-    team = MethodConfig(method=method, backend=backend, params={k: v for k, v in params.items() if k != "backend"})
+    local = _parse_local_model(r, source, backend)
+    team = MethodConfig(
+        method=method, backend=backend, params={k: v for k, v in params.items() if k != "backend"}, local_llm=local
+    )
     try:
         method_class(method).Config.parse_switches(method, team.switches())
     except ValueError as exc:
         raise r.error(r.key("params"), str(exc)) from None
     return team
+
+
+def _parse_local_model(team: _Reader, source: str, backend: str) -> LocalModelConfig | None:
+    if not team.has("llm") or team.data["llm"] is None:
+        return None
+    r = _Reader(source, team.data["llm"], team.key("llm"), ("local", "share", "model"))
+    local = r.data.get("local", False)
+    if not isinstance(local, bool):
+        raise r.error(r.key("local"), f"expected true or false, got {_kind(local)}")
+    if not local:
+        return None
+    if backend != "llm":
+        raise r.error(r.key("local"), f"a local model serves the llm backend, but team.backend is {backend!r}")
+    share = r.text("share", "robot", ("robot", "machine"))
+    model = r.text("model") if r.data.get("model") is not None else None
+    if model is not None:
+        path = Path(model) if Path(model).is_absolute() else Path(source).parent / model
+        if not path.is_file():
+            raise r.error(r.key("model"), f"model file {path} does not exist")
+        model = str(path.resolve())
+    return LocalModelConfig(share=share, model=model)
 
 
 def _parse_robots(top: _Reader, source: str) -> tuple[RobotConfig, ...]:
@@ -388,9 +424,19 @@ def _parse_robots(top: _Reader, source: str) -> tuple[RobotConfig, ...]:
 # Nodes
 
 
-def node_list(cfg: TeamConfig) -> list[NodeSpec]:
+def model_groups(cfg: TeamConfig) -> list[tuple[str, ...]]:
+    """The robots served by each local model server of ``team.llm`` (none without it)."""
+    local = cfg.team.local_llm
+    if local is None:
+        return []
+    names = tuple(cfg.robot_names)
+    return [(n,) for n in names] if local.share == "robot" else [names]
+
+
+def node_list(cfg: TeamConfig, endpoints: Mapping[str, Mapping[str, str]] | None = None) -> list[NodeSpec]:
     """The nodes of a team run, in start order: the ``sim_bridge`` (with a world), then per robot its
-    ``robot_state`` (without a world), ``perception``, ``planner`` and ``executor`` in the robot's namespace."""
+    ``robot_state`` (without a world), ``perception``, ``planner`` and ``executor`` in the robot's namespace.
+    ``endpoints`` (robot -> ``{"base_url", "model"}``) point each planner at its model server."""
     ref = cfg.episode_ref
     episode: dict[str, ParamValue] = {"suite": ref.suite, "episode": ref.episode, "seed": ref.seed}
     if cfg.world is not None and cfg.world.scene:
@@ -424,7 +470,7 @@ def node_list(cfg: TeamConfig) -> list[NodeSpec]:
         planner.update(
             method=cfg.team.method,
             backend=cfg.team.backend,
-            params_json=json.dumps(cfg.team.params, sort_keys=True),
+            params_json=json.dumps({**cfg.team.params, **(endpoints or {}).get(robot.name, {})}, sort_keys=True),
             **episode,
         )
         if cfg.world is None:  # a real robot: its status comes from its odometry and detector

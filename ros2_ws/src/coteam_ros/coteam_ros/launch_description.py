@@ -6,15 +6,40 @@ file asks for its description, never when ``coteam_ros`` is imported.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-from coteam_ros.config import load_config, node_list
+from coteam_ros.config import TeamConfig, load_config, model_groups, node_list
 
 _KINDS = {
     # kind: (needs a world: section, default config, what to use instead)
     "sim": (True, "config/team_sim.yaml", "without one use team_hardware.launch.py"),
     "hardware": (False, "config/team_hardware.yaml", "remove `world:` or use team_sim.launch.py"),
 }
+
+
+def local_model_processes(cfg: TeamConfig) -> tuple[list[Any], dict[str, dict[str, str]]]:
+    """``team.llm``'s local model servers as launch processes (``coteam llm serve`` on ports chosen now), and each
+    robot's ``{"base_url", "model"}``. A planner that asks before its server is up gets a connection error, which
+    the LLM backend retries."""
+    groups, local = model_groups(cfg), cfg.team.local_llm
+    actions: list[Any] = []
+    endpoints: dict[str, dict[str, str]] = {}
+    if not groups or local is None:
+        return actions, endpoints
+    from launch.actions import ExecuteProcess
+
+    from coteam.llm.local import LocalLLMServer, LocalServerSettings, free_port
+
+    for robots in groups:
+        port = free_port("127.0.0.1")
+        cmd = [sys.executable, "-m", "coteam.cli", "llm", "serve", "--port", str(port)]
+        if local.model is not None:
+            cmd += ["--model", local.model]
+        actions.append(ExecuteProcess(cmd=cmd, name=f"llm_{'_'.join(robots)}", output="screen"))
+        model = LocalLLMServer(LocalServerSettings(model=local.model)).model_name
+        endpoints.update({r: {"base_url": f"http://127.0.0.1:{port}/v1", "model": model} for r in robots})
+    return actions, endpoints
 
 
 def team_launch_description(kind: str) -> Any:
@@ -35,8 +60,8 @@ def team_launch_description(kind: str) -> Any:
         if (cfg.world is not None) != needs_world:
             need = "needs a `world:` section" if needs_world else "runs without a simulator"
             raise RuntimeError(f"{path}: team_{kind}.launch.py {need}; {instead}")
-        actions: list[Any] = []
-        for spec in node_list(cfg):
+        actions, endpoints = local_model_processes(cfg)
+        for spec in node_list(cfg, endpoints):
             node = Node(
                 package="coteam_ros",
                 executable=spec.executable,

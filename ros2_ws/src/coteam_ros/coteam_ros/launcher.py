@@ -25,11 +25,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from coteam_ros.config import NodeSpec, TeamConfig, node_list, ros_args
+from coteam_ros.config import NodeSpec, TeamConfig, model_groups, node_list, ros_args
 
 TIMEOUT_EXIT = 124
 POLL_S = 0.05
@@ -65,6 +65,7 @@ def plan(
     *,
     record: str | os.PathLike[str] | None = None,
     results_path: str | os.PathLike[str] | None = None,
+    endpoints: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[Child]:
     """The children of a team run: the recorder first (when ``record``), then ``node_list(cfg)`` in order.
 
@@ -76,7 +77,7 @@ def plan(
         children.append(
             Child("recording@/", [sys.executable, "-m", "coteam_ros.recording", "--out", str(record)], None, False)
         )
-    for spec in node_list(cfg):
+    for spec in node_list(cfg, endpoints):
         bridge = spec.executable == "sim_bridge"
         extra = {}
         if bridge and results_path is not None:  # the episode's trace goes next to the results
@@ -269,6 +270,33 @@ def launch(
         results_dir.mkdir(parents=True, exist_ok=True)
         results = results_dir / "results.json"
         results.unlink(missing_ok=True)  # never show a previous run's table
-    children = plan(cfg, workdir, record=record, results_path=results)
-    code = run(children, timeout=timeout, env=env, sigint_grace=sigint_grace)
+    with local_models(cfg) as endpoints:
+        children = plan(cfg, workdir, record=record, results_path=results, endpoints=endpoints)
+        code = run(children, timeout=timeout, env=env, sigint_grace=sigint_grace)
     return code, results
+
+
+@contextlib.contextmanager
+def local_models(cfg: TeamConfig) -> Iterator[dict[str, dict[str, str]]]:
+    """The local model servers of ``team.llm`` (none without it), started before the nodes and stopped after
+    them: one per robot, or one shared by the team. Yields each robot's ``{"base_url", "model"}``."""
+    groups = model_groups(cfg)
+    if not groups:
+        yield {}
+        return
+    from coteam.llm.local import LocalLLMServer, LocalServerSettings
+
+    assert cfg.team.local_llm is not None
+    settings = LocalServerSettings(model=cfg.team.local_llm.model)
+    servers: list[LocalLLMServer] = []
+    try:
+        endpoints: dict[str, dict[str, str]] = {}
+        for robots in groups:
+            server = LocalLLMServer(settings).start()
+            servers.append(server)
+            print(f"[{SELF}] local model {server.model_name} at {server.base_url} for {', '.join(robots)}", flush=True)
+            endpoints.update({r: {"base_url": server.base_url, "model": server.model_name} for r in robots})
+        yield endpoints
+    finally:
+        for server in servers:
+            server.stop()

@@ -67,7 +67,7 @@ NODE_NAME = "sim_bridge"
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 STREAM = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 HANDS = {"": -1, "left": 0, "right": 1}
-RESULTS_GRACE_S = 0.5  # after the last step, time for in-flight decisions to arrive before the results are written
+RESULTS_GRACE_S = 2.0  # after the last step, time for in-flight decisions to arrive (0.5 s was too short under load)
 
 
 def hand_index(hand: str) -> int:
