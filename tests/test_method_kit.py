@@ -333,3 +333,13 @@ def test_coela_and_pce_share_no_code():
     assert not shared, shared[0]
     coela_source = "\n".join(p.read_text() for p in (methods / "coela").rglob("*.py"))
     assert "coteam.methods.pce" not in coela_source  # and nothing borrowed from PCE either
+
+
+def test_coteam_methods_lists_every_switch_of_a_role_method(capsys, monkeypatch):
+    from coteam.cli import main
+
+    monkeypatch.setenv("COLUMNS", "400")
+    assert main(["methods"]) == 0
+    text = capsys.readouterr().out
+    for switch in ("keep_store:", "structured_output", "decision_budget_s", "transcript, replay, cache"):
+        assert switch in text, switch

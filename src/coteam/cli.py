@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from coteam.kit.config import RoleMethodConfig
+from coteam.kit.config import MethodConfig, RoleMethodConfig
 from coteam.registry import method_class, method_names
 
 
@@ -25,12 +25,16 @@ def _cmd_methods(args: argparse.Namespace) -> int:
     for name in method_names():
         team = method_class(name)
         endpoint = (
-            set(RoleMethodConfig.model_fields) - {"backend"} if issubclass(team.Config, RoleMethodConfig) else set()
+            set(RoleMethodConfig.model_fields) - set(MethodConfig.model_fields) - {"backend"}
+            if issubclass(team.Config, RoleMethodConfig)
+            else set()
         )
         lines = [f"{s.name}: {s.describe()}" for s in team.Config.switches() if s.name not in endpoint]
         if endpoint:
             lines.append("model endpoint (backend=llm): " + ", ".join(RoleMethodConfig.LLM_FIELDS))
-            lines.append("  and transcript, replay, cache")
+            llm = RoleMethodConfig.LLM_FIELDS
+            others = [f for f in RoleMethodConfig.model_fields if f in endpoint and f not in llm]
+            lines.append("  and " + ", ".join(others))
         table.add_row(name, team.summary, "\n".join(lines) or "-")
     Console().print(table)
     return 0
