@@ -34,7 +34,8 @@ SUITE, EPISODE, HORIZON, AGENTS = "cwah-test", 0, 3, 2
 MAX_TOKENS = 384
 READING = (
     "Reading: constrained output takes the share of usable answers from 16 % to 67 % and, with no rambling and no "
-    "repair rounds, cuts the tokens per decision 5-9x and the seconds per decision 3-5x for pce and cobel. It is "
+    "repair rounds, cuts the tokens per decision 2.9-4.6x and the seconds per decision 2.8-4.9x for pce and cobel. "
+    "It is "
     "short of the 95 % target where a role's answer is not yet narrowed to the known options: coela.message (a "
     "free-text role; the small model writes past the 500-character limit), cobel's plan roles (predict_first, "
     "predict_zero, replan: plan steps are free strings, and the model copies the prompt's `<action>` placeholder) "
