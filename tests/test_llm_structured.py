@@ -10,12 +10,6 @@ from coteam.llm.structured import ask_structured, ask_text, extract_json
 from coteam.llm.testserver import LoopbackOpenAIServer
 
 
-@pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch):
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-
-
 class Pick(BaseModel):
     action: int = Field(ge=0)
     reason: str = ""

@@ -25,12 +25,6 @@ from coteam.llm.testserver import LoopbackOpenAIServer
 MSGS = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Say hello to Bob."}]
 
 
-@pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch):
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def chat(server: LoopbackOpenAIServer, **kw) -> OpenAIChatBackend:
     kw.setdefault("backoff_s", 0.001)
     return OpenAIChatBackend(LLMConfig("loopback-model", server.base_url, "test-key", **kw))

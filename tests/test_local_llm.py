@@ -25,12 +25,6 @@ from local_llm import AGENTS, DATA, HORIZON, METHODS, llm_params, short_episode 
 COTEAM = Path(sys.executable).with_name("coteam")
 
 
-@pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch):
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def test_serve_prints_the_endpoint_and_stops_cleanly_on_sigterm():
     proc = subprocess.Popen([str(COTEAM), "llm", "serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

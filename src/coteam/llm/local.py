@@ -20,7 +20,6 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -88,14 +87,10 @@ class LocalServerSettings:
 
 class LocalLLMServer:
     """One llama.cpp server process (see the module docstring). Use as a context manager, or start()/stop().
+    The server's own output goes to a temporary file, whose tail a failed start-up reports."""
 
-    ``log_file`` receives the server's own output (default: a temporary file, whose tail a failed start-up
-    reports).
-    """
-
-    def __init__(self, settings: LocalServerSettings | None = None, *, log_file: IO[str] | None = None):
+    def __init__(self, settings: LocalServerSettings | None = None):
         self.settings = settings or LocalServerSettings()
-        self.log_file = log_file
         self._process: subprocess.Popen[str] | None = None
         self._output: IO[str] | None = None
         self.port: int | None = None
@@ -140,8 +135,7 @@ class LocalLLMServer:
             if not self.model_path.is_file():
                 raise LocalLLMError(f"model file {self.model_path} does not exist")
         self.port = self.settings.port or free_port(self.settings.host)
-        # The temporary file lives as long as the server; stop() closes it.
-        self._output = self.log_file if self.log_file is not None else tempfile.TemporaryFile("w+")  # noqa: SIM115
+        self._output = tempfile.TemporaryFile("w+")  # noqa: SIM115  (lives as long as the server; stop() closes it)
         self._process = subprocess.Popen(
             self.command(), stdout=self._output, stderr=subprocess.STDOUT, text=True, start_new_session=True
         )
@@ -168,8 +162,7 @@ class LocalLLMServer:
     def _output_tail(self, lines: int = 5) -> str:
         assert self._process is not None
         text = ""
-        if self._output is not None and self._output.readable():
-            self._output.flush()
+        if self._output is not None:
             self._output.seek(0)
             text = self._output.read()
         tail = [ln for ln in text.strip().splitlines() if ln.strip()][-lines:]
@@ -190,7 +183,7 @@ class LocalLLMServer:
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-        if output is not None and output is not self.log_file:
+        if output is not None:
             output.close()
 
     def environment(self) -> dict[str, str]:
@@ -204,7 +197,7 @@ class LocalLLMServer:
         self.stop()
 
 
-def serve_forever(settings: LocalServerSettings, out: IO[str] = sys.stdout, signals: Sequence[int] = ()) -> int:
+def serve_forever(settings: LocalServerSettings, out: IO[str] = sys.stdout) -> int:
     """``coteam llm serve``: start the server, print how to use it, wait for SIGINT/SIGTERM, stop it."""
     stop = False
 
@@ -212,8 +205,7 @@ def serve_forever(settings: LocalServerSettings, out: IO[str] = sys.stdout, sign
         nonlocal stop
         stop = True
 
-    wanted = tuple(signals) or (signal.SIGINT, signal.SIGTERM)
-    previous = {s: signal.signal(s, ask_to_stop) for s in wanted}
+    previous = {s: signal.signal(s, ask_to_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with LocalLLMServer(settings) as server:
             for key, value in server.environment().items():
