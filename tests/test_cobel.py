@@ -239,7 +239,17 @@ def test_the_llm_path_end_to_end_counts_tokens_rejected_statements_and_fallbacks
         params = {"backend": "llm", "base_url": server.base_url, "max_retries": 0}
         result = _run("cwah-test", 1, params, trace=tmp_path / "t.json")
         sent = sum(u["total_tokens"] for u in server.usages)
+        schemas = {r["response_format"]["json_schema"]["name"]: r["response_format"]["json_schema"]["schema"]
+                   for r in server.requests if "response_format" in r}  # fmt: skip
     assert result.llm_calls == len(server.requests) > 0
+    # answers are held to what can be named now: plans to nameable steps (mine starting with an option), act to a letter
+    mine = schemas["cobel_predict_zero"]["properties"]["plan"]
+    assert mine["prefixItems"][0]["enum"] and set(mine["prefixItems"][0]["enum"]) <= set(mine["items"]["enum"])
+    assert all(t.startswith("[") for t in mine["items"]["enum"])
+    theirs = schemas["cobel_predict_first"]["properties"]["plans"]["items"]["items"]["enum"]
+    assert theirs and all(t.startswith("[") for t in theirs)
+    answer = schemas["cobel_act"]["properties"]["answer"]["enum"]
+    assert answer[0] == "A" and answer[-1] == "SUBPLAN DONE"
     assert result.tokens == sent  # exactly what the server reported
     assert result.rejected_lines > 0  # the garbled statements, rejected one by one and counted
     assert result.llm_fallbacks > 0  # the malformed answers that stayed malformed

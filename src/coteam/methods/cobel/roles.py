@@ -244,11 +244,38 @@ def check_plan(answer: PlanAnswer, ctx: RoleContext) -> None:
         raise ValueError(f"the plan's first action {steps[0]!r} is not one of the available actions")
 
 
+def _steps(q: CobelQuestion, *plans: Sequence[str]) -> dict[str, Any]:
+    """A plan step: one of the steps that can be named now (and of the symbolic plans', so those stay sayable)."""
+    texts = [*q.sym.step_texts(q.options), *(t for p in plans for t in p)]
+    return {"type": "string", "enum": list(dict.fromkeys(texts))}
+
+
+def _plans_schema(ctx: RoleContext) -> dict[str, Any]:
+    """A teammate's plans: 1-3 plans of 1-3 nameable steps."""
+    q = _q(ctx)
+    prediction = q.sym.predict(q.teammate)
+    predicted = [p.texts for p in prediction.plans] if prediction is not None else []
+    plan = {"type": "array", "items": _steps(q, *predicted), "minItems": 1, "maxItems": 3}
+    plans = {"type": "array", "items": plan, "minItems": 1, "maxItems": 3}
+    return narrow(model_schema(PlansAnswer), replace={"plans": plans})
+
+
+def _plan_schema(ctx: RoleContext) -> dict[str, Any]:
+    """My plan: an available action first, then up to two nameable steps."""
+    q = _q(ctx)
+    mine = q.plan.texts if q.plan is not None else ()
+    first = {"type": "string", "enum": list(dict.fromkeys([*q.lettered.values(), *mine[:1]]))}
+    plan = {"type": "array", "prefixItems": [first], "items": _steps(q, mine), "minItems": 1, "maxItems": 3}
+    return narrow(model_schema(PlanAnswer), replace={"plan": plan})
+
+
 PREDICT_FIRST: Role[PlansAnswer] = Role(
-    "cobel.predict_first", "cobel_predict_first", PlansAnswer, _predict_first, check_plans
+    "cobel.predict_first", "cobel_predict_first", PlansAnswer, _predict_first, check_plans, _plans_schema
 )
-PREDICT_ZERO: Role[PlanAnswer] = Role("cobel.predict_zero", "cobel_predict_zero", PlanAnswer, _my_plan, check_plan)
-REPLAN: Role[PlanAnswer] = Role("cobel.replan", "cobel_replan", PlanAnswer, _my_plan, check_plan)
+PREDICT_ZERO: Role[PlanAnswer] = Role(
+    "cobel.predict_zero", "cobel_predict_zero", PlanAnswer, _my_plan, check_plan, _plan_schema
+)
+REPLAN: Role[PlanAnswer] = Role("cobel.replan", "cobel_replan", PlanAnswer, _my_plan, check_plan, _plan_schema)
 
 
 # --- adaptive collaboration, communication, action ---------------------------------------------------------------

@@ -179,6 +179,15 @@ class CobelSymbolic:
             texts.append(format_action(action, self.memory.benchmark))
         return Plan(tuple(steps), tuple(texts))
 
+    def step_texts(self, options: Sequence[ActionOption]) -> list[str]:
+        """The plan steps a role may name now: my physical options, then every action the team value model sees
+        open to any robot of the team, as the action grammar words them."""
+        texts = [o.text for o in options if not o.action.is_message]
+        for robot in (self.value.me, *self.value.teammates):
+            for key in self.value.choices(robot):
+                texts += self._named(self.value, (key,)).texts
+        return list(dict.fromkeys(texts))
+
     # --- stated plans ------------------------------------------------------------------------------------
     def _fresh(self, at: int) -> bool:
         """Whether a sub-plan stated at ``at`` (a message's step or frame) still binds: for as long as an announced
