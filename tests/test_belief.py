@@ -112,7 +112,15 @@ def test_priors_and_abstract_models_are_shared_not_copied():
         assert getattr(mcts, name) is getattr(abstract, name)
     assert priors.item_category("apple") == "food" and priors.item_category("plate") == "tableware"
     assert priors.item_category("iphone") == "stuff" and priors.item_category("towel") == "misc"
-    assert priors.goal_item_category("towel", "stuff") == "stuff"
+
+
+def test_an_item_name_the_tables_lack_takes_the_category_learned_for_it():
+    _, _, mems = _episode(0)
+    m = mems["alice"]
+    assert m.item_category("towel") == "misc"
+    m.learned_categories.update(towel="stuff", apple="stuff")
+    assert m.item_category("towel") == "stuff"
+    assert m.item_category("apple") == "food"  # what the tables know is not overridden
 
 
 def test_food_is_more_likely_in_the_kitchen_than_the_bathroom_before_exploring():

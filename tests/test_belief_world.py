@@ -3,8 +3,11 @@ from what we saw together, what it said and what I said."""
 
 from __future__ import annotations
 
+import re
+
+from coteam.actions import ObjectRef
 from coteam.belief_language import AgentRef, Attribute, Predicate, parse_belief, parse_beliefs
-from coteam.belief_world import BeliefWorld, kind_resolver, rules_for
+from coteam.belief_world import BeliefWorld, kind_resolver, rules_for, statement_pattern
 from coteam.messages import TeamStatus
 from coteam.observation import Message
 from coteam.world import Placement, Relation
@@ -42,6 +45,23 @@ def test_zero_order_beliefs_are_the_memory_in_the_language_and_obey_the_rules():
     assert {Predicate.IN, Predicate.AT, Attribute.EXPLORED, Attribute.STATE} <= relations
     closed = [v for v in memory.objects.values() if v.is_open is False]
     assert closed and all(parse_belief(f"alice BELIEVE <{v.name}> ({v.id}) STATE closed") in beliefs for v in closed)
+
+
+def test_the_statement_pattern_admits_my_beliefs_and_no_unknown_entity():
+    world, memory = _world("cwah-test", 0, together=False)
+    kinds = kind_resolver(memory, ("alice", "bob"))
+    zero = re.compile(statement_pattern(memory, ("alice", "bob"), [["alice"]], world.rules, kinds))
+    first = re.compile(statement_pattern(memory, ("alice", "bob"), [["alice"], ["bob"]], world.rules, kinds))
+    for b in world.beliefs():
+        assert (zero if b.order == 0 else first).match(str(b)), str(b)  # every belief the world holds is sayable
+    here = f"<{memory.room_name(memory.room)}> ({memory.room})"
+    assert zero.match(f"alice BELIEVE {here} EXPLORED part")
+    assert not zero.match(f"alice BELIEVE {here} EXPLORED mostly")  # only the language's states
+    assert not zero.match("alice BELIEVE <apple> (99999) IN " + here)  # an id nobody has seen
+    assert not zero.match(f"bob BELIEVE {here} EXPLORED all")  # another believer
+    assert not world.rules.allows(parse_belief(f"alice BELIEVE alice IN {here}"), kinds)
+    assert not zero.match(f"alice BELIEVE alice IN {here}")  # no rule allows it
+    assert not first.match(f"alice BELIEVE {here} EXPLORED all")  # the wrong order
 
 
 def test_a_teammate_in_my_room_saw_what_i_saw_one_elsewhere_did_not():
@@ -87,7 +107,6 @@ def test_tdwmat_uses_its_own_rules_carriers_and_the_bed():
     assert world.rules == rules_for(memory.benchmark)
     kinds = kind_resolver(memory, ("alice", "bob"))
     bed = memory.objects[memory.task.predicates[0].target]
-    from coteam.actions import ObjectRef
 
     assert kinds(ObjectRef(bed.name, bed.id)).value == "bed"
     assert kinds(ObjectRef("not-" + bed.name, bed.id)) is None  # a name that does not match the id

@@ -250,6 +250,8 @@ def test_the_llm_path_end_to_end_counts_tokens_rejected_statements_and_fallbacks
     assert theirs and all(t.startswith("[") for t in theirs)
     answer = schemas["cobel_act"]["properties"]["answer"]["enum"]
     assert answer[0] == "A" and answer[-1] == "SUBPLAN DONE"
+    statement = schemas["cobel_update_zero"]["properties"]["beliefs"]["items"]["pattern"]  # known entities only
+    assert re.match(r"^\^\((alice|bob)\) BELIEVE \(", statement) and "|<" in statement
     assert result.tokens == sent  # exactly what the server reported
     assert result.rejected_lines > 0  # the garbled statements, rejected one by one and counted
     assert result.llm_fallbacks > 0  # the malformed answers that stayed malformed

@@ -91,7 +91,7 @@ def _scripted(request: dict) -> str:
     user = next(m["content"] for m in request["messages"] if m["role"] == "user")
     if "Actions to choose from" in user:
         return "A"
-    return "I am searching the kitchen."
+    return json.dumps({"message": "I am searching the kitchen."})
 
 
 def test_the_llm_path_counts_exactly_what_the_server_reported(monkeypatch, tmp_path):
@@ -111,7 +111,7 @@ def test_the_llm_path_counts_exactly_what_the_server_reported(monkeypatch, tmp_p
 
 def test_a_model_that_talks_nonsense_falls_back_to_the_stated_default_and_counts_it(monkeypatch, tmp_path):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    replies = ["I would rather write a poem about apples.", "Still a poem.", "A draft message."]
+    replies = ["I would rather write a poem about apples.", "Still a poem.", json.dumps({"message": "A draft."})]
     with LoopbackOpenAIServer(replies) as server:
         params = {"backend": "llm", "base_url": server.base_url, "max_retries": 0}
         result = _run("cwah-test", 0, params, trace=tmp_path / "t.json")

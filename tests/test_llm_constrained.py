@@ -8,9 +8,10 @@ import re
 import pytest
 from pydantic import BaseModel, Field
 
-from coteam.actions import HighLevelAction, Verb, format_action
+from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, Verb, format_action
+from coteam.kit.answers import MessageAnswer
 from coteam.kit.lettered import action_text_schema, letter_schema
-from coteam.llm import LLMConfig, LLMError, OpenAIChatBackend, ask_structured
+from coteam.llm import LLMConfig, LLMError, OpenAIChatBackend, RoleContext, ask_structured
 from coteam.llm.schema import model_schema, narrow, response_format, strict_form
 from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.methods.pce.scripted import scripted_pce_model
@@ -174,3 +175,18 @@ def test_pce_roles_send_their_options_as_enums(monkeypatch, tmp_path):
     leaf, hypothesis = by_role["pce_composer"]["properties"]["tree"]["anyOf"]  # the first decision's: same options
     assert leaf["properties"]["action"]["anyOf"][0]["enum"] == options["enum"]
     assert hypothesis["properties"]["True"]["anyOf"][0] == leaf  # one level down: the depth limit is spelled out
+
+
+def test_every_message_role_caps_the_text_at_the_rules_limit():
+    from coteam.methods.cobel.roles import MESSAGE
+    from coteam.methods.coela.team import DRAFT
+    from coteam.methods.pce.roles import COMMUNICATOR
+
+    ctx = RoleContext("alice")
+    for role in (COMMUNICATOR, DRAFT, MESSAGE):
+        schema = role.request_schema(ctx)
+        assert schema is not None and schema["properties"]["message"]["maxLength"] == MAX_MESSAGE_CHARS
+        assert role.validate is not None
+        role.validate(MessageAnswer(message="x" * MAX_MESSAGE_CHARS), ctx)
+        with pytest.raises(ValueError, match="at most 500"):
+            role.validate(MessageAnswer(message="x" * (MAX_MESSAGE_CHARS + 1)), ctx)

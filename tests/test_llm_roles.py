@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from coteam.actions import HighLevelAction, Verb
 from coteam.kit.roles import RoleSession
 from coteam.llm import (
+    HybridBackend,
     LLMBackend,
     LLMConfig,
     LLMError,
@@ -193,9 +194,11 @@ def test_concurrent_answers_are_all_counted():
 
 
 def test_registry():
-    assert backends() == ["llm", "symbolic"]
+    assert backends() == ["hybrid", "llm", "symbolic"]
     assert isinstance(make_backend("symbolic"), SymbolicBackend)
-    with pytest.raises(KeyError, match=r"unknown backend 'gpt'.*llm, symbolic"):
+    hybrid = make_backend("hybrid", config=LLMConfig("m", base_url="http://127.0.0.1:9/v1", api_key="x"), margin=0.1)
+    assert isinstance(hybrid, HybridBackend) and hybrid.margin == 0.1 and hybrid.ledger is hybrid.llm.ledger
+    with pytest.raises(KeyError, match=r"unknown backend 'gpt'.*hybrid, llm, symbolic"):
         make_backend("gpt")
     with pytest.raises(ValueError, match="replay"):
         make_backend("symbolic", replay="x.jsonl")

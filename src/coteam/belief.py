@@ -46,9 +46,7 @@ from coteam.observation import ObjectView
 from coteam.priors import (
     GOAL_ROOM_FACTOR,
     container_weight,
-    goal_item_category,
     in_container_chance,
-    item_category,
     room_weight,
 )
 from coteam.world import Benchmark, GoalPredicate, ObjectKind, Relation, Vec2
@@ -547,7 +545,7 @@ class BeliefState:
         (C-WAH: a room nobody explored has containers I do not know yet; 0 in TDW-MAT and in explored rooms)."""
         if not self._cwah or self.coverage(room_id) >= 1.0:
             return 0.0
-        cat = goal_item_category(item_name, self.memory.task.category)
+        cat = self.memory.item_category(item_name, goal=True)
         q = in_container_chance(cat, self._rooms[room_id].name)
         open_part = (1.0 - q) * self._team_explored.get(room_id, 1.0)
         return q / (open_part + q) if open_part + q > 0 else 0.0
@@ -558,7 +556,7 @@ class BeliefState:
             return self._unseen_cache[item_name]
         m = self.memory
         needed = item_name in m.task.needed_names()
-        cat = goal_item_category(item_name, m.task.category) if needed else item_category(item_name)
+        cat = m.item_category(item_name, goal=needed)
         by_room: dict[int, list[ObjectView]] = {}
         for c in m.objects.values():
             if c.kind == ObjectKind.CONTAINER and c.id not in self._goal_targets:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from coteam.actions import ObjectRef
 from coteam.belief_language import (
     CWAH_RULES,
+    STATES,
     TDWMAT_RULES,
     AgentRef,
     Attribute,
@@ -36,6 +37,7 @@ from coteam.belief_language import (
     Predicate,
     RuleSet,
 )
+from coteam.llm.schema import regex_literal
 from coteam.memory import FULL_TURN_BINS, AgentMemory, TeammateSighting
 from coteam.messages import TeamStatus
 from coteam.observation import ObjectView
@@ -87,6 +89,35 @@ def kind_resolver(memory: AgentMemory, agents: Iterable[str]) -> Callable[[Entit
         return EntityKind.BED if tdw and view.id in goal_targets else EntityKind.SURFACE
 
     return kind_of
+
+
+def statement_pattern(
+    memory: AgentMemory,
+    agents: Iterable[str],
+    believers: Sequence[Iterable[str]],
+    rules: RuleSet,
+    kind_of: Callable[[Entity], EntityKind | None],
+) -> str:
+    """A regular expression (anchored, in the small dialect grammar converters read) of the statements ``rules``
+    allow about entities ``memory`` knows (``agents``, the rooms, every object seen or heard of): one alternative per
+    rule, each naming only entities of the rule's kinds. ``believers[i]`` lists who may stand before the i-th
+    ``BELIEVE`` (``[["alice"], ["bob"]]``: alice's first-order beliefs about bob; two or more levels use the
+    first-order rules). A constrained model can then write nothing the parser would reject."""
+    entities: list[Entity] = [AgentRef(a) for a in agents]
+    entities += [ObjectRef(n, i) for i, n in memory.known_names().items()]
+    by_kind: dict[EntityKind, list[str]] = {}
+    for entity in dict.fromkeys(entities):
+        kind = kind_of(entity)
+        if kind is not None:
+            by_kind.setdefault(kind, []).append(regex_literal(str(entity)))
+    facts = []
+    for rule in rules.first_order if len(believers) > 1 else rules.zero_order:
+        subjects = by_kind.get(rule.subject)
+        objects = by_kind.get(rule.object) if isinstance(rule.object, EntityKind) else STATES[rule.relation]  # type: ignore[index]
+        if subjects and objects:
+            facts.append(f"({'|'.join(subjects)}) {rule.relation.value} ({'|'.join(objects)})")
+    prefix = "".join("(" + "|".join(regex_literal(b) for b in who) + ") BELIEVE " for who in believers)
+    return f"^{prefix}({'|'.join(facts)})$"
 
 
 def room_ref(memory: AgentMemory, room_id: int) -> ObjectRef:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from coteam.actions import is_message_text
 from coteam.observation import Message, ObjectView, Observation
+from coteam.priors import item_category
 from coteam.world import Benchmark, FloorPlan, ObjectKind, Relation, Task, Vec2
 
 FULL_TURN_BINS = 24  # 15-degree sectors of a full turn
@@ -63,6 +64,10 @@ class AgentMemory:
     sent: list[Message] = field(default_factory=list)  # my own messages
     actions: list[ActionRecord] = field(default_factory=list)
     last_failure: str = ""
+    # Item names the common-sense tables (coteam.priors) do not know -> the category a model named for them
+    # (the hybrid backend asks once per name; "misc": none fits).
+    learned_categories: dict[str, str] = field(default_factory=dict)
+    messages_read: set[int] = field(default_factory=set)  # teammates' free-text messages a model has read (indexes)
 
     # --- updating ----------------------------------------------------------------------------------------
     def update(self, obs: Observation) -> None:
@@ -160,6 +165,14 @@ class AgentMemory:
 
     def unexplored_rooms(self) -> list[int]:
         return [r.id for r in self.floorplan.rooms if not self.is_explored(r.id)]
+
+    def item_category(self, name: str, goal: bool = False) -> str:
+        """The category the priors use for items called ``name``: with ``goal``, the task's own category when it
+        declares one (TDW-MAT); else the common-sense tables'; for a name they lack, the one learned for it."""
+        if goal and self.task.category:
+            return self.task.category
+        category = item_category(name)
+        return self.learned_categories.get(name, category) if category == "misc" else category
 
     def known_names(self) -> dict[int, str]:
         names = {r.id: r.name for r in self.floorplan.rooms}

@@ -51,11 +51,6 @@ def item_category(name: str, fallback: str = "") -> str:
     return fallback or "misc"
 
 
-def goal_item_category(name: str, task_category: str = "") -> str:
-    """Category of a goal item: the task's own category when it declares one (TDW-MAT food / stuff tasks)."""
-    return task_category or item_category(name)
-
-
 ROOM_PRIOR: dict[str, dict[str, float]] = {
     "food": {"kitchen": 0.6, "diningroom": 0.25, "livingroom": 0.2, "storage": 0.1, "bedroom": 0.06},
     "tableware": {"kitchen": 0.7, "diningroom": 0.25, "livingroom": 0.15, "bathroom": 0.05},

@@ -125,13 +125,20 @@ class MethodConfig(BaseModel):
         return f"{method}: {message}"
 
 
-Backend = Literal["symbolic", "llm"]
+Backend = Literal["symbolic", "llm", "hybrid"]
 
 
 class RoleMethodConfig(MethodConfig):
     """A method whose roles run on the symbolic backend or on a chat model (any OpenAI-compatible endpoint)."""
 
-    backend: Backend = Field("symbolic", description="who answers the roles: the symbolic solvers or a chat model")
+    backend: Backend = Field(
+        "symbolic",
+        description="who answers the roles: the symbolic solvers, a chat model, or both (hybrid: the model only "
+        "where the solvers are in doubt or lack knowledge)",
+    )
+    hybrid_margin: float = Field(
+        0.3, ge=0, le=1, description="hybrid: ask the model when the best two options are this close (relative gap)"
+    )
     model: str | None = Field(None, description="model name (default COTEAM_LLM_MODEL, else gpt-4o-mini)")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
     api_key: str | None = Field(None, repr=False, description="API key (default OPENAI_API_KEY)")

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from coteam.actions import HighLevelAction, Verb, format_action
+from coteam.llm.schema import regex_literal
 from coteam.world import Benchmark
 
 _MARKUP = re.compile(r"[*_`\"']")
@@ -81,14 +82,8 @@ def action_text_schema(texts: Iterable[str], benchmark: Benchmark, *, messages: 
         return choices
     before, _, after = format_action(HighLevelAction(Verb.SEND_MESSAGE, text="\x00"), benchmark).partition("\x00")
     free = "[^<>\\n]+" if benchmark == Benchmark.CWAH else "[^\\n]+"
-    message = {"type": "string", "pattern": f"^{_literal(before)}{free}{_literal(after)}$"}
+    message = {"type": "string", "pattern": f"^{regex_literal(before)}{free}{regex_literal(after)}$"}
     return {"anyOf": [choices, message]}
-
-
-def _literal(text: str) -> str:
-    """``text`` as a regular expression that matches it (only the special characters escaped: the grammar
-    converters of llama.cpp and vLLM read a small regex dialect)."""
-    return re.sub(r"([\\\[\](){}.*+?^$|])", r"\\\1", text)
 
 
 def letter_schema(lettered: Mapping[str, str], *extra: str) -> dict[str, Any]:

@@ -9,6 +9,11 @@ token, call and fallback deltas (a fallback counts once per role answer).
 With the switch ``decision_budget_s`` a decision's LLM role calls share that many seconds: a call is cut off when
 the budget runs out and every later role of the decision is answered symbolically at once (source ``deadline``,
 counted as a fallback and in ``llm_deadlines``), so a slow model never stalls a robot.
+
+On the ``hybrid`` backend a role is answered by its symbolic solver unless the solver is in doubt (the best two
+options within ``hybrid_margin``), and each model call records why it was made (``why`` in the trace). A session
+opened with the agent's memory first asks what the belief cannot know (:mod:`coteam.kit.knowledge`): the kind of
+an unfamiliar goal item (answered once per name for the whole run) and what a teammate's free-text message says.
 """
 
 from __future__ import annotations
@@ -16,14 +21,29 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import replace
+from importlib import resources
 from importlib.abc import Traversable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from coteam.actions import HighLevelAction
+from coteam.kit import knowledge
 from coteam.kit.config import MethodConfig, RoleMethodConfig
-from coteam.llm import LLMConfig, PromptLibrary, Role, RoleAnswer, RoleBackend, RoleContext, Usage, make_backend
+from coteam.llm import (
+    HybridBackend,
+    LLMBackend,
+    LLMConfig,
+    PromptLibrary,
+    Role,
+    RoleAnswer,
+    RoleBackend,
+    RoleContext,
+    Usage,
+    make_backend,
+)
+from coteam.memory import AgentMemory
 from coteam.reasoning import Decision
 
 log = logging.getLogger("coteam.roles")
@@ -49,12 +69,41 @@ class RoleKit:
                 transcript=config.transcript,
                 replay=config.replay,
                 cache=config.cache,
+                margin=config.hybrid_margin,
             )
+        # The kit's own questions (hybrid): its prompts, the same model and ledger.
+        self.knowledge: RoleBackend | None = None
+        if isinstance(self.backend, HybridBackend):
+            llm = self.backend.llm
+            prompts = PromptLibrary(resources.files("coteam.kit") / "prompts")
+            self.knowledge = HybridBackend(LLMBackend(llm.chat, prompts, llm.ledger, **llm.params), self.backend.margin)
+        self.learned: dict[str, str] = {}  # unfamiliar item name -> the category a model named, for the whole run
 
-    def session(self, agent: str, slots: Mapping[str, str]) -> RoleSession:
-        """Start one decision of ``agent``; ``slots`` fill every role's prompt (a role may add its own)."""
+    def session(self, agent: str, slots: Mapping[str, str], memory: AgentMemory | None = None) -> RoleSession:
+        """Start one decision of ``agent``; ``slots`` fill every role's prompt (a role may add its own). With the
+        agent's ``memory`` (hybrid backend), first learn what the belief cannot know (see the module docstring)."""
         deadline = time.monotonic() + self.budget_s if self.budget_s is not None else None
-        return RoleSession(self.backend, agent, dict(slots), deadline)
+        session = RoleSession(self.backend, agent, dict(slots), deadline)
+        if memory is not None and self.knowledge is not None:
+            self._learn(session, self.knowledge, memory)
+        return session
+
+    def _learn(self, session: RoleSession, backend: RoleBackend, memory: AgentMemory) -> None:
+        for name in knowledge.unfamiliar_names(memory):
+            if name not in self.learned:
+                kind = session.ask_with(backend, knowledge.CLASSIFY, knowledge.classify_slots(name))
+                if kind.source != "llm":  # no answer: none for this episode, asked again in the next
+                    memory.learned_categories[name] = knowledge.learned_category(kind.value)
+                    continue
+                self.learned[name] = knowledge.learned_category(kind.value)
+            memory.learned_categories[name] = self.learned[name]
+        for i in knowledge.unread_messages(memory):
+            message = memory.messages[i]
+            reading = session.ask_with(backend, knowledge.READ_MESSAGE, knowledge.read_slots(memory, message), memory)
+            memory.messages_read.add(i)
+            status = knowledge.status_of(reading.value, message.sender)
+            if status is not None:
+                memory.messages[i] = replace(message, payload=status)
 
 
 class RoleSession:
@@ -71,21 +120,31 @@ class RoleSession:
         self.trace: dict[str, dict[str, Any]] = {}
 
     def ask(self, role: Role[T], data: Any, **extra_slots: str) -> RoleAnswer[T]:
-        ctx = RoleContext(self.agent, {**self.slots, **extra_slots}, data)
-        if self.backend.name != "symbolic" and self.deadline is not None and time.monotonic() >= self.deadline:
+        """``role``'s answer; its prompt gets the session's slots and ``extra_slots``."""
+        return self.ask_with(self.backend, role, {**self.slots, **extra_slots}, data)
+
+    def ask_with(self, backend: RoleBackend, role: Role[T], slots: dict[str, str], data: Any = None) -> RoleAnswer[T]:
+        """``role``'s answer from ``backend`` with exactly ``slots``, recorded in this decision like any other."""
+        ctx = RoleContext(self.agent, slots, data)
+        if backend.name != "symbolic" and self.deadline is not None and time.monotonic() >= self.deadline:
             reason = "the decision's time budget was spent before this role was asked"
-            self.backend.ledger.add_fallback(role.name, self.agent, reason)
+            backend.ledger.add_fallback(role.name, self.agent, reason)
             answer: RoleAnswer[T] = RoleAnswer(role.symbolic(ctx), "deadline", Usage(), 0, error=reason)
         else:
-            answer = self.backend.answer(role, ctx, self.deadline)
+            answer = backend.answer(role, ctx, self.deadline)
         self.deadlines += answer.source == "deadline"
         entry: dict[str, Any] = {"source": answer.source, "tokens": answer.tokens, "calls": answer.calls}
+        if answer.reason:
+            entry["why"] = answer.reason
         if answer.prompt:
             entry["prompt"] = list(answer.prompt)
             entry["answer"] = answer.raw
         if answer.error:
             entry["error"] = answer.error[:ERROR_CHARS]
-            log.warning("%s %s fell back to the symbolic answer: %s", self.agent, role.name, answer.error[:200])
+            if answer.source == "overruled":
+                log.info("%s %s: the symbolic answer stands: %s", self.agent, role.name, answer.error[:200])
+            else:
+                log.warning("%s %s fell back to the symbolic answer: %s", self.agent, role.name, answer.error[:200])
         key, n = role.name, 2
         while key in self.trace:  # a role asked twice in one decision keeps both records
             key, n = f"{role.name}#{n}", n + 1

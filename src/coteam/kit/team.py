@@ -84,7 +84,8 @@ class MethodTeam:
 
 
 def rationale_lines(rationale: Mapping[str, Any]) -> list[str]:
-    """A rationale's keys as ``key: value`` lines, and how each role was answered (source, tokens, calls, errors)."""
+    """A rationale's keys as ``key: value`` lines, and how each role was answered (source, tokens, calls, why the
+    model was asked, errors)."""
     roles = rationale.get("roles") or {}
     other = {k: v for k, v in rationale.items() if k not in ("roles", "context")}
     lines = [f"{k}: {v}" for k, v in sorted(other.items())]
@@ -93,6 +94,7 @@ def rationale_lines(rationale: Mapping[str, Any]) -> list[str]:
             "Roles: "
             + ", ".join(f"{k} {v['source']} ({v['tokens']} tokens, {v['calls']} calls)" for k, v in roles.items())
         )
+        lines += [f"  {k} asked the model because: {v['why']}" for k, v in roles.items() if v.get("why")]
         lines += [f"  {k} error: {v['error']}" for k, v in roles.items() if v.get("error")]
     return lines
 

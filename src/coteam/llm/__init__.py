@@ -5,7 +5,8 @@ A method asks *roles* through a :class:`RoleBackend` obtained from :func:`make_b
 * ``"symbolic"``: the roles' deterministic solvers, no model;
 * ``"llm"``: a chat model through any OpenAI-compatible endpoint (:class:`LLMConfig`, by default from the
   environment), with an optional response cache and transcript; or, with ``replay=``, the answers of a recorded
-  transcript (no network).
+  transcript (no network);
+* ``"hybrid"``: the solvers, and the chat model of ``"llm"`` only where a solver is in doubt.
 """
 
 from __future__ import annotations
@@ -18,11 +19,21 @@ from coteam.llm.cache import ResponseCache, cache_key
 from coteam.llm.config import LLMConfig
 from coteam.llm.openai_backend import OpenAIChatBackend
 from coteam.llm.prompts import PromptLibrary
-from coteam.llm.roles import LLMBackend, Role, RoleAnswer, RoleBackend, RoleContext, SymbolicBackend
+from coteam.llm.roles import (
+    Doubt,
+    HybridBackend,
+    LLMBackend,
+    Role,
+    RoleAnswer,
+    RoleBackend,
+    RoleContext,
+    SymbolicBackend,
+)
 from coteam.llm.structured import ask_structured, ask_text, extract_json
 from coteam.llm.transcript import ReplayChatBackend, TranscriptRecorder
 
 _BACKENDS = {
+    "hybrid": "the symbolic solvers; the chat model only where they are in doubt (margin=) or lack knowledge",
     "llm": "a chat model through an OpenAI-compatible endpoint (or a recorded transcript with replay=)",
     "symbolic": "the roles' deterministic symbolic solvers (no model, no tokens)",
 }
@@ -41,10 +52,12 @@ def make_backend(
     transcript: str | Path | None = None,
     replay: str | Path | None = None,
     cache: str | Path | None = None,
+    margin: float = 0.0,
 ) -> RoleBackend:
     """The one registry of role backends.
 
-    ``"symbolic"`` -> :class:`SymbolicBackend`. ``"llm"`` -> :class:`LLMBackend` over an
+    ``"symbolic"`` -> :class:`SymbolicBackend`. ``"hybrid"`` -> :class:`HybridBackend` asking, within ``margin``,
+    the :class:`LLMBackend` that ``"llm"`` builds. ``"llm"`` -> :class:`LLMBackend` over an
     :class:`OpenAIChatBackend` built from ``config`` (default :meth:`LLMConfig.from_env`), with a
     :class:`ResponseCache` at ``cache`` and a :class:`TranscriptRecorder` at ``transcript`` when given; with
     ``replay`` (a transcript path) over a :class:`ReplayChatBackend` instead (``config`` is then not used: the
@@ -62,18 +75,22 @@ def make_backend(
     if replay is not None:
         if transcript is not None or cache is not None:
             raise ValueError("replay= serves a recorded transcript: it cannot be combined with transcript= or cache=")
-        return LLMBackend(ReplayChatBackend(replay), library)
-    chat = OpenAIChatBackend(
-        config if config is not None else LLMConfig.from_env(),
-        cache=ResponseCache(cache) if cache is not None else None,
-        recorder=TranscriptRecorder(transcript) if transcript is not None else None,
-    )
-    return LLMBackend(chat, library)
+        chat: ChatBackend = ReplayChatBackend(replay)
+    else:
+        chat = OpenAIChatBackend(
+            config if config is not None else LLMConfig.from_env(),
+            cache=ResponseCache(cache) if cache is not None else None,
+            recorder=TranscriptRecorder(transcript) if transcript is not None else None,
+        )
+    llm = LLMBackend(chat, library)
+    return HybridBackend(llm, margin) if name == "hybrid" else llm
 
 
 __all__ = [
     "ChatBackend",
     "Completion",
+    "Doubt",
+    "HybridBackend",
     "LLMBackend",
     "LLMConfig",
     "LLMError",

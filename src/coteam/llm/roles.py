@@ -3,14 +3,17 @@
 A :class:`Role` names a prompt template, an answer schema, a deterministic *symbolic* solver and optional
 semantic checks. A :class:`RoleBackend` answers roles: :class:`SymbolicBackend` with the solver only,
 :class:`LLMBackend` with a chat model — and with the solver as the fallback whenever the model's answer is
-unusable (never a guess, never random), so an LLM method always produces a valid answer.
+unusable (never a guess, never random), so an LLM method always produces a valid answer — and
+:class:`HybridBackend` with the solver, asking the chat model only where the solver is in doubt: a role's ``doubt``
+says how far apart the symbolic answer's best two options are (a :class:`Doubt`), and the model is asked when
+that gap is within the backend's margin, with the reason recorded.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
@@ -36,6 +39,40 @@ class RoleContext:
 
 
 @dataclass(frozen=True)
+class Doubt:
+    """Why a symbolic answer may be worth a model's second opinion. ``scores`` (option -> score, higher is better)
+    are what the solver weighed; their best two decide the ``gap``. Knowledge the belief lacks altogether has no
+    scores (a gap of 0, and any answer of the model's stands)."""
+
+    why: str
+    scores: Mapping[str, float] | None = None
+
+    @classmethod
+    def between(cls, scores: Mapping[str, float]) -> Doubt | None:
+        """The doubt between the best two of ``scores``; None with fewer than two options."""
+        if len(scores) < 2:
+            return None
+        (a, x), (b, y) = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:2]
+        return cls(f"close call: {a} ({x:.3f}) vs {b} ({y:.3f})", dict(scores))
+
+    @property
+    def gap(self) -> float:
+        """How far apart the best two options are, relative to the larger magnitude (0: a tie)."""
+        return self.behind(max(self.scores.values()), sorted(self.scores.values())[-2]) if self.scores else 0.0
+
+    def close(self, margin: float) -> set[str]:
+        """The options within ``margin`` of the best (relative gap)."""
+        if not self.scores:
+            return set()
+        best = max(self.scores.values())
+        return {k for k, v in self.scores.items() if self.behind(best, v) <= margin}
+
+    @staticmethod
+    def behind(best: float, score: float) -> float:
+        return (best - score) / max(abs(best), abs(score), 1e-9)
+
+
+@dataclass(frozen=True)
 class Role(Generic[T]):
     name: str  # e.g. "pce.planner"; the ledger's role key
     template: str  # prompt template name
@@ -45,6 +82,12 @@ class Role(Generic[T]):
     # The JSON schema of one question: ``schema``'s narrowed to the options it has (coteam.llm.schema.narrow);
     # None: ``schema``'s own.
     constrain: Callable[[RoleContext], dict[str, Any]] | None = None
+    # How sure the symbolic answer is (the hybrid backend asks the model when the gap is within its margin);
+    # None, or a role without it: the belief decides alone.
+    doubt: Callable[[RoleContext, T], Doubt | None] | None = None
+    # The option an answer picks, named as the doubt's scores name it (the hybrid backend keeps a model's answer
+    # only when it picks one of the close options).
+    choice: Callable[[RoleContext, T], str] | None = None
 
     def request_schema(self, ctx: RoleContext) -> dict[str, Any] | None:
         """What a chat model's answer to this question must look like (None for a free-text role)."""
@@ -60,11 +103,13 @@ class Role(Generic[T]):
 class RoleAnswer(Generic[T]):
     value: T
     source: str  # "llm" | "symbolic" | "fallback" | "deadline" (the decision's time budget ran out: a fallback)
+    # | "overruled" (hybrid: the model picked an option that is not a close call; the symbolic answer stands)
     usage: Usage
     calls: int
     error: str = ""  # why the model's answer was not used (fallback)
     raw: str = ""  # the model's last raw text
     prompt: tuple[dict[str, str], ...] = ()  # the chat messages sent (LLM backends)
+    reason: str = ""  # why the hybrid backend asked the model
 
     @property
     def tokens(self) -> int:
@@ -162,3 +207,36 @@ class LLMBackend:
     def _account(self, role: Role[Any], ctx: RoleContext, completions: list[Completion]) -> None:
         for c in completions:
             self.ledger.add(role.name, ctx.agent, c.usage, cached=c.cached)
+
+
+class HybridBackend:
+    """The symbolic solvers, and a chat model only where they are in doubt (see the module docstring).
+
+    Every role is answered symbolically first; when the role's ``doubt`` finds the best two options within
+    ``margin`` of each other (relative gap) the question goes to ``llm`` (an :class:`LLMBackend`: constrained
+    output, repair, fallback to the same symbolic answer), and the answer records why it was asked. The model
+    breaks close calls but does not overturn clear ones: an answer whose ``choice`` is not among the options within
+    the margin is overruled (source ``overruled``, the symbolic answer stands, the tokens still count).
+    """
+
+    name = "hybrid"
+
+    def __init__(self, llm: LLMBackend, margin: float):
+        self.llm = llm
+        self.ledger = llm.ledger
+        self.margin = margin
+
+    def answer(self, role: Role[T], ctx: RoleContext, deadline: float | None = None) -> RoleAnswer[T]:
+        value = role.symbolic(ctx)
+        doubt = role.doubt(ctx, value) if role.doubt is not None else None
+        if doubt is None or doubt.gap > self.margin:
+            return RoleAnswer(value, "symbolic", Usage(), 0)
+        reason = f"{doubt.why} (gap {doubt.gap:.3f} <= margin {self.margin:g})"
+        answer = self.llm.answer(role, ctx, deadline)
+        if answer.source == "llm" and doubt.scores and role.choice is not None:
+            picked = role.choice(ctx, answer.value)
+            close = doubt.close(self.margin)
+            if picked not in close:
+                error = f"the model picked {picked!r}, not one of the close options: {', '.join(sorted(close))}"
+                return replace(answer, value=value, source="overruled", error=error, reason=reason)
+        return replace(answer, reason=reason)

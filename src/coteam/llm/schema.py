@@ -96,6 +96,12 @@ def narrow(
     return out
 
 
+def regex_literal(text: str) -> str:
+    """``text`` as a regular expression that matches it, only the special characters escaped (the grammar converters
+    of llama.cpp and vLLM read a small regex dialect, so a ``pattern`` keeps to it)."""
+    return re.sub(r"([\\\[\](){}.*+?^$|])", r"\\\1", text)
+
+
 def strict_form(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     """``schema`` rewritten for OpenAI's strict mode (every object closed with all properties required, no
     defaults), or ``None`` when it has an open object (a free-form mapping) that strict mode cannot express."""

@@ -36,9 +36,30 @@ def stalest(ctx: DecisionContext, room_options: Sequence[ActionOption]) -> Actio
     return min(room_options, key=lambda o: (visits.get(o.action.target.id, -1), o.text))  # type: ignore[union-attr]
 
 
+Rule = tuple[ActionOption, str, Sequence[ActionOption]]  # the choice, the rule, the options it was the nearest of
+
+
 def rule_based_choice(ctx: DecisionContext) -> tuple[ActionOption, str]:
     """The rules' choice for this decision and the rule that made it."""
+    option, rule, _ = _rules(ctx)
+    return option, rule
+
+
+def rule_based_candidates(ctx: DecisionContext) -> Sequence[ActionOption]:
+    """The options the deciding rule chose the nearest of (just the choice when the rule names one action)."""
+    return _rules(ctx)[2]
+
+
+def _rules(ctx: DecisionContext) -> Rule:
     return (_cwah if ctx.memory.benchmark == Benchmark.CWAH else _tdw)(ctx)
+
+
+def _nearest(options: Sequence[ActionOption], rule: str) -> Rule:
+    return nearest(options), rule, options  # type: ignore[return-value]
+
+
+def _only(option: ActionOption, rule: str) -> Rule:
+    return option, rule, (option,)
 
 
 class RhpAgent(AgentReasoner):
@@ -52,20 +73,20 @@ class RhpTeam(PerAgentTeam):
     Agent = RhpAgent
 
 
-def _cwah(ctx: DecisionContext) -> tuple[ActionOption, str]:
+def _cwah(ctx: DecisionContext) -> Rule:
     m = ctx.memory
     puts, grabs = by_verb(ctx, Verb.PUT), by_verb(ctx, Verb.GRAB)
     if puts and (m.free_hands() == 0 or not grabs):
-        return nearest(puts), "deliver"  # type: ignore[return-value]
+        return _nearest(puts, "deliver")
     if grabs:
-        return nearest(grabs), "grab nearest needed item"  # type: ignore[return-value]
+        return _nearest(grabs, "grab nearest needed item")
     search = by_verb(ctx, Verb.CHECK) + [o for o in by_verb(ctx, Verb.EXPLORE) if not m.is_explored(o.action.target.id)]  # type: ignore[union-attr]
     if search:
-        return nearest(search), "search nearest unexplored place"  # type: ignore[return-value]
-    return stalest(ctx, by_verb(ctx, Verb.EXPLORE)), "revisit the room seen longest ago"
+        return _nearest(search, "search nearest unexplored place")
+    return _only(stalest(ctx, by_verb(ctx, Verb.EXPLORE)), "revisit the room seen longest ago")
 
 
-def _tdw(ctx: DecisionContext) -> tuple[ActionOption, str]:
+def _tdw(ctx: DecisionContext) -> Rule:
     m = ctx.memory
     left = m.task.horizon - m.frames
     held = m.held_items()
@@ -74,20 +95,20 @@ def _tdw(ctx: DecisionContext) -> tuple[ActionOption, str]:
     containers = [o for o in grabs if m.objects[o.action.target.id].capacity > 0]  # type: ignore[union-attr]
     targets = [o for o in grabs if o not in containers]
     if put_in:
-        return put_in[0], "fill the container I carry"
+        return _only(put_in[0], "fill the container I carry")
     if transport and (left < TDW_DELIVER_BEFORE_END or m.free_hands() == 0):
-        return transport[0], "deliver"
+        return _only(transport[0], "deliver")
     has_carrier = any(v.capacity > 0 for v in held)
     if containers and not has_carrier and left > TDW_NO_CONTAINERS_BEFORE_END:
-        return nearest(containers), "pick up a container"  # type: ignore[return-value]
+        return _nearest(containers, "pick up a container")
     if targets:
-        return nearest(targets), "grab nearest target"  # type: ignore[return-value]
+        return _nearest(targets, "grab nearest target")
     explore_here = by_verb(ctx, Verb.EXPLORE)
     if explore_here and not m.is_explored(m.room):
-        return explore_here[0], "look around this room"
+        return _only(explore_here[0], "look around this room")
     unexplored = [o for o in by_verb(ctx, Verb.GOTO) if not m.is_explored(o.action.target.id)]  # type: ignore[union-attr]
     if unexplored:
-        return nearest(unexplored), "go to nearest unexplored room"  # type: ignore[return-value]
+        return _nearest(unexplored, "go to nearest unexplored room")
     if transport:
-        return transport[0], "deliver what I have"
-    return stalest(ctx, by_verb(ctx, Verb.GOTO)), "revisit the room seen longest ago"
+        return _only(transport[0], "deliver what I have")
+    return _only(stalest(ctx, by_verb(ctx, Verb.GOTO)), "revisit the room seen longest ago")

@@ -346,8 +346,9 @@ class CwahModel:
         self.unseen = [name for name in sorted(unseen) for _ in range(unseen[name])]
         names = {c.id: c.name for c in m.unchecked_containers()}
         self._places: dict[str, tuple[list[float], list[tuple]]] = {}
+        self._category = {name: m.item_category(name) for name in unseen}
         for name in self.unseen:
-            cat = item_category(name)
+            cat = self._category[name]
             if cat in self._places:
                 continue
             places: list[tuple] = []
@@ -369,7 +370,7 @@ class CwahModel:
     def sample(self, rng: random.Random) -> _CwahState:
         s = self.root.copy()
         for name in self.unseen:
-            cum, places = self._places[item_category(name)]
+            cum, places = self._places[self._category[name]]
             if not places:
                 continue  # nowhere left to look: the unit is out of this agent's reach
             x = rng.random() * cum[-1]

@@ -15,11 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from coteam.actions import HighLevelAction, check_message_text, format_action, parse_action
+from coteam.actions import HighLevelAction, format_action, parse_action
 from coteam.belief_language import Belief, BeliefError, Entity, EntityKind, RuleSet, parse_beliefs, parse_rules
+from coteam.belief_world import statement_pattern
 from coteam.kit import letter, match_option
+from coteam.kit.answers import message_role
 from coteam.kit.lettered import letter_schema
-from coteam.llm import Role, RoleContext
+from coteam.llm import Doubt, Role, RoleContext
 from coteam.llm.schema import model_schema, narrow
 from coteam.messages import TeamStatus
 from coteam.methods.cobel.symbolic import CobelSymbolic, Plan, Prediction, Verdict
@@ -27,6 +29,8 @@ from coteam.options import ActionOption
 
 SUBPLAN_DONE = "SUBPLAN DONE"
 MAX_REASONS = 3
+MAX_STATEMENTS = 200  # of one belief update
+ASKED_STATEMENTS = 12  # a model is asked for at most this many, the ones that matter most (its answer stays short)
 
 
 class Strict(BaseModel):
@@ -46,7 +50,7 @@ class RuleCritique(Strict):
 
 
 class BeliefUpdate(Strict):
-    beliefs: list[str] = Field(default_factory=list, max_length=200)
+    beliefs: list[str] = Field(default_factory=list, max_length=MAX_STATEMENTS)
     plan: list[str] = Field(default_factory=list, max_length=3)  # first-order update: the teammate's stated plan
 
 
@@ -207,9 +211,40 @@ def _check_update(order: int):
     return check
 
 
-UPDATE_ZERO: Role[BeliefUpdate] = Role("cobel.update_zero", "cobel_update_zero", BeliefUpdate, _zero, _check_update(0))
+def _statements(q: CobelQuestion, *believers: str) -> dict[str, Any]:
+    """A belief statement of the given believers (one per order) about entities I know of; free text in no_sbr."""
+    if q.free_text_beliefs:
+        return {"type": "string"}
+    w = q.sym.world
+    return {
+        "type": "string",
+        "pattern": statement_pattern(
+            q.sym.memory, (w.agent, *w.teammates), [[b] for b in believers], q.rules, q.kind_of or w.kind_of
+        ),
+    }
+
+
+def _update_schema(order: int) -> Callable[[RoleContext], dict[str, Any]]:
+    """Belief statements of the order asked that the rules allow about known entities; for a teammate, its stated
+    plan as nameable steps (no plan in a zero-order update)."""
+
+    def schema(ctx: RoleContext) -> dict[str, Any]:
+        q = _q(ctx)
+        believers = (q.sym.world.agent, q.teammate)[: order + 1]
+        replace = {"beliefs": {"type": "array", "items": _statements(q, *believers), "maxItems": ASKED_STATEMENTS}}
+        stated = q.sym.stated(q.teammate) if order else None
+        steps = _steps(q, stated.texts if stated is not None else ())
+        replace["plan"] = {"type": "array", "items": steps, "maxItems": 3 if order else 0}
+        return narrow(model_schema(BeliefUpdate), replace=replace)
+
+    return schema
+
+
+UPDATE_ZERO: Role[BeliefUpdate] = Role(
+    "cobel.update_zero", "cobel_update_zero", BeliefUpdate, _zero, _check_update(0), _update_schema(0)
+)
 UPDATE_FIRST: Role[BeliefUpdate] = Role(
-    "cobel.update_first", "cobel_update_first", BeliefUpdate, _first, _check_update(1)
+    "cobel.update_first", "cobel_update_first", BeliefUpdate, _first, _check_update(1), _update_schema(1)
 )
 
 
@@ -272,10 +307,31 @@ def _plan_schema(ctx: RoleContext) -> dict[str, Any]:
 PREDICT_FIRST: Role[PlansAnswer] = Role(
     "cobel.predict_first", "cobel_predict_first", PlansAnswer, _predict_first, check_plans, _plans_schema
 )
+
+
+def _plan_doubt(ctx: RoleContext, answer: PlanAnswer) -> Doubt | None:
+    """How close the expected team values of my best two first steps are."""
+    return Doubt.between(_q(ctx).sym.plan_values)
+
+
+def _plan_choice(ctx: RoleContext, answer: PlanAnswer) -> str:
+    """The first step of my plan, as the option list words it."""
+    return normalised(answer.plan[0], _q(ctx))
+
+
 PREDICT_ZERO: Role[PlanAnswer] = Role(
-    "cobel.predict_zero", "cobel_predict_zero", PlanAnswer, _my_plan, check_plan, _plan_schema
+    "cobel.predict_zero",
+    "cobel_predict_zero",
+    PlanAnswer,
+    _my_plan,
+    check_plan,
+    _plan_schema,
+    _plan_doubt,
+    _plan_choice,
 )
-REPLAN: Role[PlanAnswer] = Role("cobel.replan", "cobel_replan", PlanAnswer, _my_plan, check_plan, _plan_schema)
+REPLAN: Role[PlanAnswer] = Role(
+    "cobel.replan", "cobel_replan", PlanAnswer, _my_plan, check_plan, _plan_schema, _plan_doubt, _plan_choice
+)
 
 
 # --- adaptive collaboration, communication, action ---------------------------------------------------------------
@@ -296,10 +352,6 @@ def check_gate(answer: GateAnswer, ctx: RoleContext) -> None:
 
 def _message(ctx: RoleContext) -> str:
     return _q(ctx).note().text()
-
-
-def check_message(text: str, ctx: RoleContext) -> None:
-    check_message_text(text)
 
 
 def _act(ctx: RoleContext) -> ActAnswer:
@@ -325,8 +377,17 @@ def act_choice(answer: str, q: CobelQuestion) -> HighLevelAction | None:
     return next(o.action for o in q.options if o.text == text)
 
 
-COLLABORATE: Role[GateAnswer] = Role("cobel.collaborate", "cobel_collaborate", GateAnswer, _gate, check_gate)
-MESSAGE: Role[str] = Role("cobel.message", "cobel_message", None, _message, check_message)
+def _gate_schema(ctx: RoleContext) -> dict[str, Any]:
+    """The misaligned facts are my zero-order belief statements about known entities."""
+    q = _q(ctx)
+    misaligned = {"type": "array", "items": _statements(q, q.sym.world.agent), "maxItems": ASKED_STATEMENTS}
+    return narrow(model_schema(GateAnswer), replace={"misaligned": misaligned})
+
+
+COLLABORATE: Role[GateAnswer] = Role(
+    "cobel.collaborate", "cobel_collaborate", GateAnswer, _gate, check_gate, _gate_schema
+)
+MESSAGE = message_role("cobel.message", "cobel_message", _message)
 
 
 def _act_schema(ctx: RoleContext) -> dict[str, Any]:

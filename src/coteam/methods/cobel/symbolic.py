@@ -138,6 +138,8 @@ class CobelSymbolic:
     gating: bool = True  # False: no_bbc
     _value: ValueModel | None = field(default=None, init=False, repr=False)
     _predictions: dict[str, Prediction | None] = field(default_factory=dict, init=False, repr=False)
+    # my_plan's candidates: the first step's text -> its expected team value (empty when the rules chose)
+    plan_values: dict[str, float] = field(default_factory=dict, init=False, repr=False)
 
     # --- models ------------------------------------------------------------------------------------------
     @property
@@ -292,6 +294,7 @@ class CobelSymbolic:
             choice, _ = rule_based_choice(replace(self.ctx, options=list(options)))
             return Plan((), (choice.text,))
         scored = {k: value.value(value.outcome_of(k, 0.0, others)) for k in keys}
+        self.plan_values = {o.text: scored[k] for o in options if (k := value.key(o)) in scored}
         best = max(sorted(scored, key=str), key=lambda k: scored[k])
         plan = self._plan(value, best, others)
         option = next(o for o in options if value.key(o) == best)

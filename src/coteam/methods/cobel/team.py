@@ -80,7 +80,7 @@ class CobelAgent(AgentReasoner):
         m = ctx.memory
         self.slots = situation_slots(ctx, self.info, last_actions=cfg.K_action, last_messages=cfg.K_message)
         assert self.roles is not None
-        session = self.roles.session(self.agent, {"agent": self.agent, "goal": self.slots["goal"]})
+        session = self.roles.session(self.agent, {"agent": self.agent, "goal": self.slots["goal"]}, m)
         trace: dict[str, Any] = {"method": "cobel", "ablation": cfg.ablation}
         rules = self.team.agreed_rules(session, trace)
         if self.world is None:
@@ -236,12 +236,13 @@ class CobelAgent(AgentReasoner):
         misaligned = "\n".join(line for g in gate.values() if g["heavy"] for line in g["misaligned"]) or "(none)"
         text = session.ask(
             R.MESSAGE, q, misaligned=misaligned, my_plan=", then ".join(self.plan), teammates=s["teammates"]
-        ).value.strip()
+        ).value.message.strip()
         return HighLevelAction(Verb.SEND_MESSAGE, text=text)
 
     def _payload(self, q: R.CobelQuestion) -> TeamStatus | None:
-        """The typed form of a symbolic message: what the heavy verdicts found lacking, and my sub-plan."""
-        if self.roles is None or self.roles.backend.name != "symbolic":
+        """The typed form of a symbolic message: what the heavy verdicts found lacking, and my sub-plan (none when a
+        model writes the messages)."""
+        if self.roles is None or self.roles.backend.name == "llm":
             return None
         return q.note()
 

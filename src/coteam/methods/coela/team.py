@@ -23,13 +23,15 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from coteam.actions import HighLevelAction, Verb, check_message_text, format_action
+from coteam.actions import HighLevelAction, Verb, format_action
 from coteam.kit import AgentReasoner, PerAgentTeam, RoleMethodConfig, letter, match_option, situation_slots
+from coteam.kit.answers import message_role
 from coteam.kit.team import rationale_lines
-from coteam.llm import Role, RoleContext
+from coteam.llm import Doubt, Role, RoleContext
 from coteam.messages import TeamStatus
+from coteam.options import ActionOption
 from coteam.reasoning import Decision, DecisionContext
-from coteam.teams.rule_based import rule_based_choice
+from coteam.teams.rule_based import rule_based_candidates, rule_based_choice
 
 
 class CoelaConfig(RoleMethodConfig):
@@ -66,10 +68,6 @@ def draft_symbolically(ctx: RoleContext) -> str:
     return TeamStatus.of(_question(ctx).ctx.memory).text()
 
 
-def check_draft(text: str, ctx: RoleContext) -> None:
-    check_message_text(text)
-
-
 def choose_symbolically(ctx: RoleContext) -> str:
     q = _question(ctx)
     if q.draft is not None and q.news:
@@ -82,8 +80,32 @@ def check_choice(text: str, ctx: RoleContext) -> None:
     match_option(text, _question(ctx).lettered)
 
 
-DRAFT: Role[str] = Role("coela.message", "coela_message", None, draft_symbolically, check_draft)
-CHOOSE: Role[str] = Role("coela.plan", "coela_plan", None, choose_symbolically, check_choice)
+def choice_doubt(ctx: RoleContext, text: str) -> Doubt | None:
+    """How near the rules' nearest option is to the next one (sending news is not in doubt). Options that do the
+    same to things of the same name at the same distance (one of two apples on a table) count once."""
+    q = _question(ctx)
+    if q.draft is not None and q.news:
+        return None
+    kept: dict[tuple, ActionOption] = {}
+    for o in sorted(rule_based_candidates(q.ctx), key=lambda o: o.text != text):  # the rules' choice first
+        kept.setdefault((*_kind(o), o.my_distance), o)
+    return Doubt.between({o.text: -o.my_distance for o in kept.values()})
+
+
+def _kind(option: ActionOption) -> tuple:
+    target = option.action.target
+    return option.action.verb, target.name if target is not None else None
+
+
+def chosen_option(ctx: RoleContext, text: str) -> str:
+    q = _question(ctx)
+    return q.lettered[match_option(text, q.lettered)[0]]
+
+
+DRAFT = message_role("coela.message", "coela_message", draft_symbolically)
+CHOOSE: Role[str] = Role(
+    "coela.plan", "coela_plan", None, choose_symbolically, check_choice, doubt=choice_doubt, choice=chosen_option
+)
 
 
 def _reported(status: TeamStatus) -> set[str]:
@@ -102,13 +124,13 @@ class CoelaAgent(AgentReasoner):
         m = ctx.memory
         slots = situation_slots(ctx, self.info, last_actions=cfg.K_action, last_messages=cfg.K_message)
         assert self.roles is not None
-        session = self.roles.session(self.agent, {k: v for k, v in slots.items() if k != "available"})
+        session = self.roles.session(self.agent, {k: v for k, v in slots.items() if k != "available"}, m)
         last_was_message = m.last_action_was_message()
         can_talk = any(o.action.is_message for o in ctx.options) and not last_was_message
         draft, payload, news = None, None, False
         if can_talk:
             answer = session.ask(DRAFT, CoelaQuestion(ctx, None, False), available=slots["available"])
-            draft = answer.value.strip()
+            draft = answer.value.message.strip()
             if answer.source != "llm":  # the symbolic draft is the status report: it travels typed too
                 payload = TeamStatus.of(m)
                 told = set().union(*(_reported(s.payload) for s in m.sent if isinstance(s.payload, TeamStatus)))

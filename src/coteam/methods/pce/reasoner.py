@@ -69,7 +69,7 @@ class PceAgent(AgentReasoner):
         m = ctx.memory
         slots = situation_slots(ctx, self.info, last_actions=cfg.K_action, last_messages=cfg.K_message)
         assert self.roles is not None
-        session = self.roles.session(self.agent, slots)
+        session = self.roles.session(self.agent, slots, m)
         announced = self._announced_action(ctx)
         if announced is not None:  # the communication module keeps its word: the action just announced comes next
             kept = {"method": "pce", "ablation": cfg.ablation, "announced": announced.text}

@@ -11,10 +11,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from coteam.actions import ActionError, HighLevelAction, Verb, check_message_text, parse_action, validate_action
+from coteam.actions import ActionError, HighLevelAction, Verb, parse_action, validate_action
+from coteam.kit.answers import message_role
 from coteam.kit.lettered import action_text_schema
-from coteam.llm import Role, RoleContext
+from coteam.llm import Doubt, Role, RoleContext
 from coteam.llm.schema import model_schema, narrow
+from coteam.methods.pce.scoring import LeafScore, ScoredLeaf, action_utilities, best_leaf, score_leaf
 from coteam.methods.pce.symbolic import SymbolicContext
 from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, TreeError, parse_tree, tree_to_json
 from coteam.options import ActionOption
@@ -47,10 +49,6 @@ SCORE_FIELDS = ("likelihood", "gain", "cost_penalty")
 
 class EvaluatorAnswer(BaseModel):
     scenarios: list[ScenarioScore]
-
-
-class MessageAnswer(BaseModel):
-    message: str = Field(min_length=1)
 
 
 # --- shared per-decision data ----------------------------------------------------------------------------
@@ -262,21 +260,46 @@ def evaluator_schema(ctx: RoleContext) -> dict[str, Any]:
     return narrow(model_schema(EvaluatorAnswer), enums=enums, lengths={"scenarios": n})
 
 
+def _scored(q: PceQuestion, answer: EvaluatorAnswer) -> list[ScoredLeaf]:
+    by_leaf = {s.leaf: s for s in answer.scenarios}
+    return [
+        score_leaf(
+            LeafScore(sc.index, *(getattr(by_leaf[sc.index], k) for k in SCORE_FIELDS)),
+            is_message=sc.leaf.action.is_message,
+            weights=q.symbolic.weights,
+        )
+        for sc in q.leaves
+    ]
+
+
+def evaluator_doubt(ctx: RoleContext, answer: EvaluatorAnswer) -> Doubt | None:
+    """How close the symbolic scores leave the best two actions (their utilities, as the decision sums them)."""
+    q = _data(ctx)
+    return Doubt.between(action_utilities(_scored(q, answer), [sc.leaf.text for sc in q.leaves]))
+
+
+def evaluator_choice(ctx: RoleContext, answer: EvaluatorAnswer) -> str:
+    """The action the scores make the decision take."""
+    q = _data(ctx)
+    return q.leaves[best_leaf(_scored(q, answer), [sc.leaf.text for sc in q.leaves]).leaf].leaf.text
+
+
 EVALUATOR: Role[EvaluatorAnswer] = Role(
-    "pce.evaluator", "pce_evaluator", EvaluatorAnswer, evaluate_symbolically, check_scores, evaluator_schema
+    "pce.evaluator",
+    "pce_evaluator",
+    EvaluatorAnswer,
+    evaluate_symbolically,
+    check_scores,
+    evaluator_schema,
+    evaluator_doubt,
+    evaluator_choice,
 )
 
 
 # --- Communication ---------------------------------------------------------------------------------------
-def write_message_symbolically(ctx: RoleContext) -> MessageAnswer:
+def write_message_symbolically(ctx: RoleContext) -> str:
     q = _data(ctx)
-    return MessageAnswer(message=q.symbolic.message_text(q.incoming))
+    return q.symbolic.message_text(q.incoming)
 
 
-def check_message(answer: MessageAnswer, ctx: RoleContext) -> None:
-    check_message_text(answer.message)
-
-
-COMMUNICATOR: Role[MessageAnswer] = Role(
-    "pce.message", "pce_message", MessageAnswer, write_message_symbolically, check_message
-)
+COMMUNICATOR = message_role("pce.message", "pce_message", write_message_symbolically)
