@@ -1,0 +1,175 @@
+"""One full cwah-test episode per LLM method on the real local model: steps, calls, tokens, fallbacks, wall time.
+
+    python bench/local_llm_episodes.py --out docs/benchmarks.md   # 30-60 min per method on 2 cores (local-llm extra)
+    python bench/local_llm_episodes.py --methods pce --out docs/benchmarks.md   # one method; the others' rows stay
+
+It starts llama.cpp's OpenAI-compatible server on loopback with the packaged Gemma 3 270M (``coteam llm serve``'s
+server) and plays cwah-test episode 0 to the end (its horizon, or the goal) with two agents for each LLM method,
+every role asked with its narrowed schema (``structured_output=auto``). A 270M model does not play well; the point
+is that the whole path works with a real model and what it costs. Each run is recorded as a transcript in
+``tests/data/local_llm/episodes/`` (gzip-compressed JSON Lines); ``tests/test_local_llm.py`` replays them offline
+and checks that the replay gives the recorded results. ``results.json`` there keeps every method's row, so methods
+can be run one at a time; the section (replaced on each run) shows every recorded row.
+
+An episode takes hours with this model on 2 cores, so a run is resumable: every answer also goes into a response
+cache (``.<method>-cache.sqlite``, not committed), and a run that was stopped leaves its transcript so far, which
+the next run loads into the cache. Re-running the same command then replays the answered calls at once and asks
+the model from where it stopped (temperature 0: the same requests). The wall time of a resumed run is estimated
+as its calls times the seconds per call the model took in the last run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from coteam.llm import Completion, ResponseCache, Usage, cache_key
+from coteam.llm.local import LocalLLMServer
+from coteam.registry import make_team
+from coteam_harness.runner import run_episode
+from coteam_harness.trace import load_trace
+from coteam_sim.suites import get_suite
+from local_llm import AGENTS, DATA, EPISODE, METHODS, SUITE, llm_params
+
+TITLE = "## Full episodes on a real local model"
+EPISODES = DATA / "episodes"
+RESULT_FIELDS = ("steps", "transport_rate", "llm_calls", "tokens", "llm_fallbacks")
+TIMEOUT_S = 300  # per request: late in an episode the prompts are long, and this measures the path, not a deadline
+
+
+def transcript_path(method: str) -> Path:
+    return EPISODES / f"{method}.jsonl.gz"
+
+
+def seed_cache(cache: Path, *transcripts: Path) -> int:
+    """Put every call of ``transcripts`` (plain JSON Lines) into the response cache at ``cache``; the count."""
+    n = 0
+    with ResponseCache(cache) as store:
+        for path in transcripts:
+            if not path.exists():
+                continue
+            for line in path.read_text().splitlines():
+                e = json.loads(line)
+                key = cache_key(e["model"], e["messages"], {**e["sampling"], **e["params"]})
+                u = e["usage"]
+                usage = Usage(int(u["prompt_tokens"]), int(u["completion_tokens"]), bool(u.get("estimated", False)))
+                store.put(key, Completion(e["text"], usage, e["response_model"]))
+                n += 1
+    return n
+
+
+def replay_params(method: str, plain: Path) -> dict[str, Any]:
+    """The switches that replay ``method``'s recorded episode from ``plain`` (the transcript, decompressed)."""
+    with gzip.open(transcript_path(method), "rb") as src, plain.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return {"backend": "llm", "replay": str(plain)}
+
+
+def episode():
+    return get_suite(SUITE).episodes()[EPISODE].build()
+
+
+def section(command: str, methods: tuple[str, ...] = METHODS) -> str:
+    EPISODES.mkdir(parents=True, exist_ok=True)
+    results = EPISODES / "results.json"
+    recorded: dict[str, Any] = json.loads(results.read_text()) if results.exists() else {}
+    recorded.update(suite=SUITE, episode=EPISODE, agents=AGENTS)
+    rows = recorded.setdefault("runs", {})
+    with LocalLLMServer() as server:
+        recorded["model"] = server.model_name
+        for method in methods:
+            plain, partial = EPISODES / f"{method}.jsonl", EPISODES / f".{method}-partial.jsonl"
+            cache = EPISODES / f".{method}-cache.sqlite"
+            if plain.exists():  # a stopped run's calls: kept for the next runs to resume from
+                with partial.open("a") as out:
+                    out.write(plain.read_text())
+                plain.unlink()
+            resumed = seed_cache(cache, partial)
+            params = {**llm_params(server.base_url, server.model_name, "auto"), "transcript": str(plain)}
+            params.update(timeout_s=TIMEOUT_S, cache=str(cache))
+            trace = EPISODES / f".{method}-trace.json"
+            start = time.perf_counter()
+            result = run_episode(episode(), make_team(method, params), n_agents=AGENTS, trace_path=trace)
+            wall = time.perf_counter() - start
+            live = sum(1 for line in plain.read_text().splitlines() if not json.loads(line)["cached"])
+            if resumed:  # the calls answered from the cache took the model about as long as the live ones
+                wall = wall / max(1, live) * result.llm_calls
+            sources: Counter[str] = Counter()
+            decisions = load_trace(trace)["decisions"]
+            for d in decisions:
+                sources.update(e["source"] for e in d["rationale"].get("roles", {}).values())
+            trace.unlink()
+            with plain.open("rb") as src, gzip.open(transcript_path(method), "wb", mtime=0) as dst:
+                shutil.copyfileobj(src, dst)
+            plain.unlink()
+            recorded[method] = {k: getattr(result, k) for k in RESULT_FIELDS}
+            rows[method] = {
+                "decisions": len(decisions),
+                "wall_s": round(wall, 1),
+                "wall_estimated": bool(resumed),
+                "sources": dict(sources),
+            }
+            partial.unlink(missing_ok=True)
+            cache.unlink(missing_ok=True)
+            print(method, recorded[method], rows[method], flush=True)
+            results.write_text(json.dumps(recorded, indent=2) + "\n")
+    lines = [
+        TITLE,
+        "",
+        f"Produced by `{command}` on this 2-core machine: model {recorded['model']} (the packaged Gemma 3 270M, "
+        "Q4_K_M) behind "
+        f"llama-cpp-python's server on loopback, {SUITE} episode {EPISODE} played to the end, {AGENTS} agents, "
+        f"every role asked with its narrowed schema (json_object + schema), temperature 0, no retries, {TIMEOUT_S} s "
+        "per request, the machine otherwise idle. Role answers: "
+        "how many the model's answer was used for, and how many fell back to the symbolic answer.",
+        "",
+        "| method | steps | transport rate | decisions | LLM calls | tokens | role answers used / fallbacks | "
+        "wall | s per decision |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for method in METHODS:
+        if method not in rows:
+            lines.append(f"| {method} | not run yet | | | | | | | |")
+            continue
+        r, run_ = recorded[method], rows[method]
+        s = Counter(run_["sources"])
+        lines.append(
+            f"| {method} | {r['steps']} | {r['transport_rate']:.2f} | {run_['decisions']} | {r['llm_calls']} | "
+            f"{r['tokens']:,} | {s['llm']} / {s['fallback'] + s['deadline']} | "
+            f"{'~' if run_.get('wall_estimated') else ''}{run_['wall_s'] / 60:.0f} min | "
+            f"{run_['wall_s'] / max(1, run_['decisions']):.1f} |"
+        )
+    lines += [
+        "",
+        "The transcripts are in `tests/data/local_llm/episodes/`; `tests/test_local_llm.py` replays each episode "
+        "offline (`--set replay=...`) and gets the same steps, transport rate, calls, tokens and fallbacks.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ros_team import emit_section  # bench/ is on sys.path when this file runs as a script
+
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--out", help="splice the section into this markdown file (default: print it)")
+    parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated methods to run")
+    args = parser.parse_args(argv)
+    methods = tuple(m for m in args.methods.split(",") if m)
+    unknown = sorted(set(methods) - set(METHODS))
+    if unknown:
+        parser.error(f"unknown method(s) {', '.join(unknown)}; the LLM methods are {', '.join(METHODS)}")
+    command = "python bench/local_llm_episodes.py" + (f" --methods {args.methods}" if args.methods else "")
+    command += f" --out {args.out}" if args.out else ""
+    emit_section(args.out, section(command, methods), TITLE)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
