@@ -1,4 +1,5 @@
-"""Answers several methods' roles share: a message a model writes to its teammates.
+"""Answers several methods' roles share: a closed answer model (:class:`StrictAnswer`: unknown fields are an error the
+repair round names), and a message a model writes to its teammates.
 
 :func:`message_role` makes a method's message-writing role from its prompt template and its symbolic text: the
 answer is ``{"message": text}`` (:class:`MessageAnswer`), asked with a schema that caps the text at the message
@@ -10,11 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from coteam.actions import MAX_MESSAGE_CHARS, check_message_text
 from coteam.llm import Role, RoleContext
 from coteam.llm.schema import model_schema, narrow
+
+
+class StrictAnswer(BaseModel):
+    """An answer model that rejects fields it does not declare."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class MessageAnswer(BaseModel):

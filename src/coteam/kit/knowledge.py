@@ -20,8 +20,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from coteam.kit.answers import StrictAnswer
 from coteam.llm import Doubt, Role, RoleContext
 from coteam.llm.schema import model_schema, narrow
 from coteam.memory import AgentMemory
@@ -73,16 +74,12 @@ def learned_category(answer: KindAnswer) -> str:
 
 
 # --- free-text messages --------------------------------------------------------------------------------------
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SeenAnswer(Strict):
+class SeenAnswer(StrictAnswer):
     object: str
     room: str
 
 
-class Reading(Strict):
+class Reading(StrictAnswer):
     room: str | None = None
     holding: list[str] = Field(default_factory=list, max_length=MAX_LISTED)
     seen: list[SeenAnswer] = Field(default_factory=list, max_length=SEEN_LIST_LIMIT)

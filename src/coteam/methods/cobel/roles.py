@@ -13,13 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from coteam.actions import HighLevelAction, format_action, parse_action
 from coteam.belief_language import Belief, BeliefError, Entity, EntityKind, RuleSet, parse_beliefs, parse_rules
 from coteam.belief_world import statement_pattern
 from coteam.kit import letter, match_option
-from coteam.kit.answers import message_role
+from coteam.kit.answers import StrictAnswer, message_role
 from coteam.kit.lettered import letter_schema
 from coteam.llm import Doubt, Role, RoleContext
 from coteam.llm.schema import model_schema, narrow
@@ -33,44 +33,40 @@ MAX_STATEMENTS = 200  # of one belief update
 ASKED_STATEMENTS = 12  # a model is asked for at most this many, the ones that matter most (its answer stays short)
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RuleDraft(Strict):
+class RuleDraft(StrictAnswer):
     reasoning: str = ""
     zero_order: list[str] = Field(min_length=1, max_length=40)
     first_order: list[str] = Field(min_length=1, max_length=40)
 
 
-class RuleCritique(Strict):
+class RuleCritique(StrictAnswer):
     reasoning: str = ""
     suggestions: list[str] = Field(default_factory=list, max_length=20)
     satisfied: bool
 
 
-class BeliefUpdate(Strict):
+class BeliefUpdate(StrictAnswer):
     beliefs: list[str] = Field(default_factory=list, max_length=MAX_STATEMENTS)
     plan: list[str] = Field(default_factory=list, max_length=3)  # first-order update: the teammate's stated plan
 
 
-class PlanAnswer(Strict):
+class PlanAnswer(StrictAnswer):
     reasoning: list[str] = Field(default_factory=list, max_length=MAX_REASONS)
     plan: list[str] = Field(min_length=1, max_length=3)
 
 
-class PlansAnswer(Strict):
+class PlansAnswer(StrictAnswer):
     reasoning: list[str] = Field(default_factory=list, max_length=MAX_REASONS)
     plans: list[list[str]] = Field(min_length=1, max_length=3)
 
 
-class GateAnswer(Strict):
+class GateAnswer(StrictAnswer):
     reasons: list[str] = Field(default_factory=list, max_length=MAX_REASONS)
     heavy: bool
     misaligned: list[str] = Field(default_factory=list, max_length=40)
 
 
-class ActAnswer(Strict):
+class ActAnswer(StrictAnswer):
     reasons: list[str] = Field(default_factory=list, max_length=MAX_REASONS)
     answer: str
 

@@ -23,8 +23,16 @@ from coteam.belief import BeliefState
 from coteam.kit import AgentReasoner, PerAgentTeam, RoleSession, ValueRoleConfig, situation_slots
 from coteam.llm import RoleContext
 from coteam.messages import TeamStatus
-from coteam.methods.pce.roles import COMMUNICATOR, COMPOSER, EVALUATOR, PLANNER, PceQuestion, check_tree
-from coteam.methods.pce.scoring import LeafScore, ScoredLeaf, Weights, action_utilities, best_leaf, score_leaf
+from coteam.methods.pce.roles import (
+    COMMUNICATOR,
+    COMPOSER,
+    EVALUATOR,
+    PLANNER,
+    PceQuestion,
+    check_tree,
+    scored_leaves,
+)
+from coteam.methods.pce.scoring import ScoredLeaf, Weights, action_utilities, best_leaf
 from coteam.methods.pce.symbolic import SymbolicContext
 from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, render_tree, scenarios, tree_to_json
 from coteam.options import ActionOption
@@ -176,17 +184,7 @@ class PceAgent(AgentReasoner):
             for sc in q.leaves
         )
         answer = session.ask(EVALUATOR, q, scenarios=listing)
-        by_leaf = {s.leaf: s for s in answer.value.scenarios}
-        scored = [
-            score_leaf(
-                LeafScore(
-                    sc.index, by_leaf[sc.index].likelihood, by_leaf[sc.index].gain, by_leaf[sc.index].cost_penalty
-                ),
-                is_message=sc.leaf.action.is_message,
-                weights=self.config.weights,
-            )
-            for sc in q.leaves
-        ]
+        scored = scored_leaves(q, answer.value)
         trace["scores"] = [s.to_json() for s in scored]
         return scored
 

@@ -260,7 +260,8 @@ def evaluator_schema(ctx: RoleContext) -> dict[str, Any]:
     return narrow(model_schema(EvaluatorAnswer), enums=enums, lengths={"scenarios": n})
 
 
-def _scored(q: PceQuestion, answer: EvaluatorAnswer) -> list[ScoredLeaf]:
+def scored_leaves(q: PceQuestion, answer: EvaluatorAnswer) -> list[ScoredLeaf]:
+    """The Evaluator's scores of every leaf, normalised and weighted into utilities (in leaf order)."""
     by_leaf = {s.leaf: s for s in answer.scenarios}
     return [
         score_leaf(
@@ -275,13 +276,13 @@ def _scored(q: PceQuestion, answer: EvaluatorAnswer) -> list[ScoredLeaf]:
 def evaluator_doubt(ctx: RoleContext, answer: EvaluatorAnswer) -> Doubt | None:
     """How close the symbolic scores leave the best two actions (their utilities, as the decision sums them)."""
     q = _data(ctx)
-    return Doubt.between(action_utilities(_scored(q, answer), [sc.leaf.text for sc in q.leaves]))
+    return Doubt.between(action_utilities(scored_leaves(q, answer), [sc.leaf.text for sc in q.leaves]))
 
 
 def evaluator_choice(ctx: RoleContext, answer: EvaluatorAnswer) -> str:
     """The action the scores make the decision take."""
     q = _data(ctx)
-    return q.leaves[best_leaf(_scored(q, answer), [sc.leaf.text for sc in q.leaves]).leaf].leaf.text
+    return q.leaves[best_leaf(scored_leaves(q, answer), [sc.leaf.text for sc in q.leaves]).leaf].leaf.text
 
 
 EVALUATOR: Role[EvaluatorAnswer] = Role(
