@@ -1,7 +1,8 @@
 """The method kit: what every reasoning method shares, so that a method is only its decision procedure and its
 prompts. Typed configs (:mod:`.config`), team base classes with the episode lifecycle (:mod:`.team`), the LLM-role
-toolkit (:mod:`.roles`), the situation slots of prompts (:mod:`.context`) and lettered option lists
-(:mod:`.lettered`). Register a method with
+toolkit (:mod:`.roles`), the situation slots of prompts (:mod:`.context`), lettered option lists
+(:mod:`.lettered`), shared answer models and the message role (:mod:`.answers`), and what the hybrid backend asks
+a model that the belief cannot know (:mod:`.knowledge`). Register a method with
 :func:`coteam.registry.register_method` or the ``coteam.methods`` entry-point group."""
 
 from coteam.kit.config import MethodConfig, RoleMethodConfig, Switch, ValueRoleConfig
