@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +19,10 @@ from rich.table import Table
 from coteam.llm import backends
 from coteam.registry import make_team, method_class, method_names
 from coteam.world import MAX_AGENTS, Benchmark
-from coteam_harness.results import EpisodeResult, summarize, write_results
+from coteam_harness.results import EpisodeResult, ResultsLog, summarize
 from coteam_harness.runner import method_params, run_episode
+from coteam_harness.trace import journal_path
+from coteam_harness.yamlfile import load_yaml
 from coteam_sim.suites import SUITES, EpisodeSpec, get_suite
 
 console = Console(width=None if sys.stdout.isatty() else 132)  # full tables in logs and pipes
@@ -50,7 +56,7 @@ def parse_episode_range(text: str | None, available: int | None) -> list[int]:
 def parse_params(items: list[str], yaml_path: str | None) -> dict[str, Any]:
     params: dict[str, Any] = {}
     if yaml_path:
-        loaded = yaml.safe_load(Path(yaml_path).read_text()) or {}
+        loaded = load_yaml(yaml_path) or {}
         if not isinstance(loaded, dict):
             raise ValueError(f"{yaml_path}: expected a mapping of parameters")
         params.update(loaded)
@@ -58,7 +64,10 @@ def parse_params(items: list[str], yaml_path: str | None) -> dict[str, Any]:
         if "=" not in item:
             raise ValueError(f"--set expects key=value, got {item!r}")
         key, value = item.split("=", 1)
-        params[key.strip()] = yaml.safe_load(value)
+        try:
+            params[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise ValueError(f"--set {key.strip()}: {value!r} is not a YAML value") from None
     return params
 
 
@@ -72,6 +81,37 @@ def select_episodes(suite_name: str, episodes: str | None, seed: int) -> list[Ep
     return [fresh_episode(suite.benchmark, seed, i) for i in parse_episode_range(episodes or "0-9", None)]
 
 
+class RunStopped(SystemExit):
+    """A run stopped by a signal: the process exits with 128 + the signal's number once the results are saved."""
+
+    def __init__(self, signum: int):
+        self.signal = signal.Signals(signum).name
+        super().__init__(128 + signum)
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGINT raise :class:`RunStopped` in the main thread while the block runs (elsewhere, e.g. in a
+    test's worker thread, signals are left alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise RunStopped(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def trace_path_of(out: Path, spec: EpisodeSpec) -> Path:
+    return out / "traces" / f"{spec.suite}-{spec.index:03d}.json"
+
+
 def run_suite(
     specs: list[EpisodeSpec],
     team: str,
@@ -80,39 +120,65 @@ def run_suite(
     out: Path,
     seed: int,
     quiet: bool = False,
+    resume: bool = False,
 ) -> list[EpisodeResult]:
+    """Run ``specs`` and keep their results in ``out`` as each one ends (:class:`ResultsLog`); with ``resume``,
+    the episodes an earlier run of the same settings finished there are kept, not run again. SIGTERM / SIGINT
+    stop the run with every finished episode saved, ``results.json`` marked incomplete and the running episode's
+    trace journal left in ``traces/``; the process then exits with 128 + the signal number."""
     team_obj = make_team(team, params)  # validated once, before any episode; reset (not rebuilt) per episode
-    out.mkdir(parents=True, exist_ok=True)
-    results: list[EpisodeResult] = []
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        disable=quiet,
-        transient=False,
-    ) as progress:
-        overall = progress.add_task(f"{team} x{agents}", total=len(specs))
-        for spec in specs:
-            scene = spec.build()
-            ep = progress.add_task(f"  {spec.name} {scene.task.name}", total=scene.task.horizon)
-            trace = out / "traces" / f"{spec.suite}-{spec.index:03d}.json"
-            result = run_episode(
-                scene,
-                team_obj,
-                n_agents=agents,
-                seed=seed,
-                trace_path=trace,
-                episode_name=spec.name,
-                on_step=lambda clock, horizon, ep=ep: progress.update(ep, completed=clock),
-            )
-            progress.update(ep, completed=scene.task.horizon, visible=False)
-            progress.advance(overall)
-            results.append(result)
     meta = {"team": team, "agents": agents, "params": method_params(team_obj), "seed": seed}
-    write_results(results, out / "results.json", meta)
-    return results
+    log = ResultsLog(out, meta, resume=resume)
+    done = log.done
+    running: EpisodeSpec | None = None
+    with (
+        stop_on_signals(),
+        Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=quiet,
+            transient=False,
+        ) as progress,
+    ):
+        overall = progress.add_task(f"{team} x{agents}", total=len(specs))
+        progress.advance(overall, sum(1 for spec in specs if spec.name in done))
+        try:
+            for spec in specs:
+                if spec.name in done:
+                    continue
+                running = spec
+                scene = spec.build()
+                ep = progress.add_task(f"  {spec.name} {scene.task.name}", total=scene.task.horizon)
+                result = run_episode(
+                    scene,
+                    team_obj,
+                    n_agents=agents,
+                    seed=seed,
+                    trace_path=trace_path_of(out, spec),
+                    episode_name=spec.name,
+                    on_step=lambda clock, horizon, ep=ep: progress.update(ep, completed=clock),
+                )
+                running = None
+                progress.update(ep, completed=scene.task.horizon, visible=False)
+                progress.advance(overall)
+                log.add(result)
+        except RunStopped as stop:
+            interrupted = None
+            if running is not None:
+                journal = journal_path(trace_path_of(out, running))
+                interrupted = {"episode": running.name, "trace": str(journal)}
+            log.write(stopped=stop.signal, interrupted=interrupted)
+            console.print(
+                f"stopped by {stop.signal} after {len(log.results)} of {len(specs)} episodes; results so far: "
+                f"{out / 'results.json'} (finish with --resume)"
+            )
+            raise
+    log.write()
+    by_name = {r.episode: r for r in log.results}
+    return [by_name[spec.name] for spec in specs if spec.name in by_name]
 
 
 def results_table(results: list[EpisodeResult], title: str) -> Table:
@@ -172,7 +238,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         params["backend"] = args.backend
     specs = select_episodes(args.suite, args.episodes, args.seed)
     out = Path(args.out or f"runs/{args.suite}-{args.team}-x{args.agents}")
-    results = run_suite(specs, args.team, args.agents, params, out, args.seed, quiet=args.quiet)
+    results = run_suite(specs, args.team, args.agents, params, out, args.seed, quiet=args.quiet, resume=args.resume)
     console.print(results_table(results, f"{args.suite} · {args.team} · {args.agents} agent(s)"))
     console.print(f"results: {out / 'results.json'}\ntraces:  {out / 'traces'}")
     return 0
@@ -293,6 +359,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", help="YAML file of method hyper-parameters")
     p.add_argument("--out", help="output directory (default runs/<suite>-<team>-x<agents>)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--resume", action="store_true", help="keep the episodes a stopped run of the same settings finished in --out"
+    )
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("bench", help="compare methods on a suite: paper-style table, JSON and bar chart")

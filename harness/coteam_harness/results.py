@@ -1,9 +1,16 @@
-"""Episode results and suite summaries: the papers' metrics, as ``results.json`` stores them."""
+"""Episode results and suite summaries: the papers' metrics, as ``results.json`` stores them.
+
+Crash-safe: a run keeps its finished episodes in ``episodes.jsonl`` (:class:`ResultsLog`, one line per episode,
+appended as each one ends, flushed and synced) and rewrites ``results.json`` atomically (a temporary file renamed
+over it), so a run killed at any point leaves every episode it finished and a ``results.json`` that parses.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -104,9 +111,96 @@ def summarize(results: list[EpisodeResult]) -> dict[str, Any]:
     return out
 
 
-def write_results(results: list[EpisodeResult], path: str | Path, meta: Mapping[str, Any]) -> None:
-    Path(path).write_text(
-        json.dumps(
-            {"meta": dict(meta), "summary": summarize(results), "episodes": [asdict(r) for r in results]}, indent=1
-        )
-    )
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Replace ``path`` with ``text`` all at once: readers see the old file or the new one, never a part."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_results(
+    results: list[EpisodeResult],
+    path: str | Path,
+    meta: Mapping[str, Any],
+    *,
+    stopped: str | None = None,
+    interrupted: Mapping[str, Any] | None = None,
+) -> None:
+    """``results.json``: the run's ``meta``, ``complete`` (false when ``stopped``, e.g. by "SIGTERM"), the
+    summary and every episode; ``interrupted`` names the episode that was running when the run stopped."""
+    data: dict[str, Any] = {"meta": dict(meta), "complete": stopped is None}
+    if stopped is not None:
+        data["stopped"] = stopped
+    if interrupted:
+        data["interrupted"] = dict(interrupted)
+    data.update(summary=summarize(results), episodes=[asdict(r) for r in results])
+    atomic_write_text(path, json.dumps(data, indent=1))
+
+
+RESULTS_LOG = "episodes.jsonl"
+RESULTS_JSON = "results.json"
+
+
+class ResultsLog:
+    """The results of one run in ``out``: ``episodes.jsonl`` (a ``{"meta": ...}`` line, then one
+    ``{"episode": ...}`` line per finished episode) and ``results.json``, both written as each episode ends.
+
+    ``resume=True`` keeps what an earlier run of the same configuration (``meta``) left there: its episodes count
+    as done (:attr:`done`). A last line cut short (the run was killed while writing it) is dropped with a
+    warning; anything else unreadable, or a different configuration, is a :class:`ValueError`."""
+
+    def __init__(self, out: str | Path, meta: Mapping[str, Any], *, resume: bool = False):
+        self.out = Path(out)
+        self.meta = dict(meta)
+        self.path = self.out / RESULTS_LOG
+        self.results: list[EpisodeResult] = self._load() if resume and self.path.exists() else []
+        self.out.mkdir(parents=True, exist_ok=True)
+        lines = [json.dumps({"meta": self.meta})] + [json.dumps({"episode": asdict(r)}) for r in self.results]
+        atomic_write_text(self.path, "".join(line + "\n" for line in lines))
+
+    @property
+    def done(self) -> set[str]:
+        """Names of the episodes already finished."""
+        return {r.episode for r in self.results}
+
+    def _load(self) -> list[EpisodeResult]:
+        lines = self.path.read_text().splitlines()
+        out: list[EpisodeResult] = []
+        meta: Any = None
+        for n, line in enumerate(lines, 1):
+            try:
+                record = json.loads(line)
+                if n == 1:
+                    meta = record["meta"]
+                else:
+                    out.append(EpisodeResult(**record["episode"]))
+            except (ValueError, KeyError, TypeError) as e:
+                if n == len(lines) and n > 1:
+                    print(
+                        f"{self.path}:{n}: dropping a cut-short last line (the run was killed while writing it)",
+                        file=sys.stderr,
+                    )
+                    break
+                raise ValueError(f"{self.path}:{n}: not a results line ({e})") from None
+        if meta is None:
+            raise ValueError(f"{self.path}: empty, nothing to resume")
+        if meta != json.loads(json.dumps(self.meta)):
+            diff = sorted(k for k in {*meta, *self.meta} if meta.get(k) != self.meta.get(k))
+            raise ValueError(f"cannot resume {self.out}: it was run with other settings ({', '.join(diff)})")
+        return out
+
+    def add(self, result: EpisodeResult) -> None:
+        """A finished episode: appended to ``episodes.jsonl`` (synced) and ``results.json`` rewritten."""
+        self.results.append(result)
+        with self.path.open("a") as f:
+            f.write(json.dumps({"episode": asdict(result)}) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.write()
+
+    def write(self, *, stopped: str | None = None, interrupted: Mapping[str, Any] | None = None) -> None:
+        write_results(self.results, self.out / RESULTS_JSON, self.meta, stopped=stopped, interrupted=interrupted)

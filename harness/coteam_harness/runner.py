@@ -15,7 +15,7 @@ from coteam.world import Scene
 from coteam_harness.executor import SkillExecutor
 from coteam_harness.meter import EpisodeMeter
 from coteam_harness.results import EpisodeResult
-from coteam_harness.trace import TraceRecorder
+from coteam_harness.trace import TraceRecorder, journal_path
 from coteam_sim.engine import Simulator
 from coteam_sim.env import CoteamParallelEnv
 from coteam_sim.primitives import Primitive, PrimitiveKind
@@ -85,7 +85,15 @@ def run_episode(
     team_obj.reset(info)
     meter = EpisodeMeter(sim, name, team_obj.name)
     recorder = (
-        TraceRecorder(scene, info.agents, team_obj.name, method_params(team_obj), seed, team_obj.full_observability)
+        TraceRecorder(
+            scene,
+            info.agents,
+            team_obj.name,
+            method_params(team_obj),
+            seed,
+            team_obj.full_observability,
+            journal=journal_path(trace_path),
+        )
         if trace_path
         else None
     )

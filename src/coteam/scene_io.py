@@ -54,7 +54,7 @@ def scene_to_dict(scene: Scene) -> dict[str, Any]:
 
 def scene_from_dict(d: dict[str, Any]) -> Scene:
     if d.get("format") != SCENE_FORMAT:
-        raise ValueError(f"not a coteam scene (format {d.get('format')!r}, expected {SCENE_FORMAT!r})")
+        raise ValueError(f"format {d.get('format')!r}, expected {SCENE_FORMAT!r}")
     benchmark = Benchmark(d["benchmark"])
     fp = d["floorplan"]
     t = d["task"]
@@ -84,4 +84,16 @@ def save_scene(scene: Scene, path: str | Path) -> None:
 
 
 def load_scene(path: str | Path) -> Scene:
-    return scene_from_dict(json.loads(Path(path).read_text()))
+    """The scene saved at ``path``; a file that cannot be read as one raises a one-line :class:`ValueError`
+    naming the file (and :class:`FileNotFoundError` when there is none)."""
+    try:
+        return scene_from_dict(json.loads(Path(path).read_bytes()))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not a coteam scene: not text ({e.reason} at byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        where = f"line {e.lineno} column {e.colno}"
+        raise ValueError(f"{path}: not a coteam scene: bad JSON at {where} ({e.msg})") from None
+    except KeyError as e:
+        raise ValueError(f"{path}: not a coteam scene: no {e.args[0]!r}") from None
+    except (ValueError, TypeError, IndexError, AttributeError) as e:
+        raise ValueError(f"{path}: not a coteam scene: {e}") from None

@@ -261,10 +261,12 @@ def load_config(path: str | os.PathLike[str]) -> TeamConfig:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"team config not found: {path}")
+    from coteam_harness.yamlfile import load_yaml
+
     try:
-        data = yaml.load(path.read_text(), Loader=_StrictLoader)  # a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        data = load_yaml(path, _StrictLoader)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     return parse_config(data, source=str(path))
 
 
@@ -319,6 +321,12 @@ def _parse_world(top: _Reader, source: str) -> WorldConfig:
         scene = str((Path(source).parent / r.text("scene")).resolve())
         if not Path(scene).is_file():
             raise r.error(r.key("scene"), f"no scene file {scene}")
+        from coteam.scene_io import load_scene
+
+        try:
+            load_scene(scene)
+        except ValueError as exc:
+            raise r.error(r.key("scene"), str(exc)) from None
     world = WorldConfig(
         suite=r.text("suite"),
         episode=r.integer("episode", 0),

@@ -24,7 +24,8 @@ get only from ``/team/messages``. Decisions (``decision``) are collected for the
 
 At the end of the episode (goal reached or horizon) it publishes a last status with ``episode_done``, writes
 ``results_path`` (``coteam_harness.results.write_results``) and ``trace_path`` (a ``coteam-trace/1`` JSON) when set,
-and exits 0.
+and exits 0. Stopped mid-episode (SIGINT / SIGTERM) it writes both for the steps done, the results marked
+incomplete; killed outright, it leaves the trace's journal (``<trace>.partial.jsonl``, flushed every step).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from coteam.registry import method_class, method_config
 from coteam.skills import Manipulation, ManipulationKind, NavGoal, NavResult
 from coteam_harness.meter import EpisodeMeter
 from coteam_harness.results import EpisodeResult, write_results
-from coteam_harness.trace import TraceRecorder
+from coteam_harness.trace import TraceRecorder, journal_path
 from coteam_ros.convert import detections_to_msg, pose_to_nav_goal, yaw_quaternion
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
@@ -149,7 +150,13 @@ class SimBridgeNode(Node):
             f.id: f.name for f in (*self.scene.containers, *self.scene.surfaces)
         }
         self.recorder = TraceRecorder(
-            self.scene, tuple(robots), self.team_name, self.method_params, self.seed, full_observability
+            self.scene,
+            tuple(robots),
+            self.team_name,
+            self.method_params,
+            self.seed,
+            full_observability,
+            journal=journal_path(self.trace_path) if self.trace_path else None,
         )
         self.meter = EpisodeMeter(self.sim, self.episode_name, self.team_name)
         self.progress_logged = self.sim.world.progress()[0]
@@ -464,8 +471,9 @@ class SimBridgeNode(Node):
             f"{'success' if done == total else 'not finished'}, transport rate {done / total:.2f}"
         )
 
-    def write_outputs(self) -> None:
-        """The results and trace files, when asked for."""
+    def write_outputs(self, stopped: str | None = None) -> None:
+        """The results and trace files, when asked for (``stopped``: why the episode ended early, which marks the
+        results incomplete)."""
         result = self.result()
         if self.results_path:
             meta = {
@@ -475,7 +483,7 @@ class SimBridgeNode(Node):
                 "seed": self.seed,
                 "mode": self.mode,
             }
-            write_results([result], self.results_path, meta)
+            write_results([result], self.results_path, meta, stopped=stopped)
         if self.trace_path:
             self.recorder.finish(self.sim, asdict(result))
             self.recorder.write(self.trace_path)
@@ -504,7 +512,7 @@ def main(argv: list[str] | None = None) -> None:
         node.write_outputs()
     except (KeyboardInterrupt, ExternalShutdownException):
         if node is not None and not node.finished:  # stopped mid-episode: the partial results
-            node.write_outputs()
+            node.write_outputs(stopped="shutdown")
     finally:
         if node is not None:
             node.destroy_node()
