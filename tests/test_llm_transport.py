@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import openai
 import pytest
@@ -89,15 +90,31 @@ def test_client_errors_are_not_retried():
 
 def test_timeouts_and_refused_connections_are_retried_then_reported():
     with LoopbackOpenAIServer(["slow"], delay_s=0.4) as server:
-        with pytest.raises(LLMError, match=r"failed after 2 attempt.*timed out"):
-            chat(server, max_retries=1, timeout_s=0.1).complete(MSGS)
-        assert len(server.requests) == 2
+        with pytest.raises(LLMError, match=r"failed after 2 attempt.*timed out") as info:
+            chat(server, max_retries=1, timeout_s=0.1, call_deadline_s=5.0).complete(MSGS)
+        assert len(server.requests) == 2 and info.value.failed_attempts == 2
     server = LoopbackOpenAIServer(["x"]).start()
     url = server.base_url
     server.stop()
     backend = OpenAIChatBackend(LLMConfig("m", url, None, max_retries=1, backoff_s=0.001))
     with pytest.raises(LLMError, match="connection error"):
         backend.complete(MSGS)
+
+
+def test_a_hanging_endpoint_costs_one_call_deadline_per_call_retries_included():
+    with LoopbackOpenAIServer(["slow"], delay_s=2.0) as server:
+        start = time.monotonic()
+        with pytest.raises(LLMError, match=r"within the call deadline of 0.3 s \(1 attempt\(s\)\).*timed out") as info:
+            chat(server, max_retries=3, timeout_s=0.3).complete(MSGS)  # by default the deadline is one timeout
+        assert time.monotonic() - start < 1.5 and info.value.failed_attempts == 1
+        with pytest.raises(LLMError, match=r"call deadline of 0.5 s \(2 attempt\(s\)\)"):
+            chat(server, max_retries=3, timeout_s=0.3, backoff_s=0.01, call_deadline_s=0.5).complete(MSGS)
+
+
+def test_attempts_that_failed_before_an_answer_are_counted_with_it():
+    with LoopbackOpenAIServer(["ok"], fail_first=2, fail_status=503) as server:
+        c = chat(server, max_retries=3, backoff_s=0.01).complete(MSGS)
+    assert c.text == "ok" and c.failed_attempts == 2
 
 
 def test_no_api_key_for_the_default_endpoint_is_a_clear_error():

@@ -92,6 +92,7 @@ class EpisodeMeter:
             llm_calls=sum(int(r.get("llm_calls", 0)) for r in self.decisions),
             llm_fallbacks=sum(int(r.get("llm_fallbacks", 0)) for r in self.decisions),
             llm_deadlines=sum(int(r.get("llm_deadlines", 0)) for r in self.decisions),
+            llm_breaker=sum(int(r.get("llm_breaker", 0)) for r in self.decisions),
             rejected_lines=sum(int(r.get("rejected_lines", 0)) for r in self.decisions),
             decisions=len(self.decisions),
             decision_ms_mean=1000 * statistics.fmean(seconds) if seconds else 0.0,
@@ -101,6 +102,8 @@ class EpisodeMeter:
             travel_m={a: round(m, 3) for a, m in self.travel_m.items()},
             primitive_share={a: (n / total_prims if total_prims else 0.0) for a, n in self.primitives.items()},
             payloads_dropped=sum(self.payloads_dropped.values()),
+            messages_blocked=sum(1 for r in self.decisions if r.get("message_blocked")),
+            message_stalls=sum(1 for r in self.decisions if r.get("message_stall")),
             trace=trace,
             failures=dict(self.failures),
         )

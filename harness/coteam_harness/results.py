@@ -44,8 +44,11 @@ class EpisodeResult:
     travel_m: dict[str, float] = field(default_factory=dict)  # metres walked per agent
     primitive_share: dict[str, float] = field(default_factory=dict)  # each agent's share of the team's primitives
     payloads_dropped: int = 0  # teammate message payloads rejected on receipt
+    messages_blocked: int = 0  # outgoing messages the message guard stopped (secret, repeated, too many)
+    message_stalls: int = 0  # times the guard closed the channel after too many decisions in a row talked
     rejected_lines: int = 0  # lines of model answers a parser rejected (garbled belief statements)
     llm_deadlines: int = 0  # fallbacks because the decision's time budget ran out (LLM roles with decision_budget_s)
+    llm_breaker: int = 0  # fallbacks because the circuit breaker was open (the model had stopped answering)
     trace: str | None = None
     failures: dict[str, int] = field(default_factory=dict)
 
@@ -96,11 +99,14 @@ def summarize(results: list[EpisodeResult]) -> dict[str, Any]:
         "llm_calls": of("llm_calls"),
         "llm_fallbacks": of("llm_fallbacks"),
         "llm_deadlines": of("llm_deadlines"),
+        "llm_breaker": of("llm_breaker"),
         "rejected_lines": of("rejected_lines"),
         "failed_actions": of("failed_actions"),
         "travel_m": of("travel_total_m"),
         "balance": of("balance"),
         "payloads_dropped": of("payloads_dropped"),
+        "messages_blocked": of("messages_blocked"),
+        "message_stalls": of("message_stalls"),
         "decision_ms_mean": of("decision_ms_mean"),
         "wall_s": sum(r.wall_s for r in results),
     }

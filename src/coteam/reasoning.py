@@ -28,6 +28,7 @@ from coteam.actions import (
     validate_action,
 )
 from coteam.memory import AgentMemory
+from coteam.message_guard import MessageGuard
 from coteam.messages import PayloadError, decode_payload, encode_payload
 from coteam.navigation import NavGrid
 from coteam.observation import Message, ObjectView, Observation, task_landmarks
@@ -109,6 +110,7 @@ class Decision:
     llm_calls: int = 0
     llm_fallbacks: int = 0  # role answers that fell back to the symbolic solver
     llm_deadlines: int = 0  # of those, the answers that the decision's time budget cut off
+    llm_breaker: int = 0  # of those, the answers given while the circuit breaker was open
     rejected_lines: int = 0  # lines of model answers a parser rejected (e.g. garbled belief statements)
     payload: BaseModel | None = None  # a message's structured payload (one of the team's payload types)
 
@@ -145,6 +147,8 @@ class AgentBrain:
         self.memory.objects.update({v.id: v for v in info.landmarks})
         self.decision_seconds: list[float] = []
         self.payloads_dropped = 0
+        self.guard = MessageGuard()
+        self._guarded: dict[str, Any] = {}  # what the guard did in the last decision (for its trace record)
 
     def observe(self, obs: Observation) -> None:
         if obs.messages:
@@ -170,17 +174,48 @@ class AgentBrain:
         return replace(message, payload=payload)
 
     def decide(self) -> tuple[Decision, list[ActionOption]]:
+        """The team's decision, its action validated against the options offered, a message passed through the
+        :class:`~coteam.message_guard.MessageGuard` (a blocked one replaced by the team's choice among the
+        physical actions)."""
         start = time.perf_counter()
-        options = available_actions(self.memory, self.nav, allow_messages=self.allow_messages)
+        stalls = self.guard.stalls
+        self._guarded = {}
+        decision, options = self._decide(self.allow_messages and self.guard.open())
+        if decision.action.verb == Verb.SEND_MESSAGE:
+            blocked = self.guard.check(decision.action.text, self.memory.step)
+            if blocked is not None:
+                log.warning("%s: message not sent (%s); deciding among physical actions", self.agent, blocked)
+                first = decision
+                self._guarded = {
+                    "message_blocked": {"text": first.action.text, "why": blocked, "rationale": first.rationale}
+                }
+                decision, options = self._decide(False)
+                decision = replace(
+                    decision,
+                    tokens=first.tokens + decision.tokens,
+                    llm_calls=first.llm_calls + decision.llm_calls,
+                    llm_fallbacks=first.llm_fallbacks + decision.llm_fallbacks,
+                    llm_deadlines=first.llm_deadlines + decision.llm_deadlines,
+                    llm_breaker=first.llm_breaker + decision.llm_breaker,
+                    rejected_lines=first.rejected_lines + decision.rejected_lines,
+                )
+        action = decision.action
+        if action.verb == Verb.SEND_MESSAGE:
+            self.memory.record_sent(Message(self.agent, action.text, self.memory.frames, decision.payload))
+        self.guard.record(message=action.text if action.verb == Verb.SEND_MESSAGE else None, step=self.memory.step)
+        if self.guard.stalls > stalls:
+            self._guarded["message_stall"] = True
+        self.decision_seconds.append(time.perf_counter() - start)
+        self.memory.record_action(format_action(action, self.info.benchmark), "started")
+        return decision, options
+
+    def _decide(self, allow_messages: bool) -> tuple[Decision, list[ActionOption]]:
+        options = available_actions(self.memory, self.nav, allow_messages=allow_messages)
         decision = self.team.decide(DecisionContext(self.agent, self.memory, options, self.nav))
         action = validate_action(decision.action, self.memory.known_names(), [o.action for o in options])
         if action.verb == Verb.SEND_MESSAGE:
             action = self._message(action, decision.payload)
-            decision = replace(decision, action=action)
-            self.memory.record_sent(Message(self.agent, action.text, self.memory.frames, decision.payload))
-        self.decision_seconds.append(time.perf_counter() - start)
-        self.memory.record_action(format_action(action, self.info.benchmark), "started")
-        return decision, options
+        return replace(decision, action=action), options
 
     def _message(self, action: HighLevelAction, payload: BaseModel | None) -> HighLevelAction:
         text = action.text.strip()
@@ -210,9 +245,11 @@ class AgentBrain:
             "llm_calls": decision.llm_calls,
             "llm_fallbacks": decision.llm_fallbacks,
             "llm_deadlines": decision.llm_deadlines,
+            "llm_breaker": decision.llm_breaker,
             "rejected_lines": decision.rejected_lines,
             "seconds": self.decision_seconds[-1] if self.decision_seconds else 0.0,
             "payloads_dropped": self.payloads_dropped,
+            **self._guarded,
             "previous": [previous.action, previous.outcome] if previous else None,
         }
 

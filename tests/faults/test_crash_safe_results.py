@@ -21,8 +21,8 @@ from coteam_sim.suites import get_suite
 EPISODES = "0-3"
 
 
-def _run(out: Path, *extra: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "coteam.cli", "run", "--suite", "cwah-test", "--team", "pce", "--episodes", EPISODES]
+def _run(out: Path, *extra: str, team: str = "pce") -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "coteam.cli", "run", "--suite", "cwah-test", "--team", team, "--episodes", EPISODES]
     return subprocess.Popen(
         [*cmd, "--out", str(out), "--quiet", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -94,29 +94,10 @@ def test_resume_refuses_another_configuration_in_one_line(tmp_path):
     out = tmp_path / "run"
     proc = _run(out)
     proc.communicate(timeout=300)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coteam.cli",
-            "run",
-            "--suite",
-            "cwah-test",
-            "--team",
-            "rhp",
-            "--episodes",
-            EPISODES,
-            "--out",
-            str(out),
-            "--quiet",
-            "--resume",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = _run(out, "--resume", team="rhp")
+    _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [
+    assert stderr.strip().splitlines() == [
         f"coteam run: error: cannot resume {out}: it was run with other settings (params, team)"
     ]
 

@@ -148,11 +148,21 @@ class RoleMethodConfig(MethodConfig):
     timeout_s: float | None = Field(None, gt=0, description="seconds per request (default 60)")
     max_retries: int | None = Field(None, ge=0, description="retries after the first attempt (default 3)")
     backoff_s: float | None = Field(None, ge=0, description="wait before the first retry, doubled each time (1)")
+    call_deadline_s: float | None = Field(
+        None, gt=0, description="seconds one role call may take, retries included (default timeout_s)"
+    )
     structured_output: StructuredOutput | None = Field(
         None, description="how answers are held to their JSON schema: auto (detect), a response_format kind, or off"
     )
     decision_budget_s: float | None = Field(
         None, gt=0, description="seconds a decision's LLM roles may take; then symbolic answers (off when unset)"
+    )
+    breaker_failures: int = Field(2, ge=1, description="unanswered model calls in a row that open the circuit breaker")
+    breaker_decisions: int = Field(
+        20,
+        ge=0,
+        description="decisions answered symbolically once the breaker opens, doubled while the model "
+        "stays silent (0: no breaker)",
     )
     transcript: str | None = Field(None, description="JSONL file recording every model call")
     replay: str | None = Field(None, description="JSONL transcript to answer from, offline")
@@ -169,6 +179,7 @@ class RoleMethodConfig(MethodConfig):
         "max_retries",
         "backoff_s",
         "structured_output",
+        "call_deadline_s",
     )
 
     @model_validator(mode="after")

@@ -8,7 +8,11 @@ token, call and fallback deltas (a fallback counts once per role answer).
 
 With the switch ``decision_budget_s`` a decision's LLM role calls share that many seconds: a call is cut off when
 the budget runs out and every later role of the decision is answered symbolically at once (source ``deadline``,
-counted as a fallback and in ``llm_deadlines``), so a slow model never stalls a robot.
+counted as a fallback and in ``llm_deadlines``), so a slow model never stalls a robot. One call never takes longer
+than ``call_deadline_s`` (default: its ``timeout_s``), retries included, and a model that stops answering is
+left alone for a while: after ``breaker_failures`` unanswered calls in a row the circuit breaker
+(:class:`~coteam.llm.CircuitBreaker`) answers the next ``breaker_decisions`` decisions symbolically (source
+``breaker``, counted as fallbacks and in ``llm_breaker``), then asks again.
 
 On the ``hybrid`` backend a role is answered by its symbolic solver unless the solver is in doubt (the best two
 options within ``hybrid_margin``), and each model call records why it was made (``why`` in the trace). A session
@@ -32,6 +36,7 @@ from coteam.actions import HighLevelAction
 from coteam.kit import knowledge
 from coteam.kit.config import MethodConfig, RoleMethodConfig
 from coteam.llm import (
+    CircuitBreaker,
     HybridBackend,
     LLMBackend,
     LLMConfig,
@@ -78,12 +83,14 @@ class RoleKit:
             prompts = PromptLibrary(resources.files("coteam.kit") / "prompts")
             self.knowledge = HybridBackend(LLMBackend(llm.chat, prompts, llm.ledger, **llm.params), self.backend.margin)
         self.learned: dict[str, str] = {}  # unfamiliar item name -> the category a model named, for the whole run
+        self.breaker = CircuitBreaker(config.breaker_failures, config.breaker_decisions)
 
     def session(self, agent: str, slots: Mapping[str, str], memory: AgentMemory | None = None) -> RoleSession:
         """Start one decision of ``agent``; ``slots`` fill every role's prompt (a role may add its own). With the
         agent's ``memory`` (hybrid backend), first learn what the belief cannot know (see the module docstring)."""
         deadline = time.monotonic() + self.budget_s if self.budget_s is not None else None
-        session = RoleSession(self.backend, agent, dict(slots), deadline)
+        self.breaker.next_decision()
+        session = RoleSession(self.backend, agent, dict(slots), deadline, self.breaker)
         if memory is not None and self.knowledge is not None:
             self._learn(session, self.knowledge, memory)
         return session
@@ -109,12 +116,21 @@ class RoleKit:
 class RoleSession:
     """The role calls of one decision (see the module docstring)."""
 
-    def __init__(self, backend: RoleBackend, agent: str, slots: dict[str, str], deadline: float | None = None):
+    def __init__(
+        self,
+        backend: RoleBackend,
+        agent: str,
+        slots: dict[str, str],
+        deadline: float | None = None,
+        breaker: CircuitBreaker | None = None,
+    ):
         self.backend = backend
+        self.breaker = breaker
         self.agent = agent
         self.slots = slots
         self.deadline = deadline  # time.monotonic() instant after which roles are answered symbolically
         self.deadlines = 0
+        self.breaker_answers = 0
         ledger = backend.ledger
         self._start = (ledger.total_tokens, ledger.calls, ledger.fallbacks)
         self.trace: dict[str, dict[str, Any]] = {}
@@ -126,13 +142,21 @@ class RoleSession:
     def ask_with(self, backend: RoleBackend, role: Role[T], slots: dict[str, str], data: Any = None) -> RoleAnswer[T]:
         """``role``'s answer from ``backend`` with exactly ``slots``, recorded in this decision like any other."""
         ctx = RoleContext(self.agent, slots, data)
+        answer: RoleAnswer[T]
         if backend.name != "symbolic" and self.deadline is not None and time.monotonic() >= self.deadline:
             reason = "the decision's time budget was spent before this role was asked"
             backend.ledger.add_fallback(role.name, self.agent, reason)
-            answer: RoleAnswer[T] = RoleAnswer(role.symbolic(ctx), "deadline", Usage(), 0, error=reason)
+            answer = RoleAnswer(role.symbolic(ctx), "deadline", Usage(), 0, error=reason)
+        elif backend.name != "symbolic" and self.breaker is not None and self.breaker.blocking:
+            reason = "the circuit breaker is open: the model stopped answering"
+            backend.ledger.add_fallback(role.name, self.agent, reason)
+            answer = RoleAnswer(role.symbolic(ctx), "breaker", Usage(), 0, error=reason)
         else:
             answer = backend.answer(role, ctx, self.deadline)
+            if self.breaker is not None and (answer.calls or answer.unanswered):
+                self.breaker.record(answer)
         self.deadlines += answer.source == "deadline"
+        self.breaker_answers += answer.source == "breaker"
         entry: dict[str, Any] = {"source": answer.source, "tokens": answer.tokens, "calls": answer.calls}
         if answer.reason:
             entry["why"] = answer.reason
@@ -141,7 +165,9 @@ class RoleSession:
             entry["answer"] = answer.raw
         if answer.error:
             entry["error"] = answer.error[:ERROR_CHARS]
-            if answer.source == "overruled":
+            if answer.source == "breaker":
+                log.debug("%s %s: %s", self.agent, role.name, answer.error)
+            elif answer.source == "overruled":
                 log.info("%s %s: the symbolic answer stands: %s", self.agent, role.name, answer.error[:200])
             else:
                 log.warning("%s %s fell back to the symbolic answer: %s", self.agent, role.name, answer.error[:200])
@@ -171,6 +197,7 @@ class RoleSession:
             llm_calls=ledger.calls - calls0,
             llm_fallbacks=fallbacks,
             llm_deadlines=self.deadlines,
+            llm_breaker=self.breaker_answers,
             payload=payload,
             rejected_lines=rejected_lines,
         )

@@ -20,6 +20,7 @@ from coteam.llm.config import LLMConfig
 from coteam.llm.openai_backend import OpenAIChatBackend
 from coteam.llm.prompts import PromptLibrary
 from coteam.llm.roles import (
+    CircuitBreaker,
     Doubt,
     HybridBackend,
     LLMBackend,
@@ -88,6 +89,7 @@ def make_backend(
 
 __all__ = [
     "ChatBackend",
+    "CircuitBreaker",
     "Completion",
     "Doubt",
     "HybridBackend",

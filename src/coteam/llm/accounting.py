@@ -98,9 +98,11 @@ def _bucket() -> dict[str, Any]:
 class TokenLedger:
     """Counts LLM calls, tokens and fallbacks, in total and per role and per agent.
 
-    Thread-safe. ``add`` records one LLM call (cache hits included: they stand for the call the method made,
-    and are also counted in ``cached_calls``); ``add_fallback`` records that a role answered with its symbolic
-    solver because the model's answer was unusable.
+    Thread-safe. ``calls`` counts requests: ``add`` records one answered call (cache hits included: they stand
+    for the call the method made, and are also counted in ``cached_calls``) with the attempts that failed before
+    it; ``add_failed`` records requests that got no answer at all (both also in ``failed_calls``);
+    ``add_fallback`` records that a role answered with its symbolic solver because the model's answer was
+    unusable or missing.
     """
 
     MAX_LOGGED_FALLBACKS = 50
@@ -117,6 +119,7 @@ class TokenLedger:
             self.completion_tokens = 0
             self.estimated_calls = 0
             self.cached_calls = 0
+            self.failed_calls = 0
             self._roles: dict[str, dict[str, Any]] = {}
             self._agents: dict[str, dict[str, Any]] = {}
             self.fallback_log: list[dict[str, str]] = []
@@ -129,18 +132,29 @@ class TokenLedger:
     def usage(self) -> Usage:
         return Usage(self.prompt_tokens, self.completion_tokens, self.estimated_calls > 0)
 
-    def add(self, role: str, agent: str, usage: Usage, *, cached: bool = False) -> None:
+    def add(self, role: str, agent: str, usage: Usage, *, cached: bool = False, failed_attempts: int = 0) -> None:
         with self._lock:
-            self.calls += 1
+            self.calls += 1 + failed_attempts
+            self.failed_calls += failed_attempts
             self.prompt_tokens += usage.prompt_tokens
             self.completion_tokens += usage.completion_tokens
             self.estimated_calls += int(usage.estimated)
             self.cached_calls += int(cached)
             for b in (self._roles.setdefault(role, _bucket()), self._agents.setdefault(agent, _bucket())):
-                b["calls"] += 1
+                b["calls"] += 1 + failed_attempts
                 b["prompt_tokens"] += usage.prompt_tokens
                 b["completion_tokens"] += usage.completion_tokens
                 b["total_tokens"] += usage.total
+
+    def add_failed(self, role: str, agent: str, attempts: int) -> None:
+        """``attempts`` requests of a role call that got no answer."""
+        if attempts <= 0:
+            return
+        with self._lock:
+            self.calls += attempts
+            self.failed_calls += attempts
+            for b in (self._roles.setdefault(role, _bucket()), self._agents.setdefault(agent, _bucket())):
+                b["calls"] += attempts
 
     def add_fallback(self, role: str, agent: str, reason: str) -> None:
         with self._lock:
@@ -160,6 +174,7 @@ class TokenLedger:
             self.completion_tokens += snap["completion_tokens"]
             self.estimated_calls += snap["estimated_calls"]
             self.cached_calls += snap["cached_calls"]
+            self.failed_calls += snap["failed_calls"]
             for mine, theirs in ((self._roles, snap["by_role"]), (self._agents, snap["by_agent"])):
                 for key, counts in theirs.items():
                     b = mine.setdefault(key, _bucket())
@@ -187,6 +202,7 @@ class TokenLedger:
                 "total_tokens": self.prompt_tokens + self.completion_tokens,
                 "estimated_calls": self.estimated_calls,
                 "cached_calls": self.cached_calls,
+                "failed_calls": self.failed_calls,
                 "by_role": by_role,
                 "by_agent": by_agent,
                 "fallback_log": [dict(e) for e in self.fallback_log],

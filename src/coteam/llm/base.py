@@ -54,18 +54,21 @@ class Completion:
     usage: Usage
     model: str
     cached: bool = False  # served from a ResponseCache (no request was sent)
+    failed_attempts: int = 0  # requests of the same call that got no answer before this one (retried)
 
 
 class LLMError(RuntimeError):
     """A chat request that could not be answered (transport failure after the retries, replay miss, ...).
 
     ``completions`` holds the answers already received in the same exchange (e.g. the first reply when the
-    repair request of :func:`coteam.llm.structured.ask_structured` failed), so their usage can still be counted.
+    repair request of :func:`coteam.llm.structured.ask_structured` failed), so their usage can still be counted;
+    ``failed_attempts`` the requests that were sent and got no answer, so that they count as calls too.
     """
 
-    def __init__(self, message: str, *, completions: Sequence[Completion] = ()):
+    def __init__(self, message: str, *, completions: Sequence[Completion] = (), failed_attempts: int = 0):
         super().__init__(message)
         self.completions: list[Completion] = list(completions)
+        self.failed_attempts = failed_attempts  # requests sent that got no answer (each one an LLM call)
 
 
 class DeadlineExceeded(LLMError):

@@ -21,6 +21,8 @@ class LLMConfig:
     ``structured_output`` says how a role's JSON schema reaches the server (:mod:`coteam.llm.schema`): ``auto``
     tries the ``response_format`` variants in turn and keeps the first one the server accepts; a variant's name
     uses only that one; ``off`` sends none (the prompt shows the expected JSON and a repair round fixes slips).
+    ``call_deadline_s`` bounds one call, its retries and their waits included (default: ``timeout_s``), so a dead
+    or hanging endpoint costs at most that long per call.
     """
 
     model: str
@@ -33,14 +35,19 @@ class LLMConfig:
     max_retries: int = 3
     backoff_s: float = 1.0
     structured_output: StructuredOutput = "auto"
+    call_deadline_s: float | None = None
 
     def __post_init__(self) -> None:
         if not self.model:
             raise ValueError("LLMConfig.model must be a non-empty model name")
         if self.temperature < 0 or not 0 < self.top_p <= 1:
             raise ValueError(f"bad sampling settings: temperature={self.temperature}, top_p={self.top_p}")
-        if self.max_tokens <= 0 or self.timeout_s <= 0:
-            raise ValueError(f"bad limits: max_tokens={self.max_tokens}, timeout_s={self.timeout_s}")
+        bad_deadline = self.call_deadline_s is not None and self.call_deadline_s <= 0
+        if self.max_tokens <= 0 or self.timeout_s <= 0 or bad_deadline:
+            raise ValueError(
+                f"bad limits: max_tokens={self.max_tokens}, timeout_s={self.timeout_s}, "
+                f"call_deadline_s={self.call_deadline_s}"
+            )
         if self.max_retries < 0 or self.backoff_s < 0:
             raise ValueError(f"bad retry settings: max_retries={self.max_retries}, backoff_s={self.backoff_s}")
         if self.structured_output not in get_args(StructuredOutput):
@@ -66,6 +73,11 @@ class LLMConfig:
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+    @property
+    def call_budget_s(self) -> float:
+        """Seconds one call may take, retries included."""
+        return self.call_deadline_s if self.call_deadline_s is not None else self.timeout_s
 
     def sampling(self) -> dict[str, Any]:
         """The sampling parameters sent with every request (a call's own parameters override them)."""

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 import time
+from dataclasses import replace
 from typing import Any
 
 import openai
@@ -121,18 +123,27 @@ class OpenAIChatBackend:
         return completion
 
     def _request(self, messages: list[dict[str, str]], request: dict[str, Any], deadline: float | None) -> Completion:
+        """One answer within the call's own deadline (``config.call_budget_s``) and the decision's ``deadline``;
+        the attempts that got no answer are counted in the completion or the error (``failed_attempts``)."""
         request = dict(request)
         wanted = request.pop("json_schema", None)
         attempts = self.config.max_retries + 1
+        call_end = time.monotonic() + self.config.call_budget_s
         attempt = 0
+        last = ""
         while attempt < attempts:
             kind = self.response_format_kind if wanted is not None else None
             sent = dict(request)
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise DeadlineExceeded(f"the decision budget ran out before {self.config.describe()} replied")
-                sent["timeout"] = min(self.config.timeout_s, left)
+            now = time.monotonic()
+            if deadline is not None and deadline - now <= 0:
+                raise DeadlineExceeded(
+                    f"the decision budget ran out before {self.config.describe()} replied{last}",
+                    failed_attempts=attempt,
+                )
+            if call_end - now <= 0:
+                raise self._gave_up(attempt, last)
+            budget = math.inf if deadline is None else deadline - now
+            sent["timeout"] = min(self.config.timeout_s, call_end - now, budget)
             if kind is not None:
                 sent["response_format"] = response_format(kind, str(wanted["name"]), wanted["schema"])
             try:
@@ -148,28 +159,41 @@ class OpenAIChatBackend:
                         f"trying {self._format_kinds[0]}" if self._format_kinds else "the prompt alone asks for JSON",
                     )
                     continue
+                attempt += 1
+                last = f"; last error: {_describe(exc)}"
                 if not _retryable(exc):
-                    raise LLMError(f"LLM request to {self.config.describe()} was rejected: {_describe(exc)}") from exc
-                if attempt + 1 == attempts:
                     raise LLMError(
-                        f"LLM request to {self.config.describe()} failed after {attempts} attempt(s); "
-                        f"last error: {_describe(exc)}"
+                        f"LLM request to {self.config.describe()} was rejected: {_describe(exc)}",
+                        failed_attempts=attempt,
                     ) from exc
-                delay = self.config.backoff_s * 2**attempt
+                if attempt == attempts:
+                    raise LLMError(
+                        f"LLM request to {self.config.describe()} failed after {attempts} attempt(s){last}",
+                        failed_attempts=attempt,
+                    ) from exc
+                delay = self.config.backoff_s * 2 ** (attempt - 1)
                 delay = max(delay, _retry_after(exc) or 0.0)
                 if deadline is not None and time.monotonic() + delay >= deadline:
                     raise DeadlineExceeded(
-                        f"the decision's time budget ran out waiting for {self.config.describe()}; "
-                        f"last error: {_describe(exc)}"
+                        f"the decision's time budget ran out waiting for {self.config.describe()}{last}",
+                        failed_attempts=attempt,
                     ) from exc
+                if time.monotonic() + delay >= call_end:
+                    raise self._gave_up(attempt, last) from exc
                 log.warning(
-                    "LLM request failed (%s); retry %d/%d in %.2fs", _describe(exc), attempt + 1, attempts - 1, delay
+                    "LLM request failed (%s); retry %d/%d in %.2fs", _describe(exc), attempt, attempts - 1, delay
                 )
                 time.sleep(delay)
-                attempt += 1
                 continue
-            return self._to_completion(response, messages)
+            return replace(self._to_completion(response, messages), failed_attempts=attempt)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _gave_up(self, attempts: int, last: str) -> LLMError:
+        return LLMError(
+            f"no answer from {self.config.describe()} within the call deadline of {self.config.call_budget_s:g} s "
+            f"({attempts} attempt(s)){last}",
+            failed_attempts=attempts,
+        )
 
     def _format_rejected(self, exc: Exception) -> bool:
         """A complaint about the response format, while ``auto`` still has variants to try."""

@@ -103,6 +103,7 @@ class Role(Generic[T]):
 class RoleAnswer(Generic[T]):
     value: T
     source: str  # "llm" | "symbolic" | "fallback" | "deadline" (the decision's time budget ran out: a fallback)
+    # | "breaker" (the circuit breaker was open: a fallback)
     # | "overruled" (hybrid: the model picked an option that is not a close call; the symbolic answer stands)
     usage: Usage
     calls: int
@@ -110,10 +111,51 @@ class RoleAnswer(Generic[T]):
     raw: str = ""  # the model's last raw text
     prompt: tuple[dict[str, str], ...] = ()  # the chat messages sent (LLM backends)
     reason: str = ""  # why the hybrid backend asked the model
+    unanswered: bool = False  # the model was asked and never answered (endpoint down, hanging, out of time)
 
     @property
     def tokens(self) -> int:
         return self.usage.total
+
+
+class CircuitBreaker:
+    """Stops asking a model that does not answer. After ``failures`` role calls in a row got no answer at all
+    (the endpoint down, refusing or hanging past its deadline), the rest of that decision and the next
+    ``decisions`` decisions are answered symbolically; the decision after them asks again. An answer closes the
+    breaker; another unanswered call opens it again for twice as many decisions (at most ``MAX_DOUBLINGS``
+    doublings). ``decisions=0`` switches it off."""
+
+    MAX_DOUBLINGS = 5
+
+    def __init__(self, failures: int, decisions: int):
+        self.failures, self.decisions = failures, decisions
+        self.streak = 0  # unanswered calls in a row
+        self.period = decisions  # decisions the next opening lasts
+        self.left = 0  # decisions still to answer symbolically after the current one
+        self.blocking = False  # the current decision is answered symbolically
+        self.openings = 0
+
+    def next_decision(self) -> None:
+        """A decision starts."""
+        self.blocking = self.left > 0
+        self.left = max(0, self.left - 1)
+
+    def record(self, answer: RoleAnswer[Any]) -> None:
+        """The outcome of one role call that asked the model."""
+        if not answer.unanswered:
+            self.streak, self.period = 0, self.decisions
+            return
+        self.streak += 1
+        if self.decisions > 0 and self.streak >= self.failures:
+            self.blocking, self.left = True, self.period
+            self.openings += 1
+            log.warning(
+                "the model did not answer %d call(s) in a row (%s); symbolic answers for the next %d decision(s)",
+                self.streak,
+                answer.error[:200],
+                self.period,
+            )
+            self.period = min(self.period * 2, self.decisions * 2**self.MAX_DOUBLINGS)
 
 
 @runtime_checkable
@@ -181,7 +223,8 @@ class LLMBackend:
                 )
         except LLMError as exc:
             completions = exc.completions
-            self._account(role, ctx, completions)
+            calls = self._account(role, ctx, completions)
+            self.ledger.add_failed(role.name, ctx.agent, exc.failed_attempts)
             reason = f"invalid output: {exc.reason}" if isinstance(exc, StructuredOutputError) else str(exc)
             log.warning("role %s (agent %s) falls back to its symbolic solver: %s", role.name, ctx.agent, reason)
             self.ledger.add_fallback(role.name, ctx.agent, reason)
@@ -189,24 +232,26 @@ class LLMBackend:
                 role.symbolic(ctx),
                 "deadline" if isinstance(exc, DeadlineExceeded) else "fallback",
                 sum((c.usage for c in completions), Usage()),
-                len(completions),
+                calls + exc.failed_attempts,
                 error=reason,
                 raw=completions[-1].text if completions else "",
                 prompt=tuple(messages),
+                unanswered=not completions and exc.failed_attempts > 0,
             )
-        self._account(role, ctx, completions)
         return RoleAnswer(
             value,
             "llm",
             sum((c.usage for c in completions), Usage()),
-            len(completions),
+            self._account(role, ctx, completions),
             raw=completions[-1].text,
             prompt=tuple(messages),
         )
 
-    def _account(self, role: Role[Any], ctx: RoleContext, completions: list[Completion]) -> None:
+    def _account(self, role: Role[Any], ctx: RoleContext, completions: list[Completion]) -> int:
+        """Count ``completions`` (and the attempts that failed before each) in the ledger; the requests sent."""
         for c in completions:
-            self.ledger.add(role.name, ctx.agent, c.usage, cached=c.cached)
+            self.ledger.add(role.name, ctx.agent, c.usage, cached=c.cached, failed_attempts=c.failed_attempts)
+        return sum(1 + c.failed_attempts for c in completions)
 
 
 class HybridBackend:

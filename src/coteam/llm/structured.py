@@ -179,7 +179,9 @@ def _ask(
             if not completions:
                 raise
             kind = DeadlineExceeded if isinstance(exc, DeadlineExceeded) else LLMError
-            raise kind(f"repair request failed: {exc}", completions=completions) from exc
+            raise kind(
+                f"repair request failed: {exc}", completions=completions, failed_attempts=exc.failed_attempts
+            ) from exc
         completions.append(completion)
         try:
             return parse(completion.text), completions

@@ -15,11 +15,17 @@ It binds 127.0.0.1 on a free port and serves, on daemon threads:
 * ``GET /v1/models``: lists ``model``.
 
 ``requests`` holds every chat request body received (failed ones included), ``usages`` the usage dicts sent.
+
+:class:`BrokenEndpoint` is an endpoint that is down in one of the ways real ones go down: ``silent`` (accepts
+connections and never answers: a hung server), ``hangs_up`` (reads each request and closes the connection) or
+``refused`` (nothing listens on the port).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import sys
 import threading
 import time
@@ -213,3 +219,52 @@ def _format_kind(response_format: Any) -> str | None:
 def _error_body(status: int, message: str) -> dict[str, Any]:
     kind = _ERROR_TYPES.get(status, "invalid_request_error")
     return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+
+
+class BrokenEndpoint:
+    """An OpenAI-style ``base_url`` that never answers (see the module docstring for the kinds)."""
+
+    KINDS = ("silent", "hangs_up", "refused")
+
+    def __init__(self, kind: str):
+        if kind not in self.KINDS:
+            raise ValueError(f"unknown broken endpoint {kind!r}; known: {', '.join(self.KINDS)}")
+        self.kind = kind
+        self._sock: socket.socket | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.base_url = ""
+
+    def __enter__(self) -> BrokenEndpoint:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        if self.kind == "refused":
+            sock.close()  # the port was free a moment ago: connections to it are refused
+            return self
+        sock.listen(64)
+        self._sock = sock
+        if self.kind == "hangs_up":
+            sock.settimeout(0.1)
+            self._thread = threading.Thread(target=self._hang_up, name="broken-endpoint", daemon=True)
+            self._thread.start()
+        return self
+
+    def _hang_up(self) -> None:
+        assert self._sock is not None
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(1.0)
+                with contextlib.suppress(OSError):
+                    conn.recv(1 << 16)
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._sock is not None:
+            self._sock.close()

@@ -53,6 +53,8 @@ class TranscriptRecorder:
             "response_model": completion.model,
             "cached": completion.cached,
         }
+        if completion.failed_attempts:
+            entry["failed_attempts"] = completion.failed_attempts
         line = json.dumps(entry, ensure_ascii=False, sort_keys=True)
         with self._lock, self.path.open("a", encoding="utf-8") as f:
             f.write(line + "\n")
@@ -101,6 +103,7 @@ class ReplayChatBackend:
                 usage=Usage(int(u["prompt_tokens"]), int(u["completion_tokens"]), bool(u.get("estimated", False))),
                 model=str(e.get("response_model") or e.get("model") or self.model),
                 cached=bool(e.get("cached", False)),
+                failed_attempts=int(e.get("failed_attempts", 0)),
             )
             self._answers.setdefault(e["key"], []).append(completion)
         self._served: dict[str, int] = {}
