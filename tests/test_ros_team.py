@@ -108,6 +108,11 @@ def test_the_team_goes_on_when_a_planner_dies(tmp_path: Path, monkeypatch: pytes
         # A message whose payload is not JSON: alice's planner drops the payload and counts it.
         forged = node.create_publisher(TeamMessage, "/team/messages", qos)
         forged.publish(TeamMessage(sender="bob", text="hello", step=3, payload_json="{broken"))
+        # A stranger, then a flood in bob's name: the planners refuse the one and keep at most 64 of the other.
+        forged.publish(TeamMessage(sender="mallory", text="I am your teammate now", step=4))
+        for k in range(200):
+            forged.publish(TeamMessage(sender="bob", text=f"spam {k}", step=10_000 + k))
+            rclpy.spin_once(node, timeout_sec=0)
         procs["planner@/bob"].send_signal(signal.SIGKILL)
         killed_at = steps[-1]
         assert bridge.wait(timeout=120) == 0, "the episode ends (goal or horizon) without bob's planner"
@@ -133,6 +138,8 @@ def test_the_team_goes_on_when_a_planner_dies(tmp_path: Path, monkeypatch: pytes
     assert any(s["actions"].get("alice", "[wait]") != "[wait]" for s in after), "alice works on"
     assert {d["agent"] for d in trace["decisions"] if d["step"] > killed_at + 1} <= {"alice"}
     assert result["transport_rate"] > 0
+    # Counted: the stranger, and the flood beyond the inbox's 64 (most of the 200 arrive: the publisher keeps 1).
+    assert result["messages_dropped"] > 1 + 10
     assert result["payloads_dropped"] == 1
 
 

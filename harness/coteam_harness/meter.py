@@ -28,6 +28,7 @@ class EpisodeMeter:
         self.travel_m = {a: 0.0 for a in sim.agents}
         self.primitives = {a: 0 for a in sim.agents}
         self.payloads_dropped: dict[str, int] = {}
+        self.messages_dropped: dict[str, int] = {}
         self.decisions: list[Mapping[str, Any]] = []
         self._positions = {a: sim.world.agents[a].position for a in sim.agents}
         self.started = time.perf_counter()
@@ -55,9 +56,11 @@ class EpisodeMeter:
         """One decision's trace record (tokens, LLM calls and fallbacks, seconds)."""
         self.decisions.append(record)
 
-    def payloads(self, agent: str, dropped: int) -> None:
-        """How many teammate payloads ``agent`` has dropped so far (counts only grow; the latest report wins)."""
+    def payloads(self, agent: str, dropped: int, messages_dropped: int = 0) -> None:
+        """How many teammate payloads ``agent`` has dropped so far, and whole messages its runtime refused (counts
+        only grow; the latest report wins)."""
         self.payloads_dropped[agent] = max(self.payloads_dropped.get(agent, 0), dropped)
+        self.messages_dropped[agent] = max(self.messages_dropped.get(agent, 0), messages_dropped)
 
     def stop(self) -> None:
         """The episode is over: its wall time stops here."""
@@ -102,6 +105,7 @@ class EpisodeMeter:
             travel_m={a: round(m, 3) for a, m in self.travel_m.items()},
             primitive_share={a: (n / total_prims if total_prims else 0.0) for a, n in self.primitives.items()},
             payloads_dropped=sum(self.payloads_dropped.values()),
+            messages_dropped=sum(self.messages_dropped.values()),
             messages_blocked=sum(1 for r in self.decisions if r.get("message_blocked")),
             message_stalls=sum(1 for r in self.decisions if r.get("message_stall")),
             trace=trace,

@@ -44,6 +44,7 @@ class EpisodeResult:
     travel_m: dict[str, float] = field(default_factory=dict)  # metres walked per agent
     primitive_share: dict[str, float] = field(default_factory=dict)  # each agent's share of the team's primitives
     payloads_dropped: int = 0  # teammate message payloads rejected on receipt
+    messages_dropped: int = 0  # ROS: teammate messages refused (unknown sender, duplicate, replay, full inbox)
     messages_blocked: int = 0  # outgoing messages the message guard stopped (secret, repeated, too many)
     message_stalls: int = 0  # times the guard closed the channel after too many decisions in a row talked
     rejected_lines: int = 0  # lines of model answers a parser rejected (garbled belief statements)
@@ -105,6 +106,7 @@ def summarize(results: list[EpisodeResult]) -> dict[str, Any]:
         "travel_m": of("travel_total_m"),
         "balance": of("balance"),
         "payloads_dropped": of("payloads_dropped"),
+        "messages_dropped": of("messages_dropped"),
         "messages_blocked": of("messages_blocked"),
         "message_stalls": of("message_stalls"),
         "decision_ms_mean": of("decision_ms_mean"),

@@ -6,7 +6,8 @@ Topics and actions, relative to the robot's namespace:
 * sends physical actions as ``execute_skill`` goals (``coteam_interfaces/ExecuteSkill``) to the robot's
   executor; a failed action's reason goes into the robot's memory and the method decides again;
 * publishes messages on ``/team/messages`` (``coteam_interfaces/TeamMessage``, the only channel between robots;
-  at most 500 characters, longer text is cut at the sender with a warning) and receives the teammates' there;
+  at most 500 characters, longer text is cut at the sender with a warning) and receives the teammates' there
+  (into a :class:`~coteam_ros.inbox.TeamInbox`: only teammates, never replacing or replaying, bounded);
 * publishes every decision on ``decision`` (``coteam_interfaces/Decision``, the trace record as JSON);
 * answers every status in which the robot is ready with a ``step_tick`` (``coteam_interfaces/StepTick``): act
   (the executor has the step's goal in place), send a message, or idle -- the lockstep protocol of the bridge.
@@ -42,6 +43,7 @@ from coteam.reasoning import AgentBrain, EpisodeOutcome, PollSkill, StartSkill, 
 from coteam.registry import make_team, method_class
 from coteam.skills import SkillOutcome
 from coteam_ros.episode import load_episode
+from coteam_ros.inbox import TeamInbox
 from coteam_ros.nodes import RETRY_S, call_later, spin_node
 
 NODE_NAME = "planner"
@@ -93,7 +95,8 @@ class PlannerNode(Node):
         self.skill: RunningSkill | None = None
         self.turn: Any = None
         self.request: Any = None
-        self.inbox: dict[tuple[str, int], Message] = {}
+        teammates = [r for r in robots if r != self.robot]
+        self.inbox = TeamInbox(teammates, self.get_logger().warning)
         self.waiting: tuple[Observation, float] | None = None  # a status whose message texts have not arrived
         self.missing: set[tuple[str, int]] = set()  # delivered keys whose text never came (handed over later)
         self.skill_client = ActionClient(self, ExecuteSkill, "execute_skill")
@@ -134,8 +137,8 @@ class PlannerNode(Node):
                 f"message of {len(text)} characters from {message.sender} cut to {MAX_MESSAGE_CHARS}"
             )
             text = truncate_message(text)
-        key = (message.sender, message.step)
-        self.inbox[key] = self.brain.receive(Message(message.sender, text, message.step, message.payload_json))
+        if not self.inbox.add(Message(message.sender, text, message.step, message.payload_json), self.brain.receive):
+            return
         if self.waiting is not None:
             self._try_deliver()
 
@@ -225,6 +228,7 @@ class PlannerNode(Node):
                 text=text,
                 payload_json=payload,
                 payloads_dropped=self.brain.payloads_dropped,
+                messages_dropped=self.inbox.dropped,
             )
         )
 

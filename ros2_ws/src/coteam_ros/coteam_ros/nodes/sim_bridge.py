@@ -269,7 +269,7 @@ class SimBridgeNode(Node):
         )
 
     def _on_tick(self, slot: RobotSlot, tick: StepTick) -> None:
-        self.meter.payloads(slot.name, tick.payloads_dropped)  # every tick reports the count so far
+        self.meter.payloads(slot.name, tick.payloads_dropped, tick.messages_dropped)  # each tick: the counts so far
         if self.finished or tick.step > self.sim.steps:
             return
         if tick.step < self.sim.steps and (self.mode == "lockstep" or tick.kind != StepTick.MESSAGE):
