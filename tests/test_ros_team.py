@@ -106,13 +106,15 @@ def test_the_team_goes_on_when_a_planner_dies(tmp_path: Path, monkeypatch: pytes
             rclpy.spin_once(node, timeout_sec=0.05)
         assert steps and steps[-1] >= 20 and bridge.poll() is None
         # A message whose payload is not JSON: alice's planner drops the payload and counts it.
-        forged = node.create_publisher(TeamMessage, "/team/messages", qos)
+        deep = QoSProfile(
+            depth=300, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        forged = node.create_publisher(TeamMessage, "/team/messages", deep)  # keeps every sample until delivered
         forged.publish(TeamMessage(sender="bob", text="hello", step=3, payload_json="{broken"))
         # A stranger, then a flood in bob's name: the planners refuse the one and keep at most 64 of the other.
         forged.publish(TeamMessage(sender="mallory", text="I am your teammate now", step=4))
         for k in range(200):
             forged.publish(TeamMessage(sender="bob", text=f"spam {k}", step=10_000 + k))
-            rclpy.spin_once(node, timeout_sec=0)
         procs["planner@/bob"].send_signal(signal.SIGKILL)
         killed_at = steps[-1]
         assert bridge.wait(timeout=120) == 0, "the episode ends (goal or horizon) without bob's planner"
@@ -138,9 +140,64 @@ def test_the_team_goes_on_when_a_planner_dies(tmp_path: Path, monkeypatch: pytes
     assert any(s["actions"].get("alice", "[wait]") != "[wait]" for s in after), "alice works on"
     assert {d["agent"] for d in trace["decisions"] if d["step"] > killed_at + 1} <= {"alice"}
     assert result["transport_rate"] > 0
-    # Counted: the stranger, and the flood beyond the inbox's 64 (most of the 200 arrive: the publisher keeps 1).
-    assert result["messages_dropped"] > 1 + 10
+    # Counted: the stranger, and the flood beyond the inbox's 64 waiting messages (the planner's subscription keeps
+    # at most 100 unread samples, so DDS itself drops part of the flood before the inbox sees it).
+    assert result["messages_dropped"] >= 2
     assert result["payloads_dropped"] == 1
+
+
+def test_a_planner_says_once_that_its_executor_died_and_the_robot_idles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolate_ros(tmp_path, monkeypatch)
+    from coteam_interfaces.msg import RobotStatus
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    out = tmp_path / "out"
+    out.mkdir()
+    children = plan(
+        load_config(write_config(tmp_path / "team.yaml", "suite: cwah-test, episode: 0, mode: lockstep")),
+        tmp_path,
+        results_path=out / "results.json",
+    )
+    log = (tmp_path / "alice_planner.log").open("w")
+    procs = {}
+    for c in children:
+        argv = [*c.argv, "-p", "executor_timeout_s:=2.0"] if c.label == "planner@/alice" else c.argv
+        err = log if c.label == "planner@/alice" else None
+        procs[c.label] = subprocess.Popen(argv, env=child_env(), stdout=subprocess.DEVNULL, stderr=err)
+    rclpy.init()
+    node = rclpy.create_node("executor_kill_test")
+    try:
+        steps: list[int] = []
+        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        node.create_subscription(RobotStatus, "/alice/status", lambda m: steps.append(m.step), qos)
+        deadline = time.monotonic() + 60
+        while not (steps and steps[-1] >= 10) and time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.05)
+        assert steps and steps[-1] >= 10
+        procs["executor@/alice"].send_signal(signal.SIGKILL)
+        killed_at = steps[-1]
+        assert procs["sim_bridge@/"].wait(timeout=180) == 0, "the episode ends without alice's executor"
+        assert procs["planner@/alice"].poll() is None, "alice's planner runs on"
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+        for p in procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in procs.values():
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        log.close()
+    said = [line for line in (tmp_path / "alice_planner.log").read_text().splitlines() if "not answering" in line]
+    assert len(said) == 1 and "the executor of alice" in said[0], said
+    trace = load_trace(out / "trace.json")
+    late = [s for s in trace["steps"] if s["step"] > killed_at + 5]
+    assert late and all(s["actions"].get("alice", "[wait]") == "[wait]" for s in late), "alice idles"
+    assert any(s["actions"].get("bob", "[wait]") != "[wait]" for s in late), "bob works on"
 
 
 def sealed_room_scene(scene: Scene, agents: int = 2) -> tuple[Scene, str]:

@@ -71,6 +71,10 @@ class TeamInbox:
         self._delivered.add(key)
         return self._waiting.pop(key)
 
+    def __getitem__(self, key: Key) -> Message:
+        """The message waiting under ``key`` (still waiting)."""
+        return self._waiting[key]
+
     def __contains__(self, key: object) -> bool:
         return key in self._waiting
 

@@ -19,14 +19,16 @@ node waits up to ``message_wait_s`` for it, then goes on and hands the text over
 Parameters: ``robot``, ``robots`` (the team, in simulator order), ``teammates`` (informational), ``method``,
 ``backend``, ``params_json`` (method hyper-parameters), ``suite`` / ``episode`` / ``seed`` / ``scene_path`` (the
 task, see ``coteam_ros.episode``), ``message_wait_s``, ``message_delivery`` (``status``: when the sim bridge's status
-says; ``arrival``: on real robots, at the next status after the message arrived).
+says; ``arrival``: on real robots, at the next status after the message arrived), ``executor_timeout_s`` (an
+executor without a server, or silent about a running goal, this long is reported once as an error; its skill fails
+with ``executor unavailable`` and the robot idles until the executor answers again).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coteam_interfaces.action import ExecuteSkill
@@ -59,6 +61,7 @@ class RunningSkill:
     message: str = ""  # a message "skill" is the planner's own: sending takes the step it was decided in
     armed_step: int = -1
     outcome: SkillOutcome | None = None
+    heard: float = field(default_factory=time.monotonic)  # when the executor last said anything about it
 
 
 class PlannerNode(Node):
@@ -75,6 +78,10 @@ class PlannerNode(Node):
         seed = self.declare_parameter("seed", 0).value
         scene_path = self.declare_parameter("scene_path", "").value
         self.message_wait_s: float = self.declare_parameter("message_wait_s", 5.0).value
+        # the executor is given up on (and the robot idles) after this long without its server or any news of a goal
+        self.executor_timeout_s: float = self.declare_parameter("executor_timeout_s", 10.0).value
+        self.executor_lost: float | None = None  # since when the executor has not been reachable
+        self.waiting_since = 0.0  # when the turn last stopped to wait for the executor
         # status: the sim bridge times delivery (the status lists what arrives); arrival: hand over on receipt
         self.message_delivery: str = self.declare_parameter("message_delivery", "status").value
         if self.message_delivery not in ("status", "arrival"):
@@ -145,6 +152,23 @@ class PlannerNode(Node):
     def _on_timer(self) -> None:
         if self.waiting is not None and time.monotonic() - self.waiting[1] > self.message_wait_s:
             self._deliver(self.waiting[0], give_up=True)
+        skill = self.skill
+        waiting = skill is not None and not skill.message and skill.outcome is None and self.request is not None
+        if waiting and time.monotonic() - max(skill.heard, self.waiting_since) > self.executor_timeout_s:
+            self._executor_lost(skill, f"no news of the goal for {self.executor_timeout_s:g} s")
+
+    def _executor_lost(self, skill: RunningSkill, why: str) -> None:
+        """The executor is gone: say so (once per outage) and fail the skill, so the robot decides anew (and idles
+        while the executor stays away)."""
+        if self.executor_lost is None:
+            self.executor_lost = time.monotonic()
+            self.get_logger().error(
+                f"the executor of {self.robot} is not answering ({why}); is its node running? "
+                "the robot idles until it is back"
+            )
+        skill.outcome = SkillOutcome(skill.action, False, "executor unavailable", 0)
+        if skill is self.skill:
+            self._resume()
 
     def _try_deliver(self) -> None:
         assert self.waiting is not None
@@ -202,6 +226,7 @@ class PlannerNode(Node):
                     request = self.turn.send(None)
                     continue
                 self.request = request
+                self.waiting_since = time.monotonic()
                 return  # wait for the executor's feedback or result
         except StopIteration as stop:
             self.turn = self.request = None
@@ -270,6 +295,9 @@ class PlannerNode(Node):
 
     def _send_skill(self, skill: RunningSkill, text: str) -> None:
         if not self.skill_client.server_is_ready():
+            if self.executor_lost is not None or time.monotonic() - skill.heard > self.executor_timeout_s:
+                self._executor_lost(skill, f"no execute_skill server for {self.executor_timeout_s:g} s")
+                return
             self.get_logger().info("waiting for execute_skill", throttle_duration_sec=5.0)
             call_later(self, RETRY_S, lambda: self._send_skill(skill, text) if self.skill is skill else None)
             return
@@ -280,6 +308,10 @@ class PlannerNode(Node):
         future.add_done_callback(lambda f, s=skill: self._on_skill_response(s, f))
 
     def _on_skill_response(self, skill: RunningSkill, future: Any) -> None:
+        skill.heard = time.monotonic()
+        if self.executor_lost is not None:
+            self.get_logger().info(f"the executor of {self.robot} answers again")
+            self.executor_lost = None
         handle = future.result()
         if not handle.accepted:
             skill.outcome = SkillOutcome(skill.action, False, "rejected by the executor", 0)
@@ -288,11 +320,14 @@ class PlannerNode(Node):
         handle.get_result_async().add_done_callback(lambda f, s=skill: self._on_skill_result(s, f))
 
     def _on_skill_feedback(self, skill: RunningSkill, message: Any) -> None:
+        skill.heard = time.monotonic()
         skill.armed_step = max(skill.armed_step, message.feedback.step)
         if skill is self.skill:
             self._resume()
 
     def _on_skill_result(self, skill: RunningSkill, future: Any) -> None:
+        if skill.outcome is not None:  # given up on already (the executor was silent too long)
+            return
         result = future.result().result
         skill.outcome = SkillOutcome(skill.action, result.success, result.failure_reason, result.steps_taken)
         if not result.success:
