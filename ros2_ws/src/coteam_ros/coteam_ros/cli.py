@@ -38,6 +38,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(func=_cmd_launch)
 
+    p = sub.add_parser(
+        "keys",
+        help="make the signing keys of a team (coteam.signing)",
+        description="Make one Ed25519 key per robot of a team YAML file, and the team's public-key file.",
+    )
+    keys = p.add_subparsers(dest="keys_command", required=True)
+    k = keys.add_parser("init", help="one key per robot of CONFIG, kept if it exists")
+    k.add_argument("config", help="team YAML file")
+    k.add_argument("--dir", help="keystore directory (default: keys/ next to CONFIG)")
+    k.add_argument("--force", action="store_true", help="replace existing keys")
+    k.set_defaults(func=_cmd_keys_init)
+
+
+def _cmd_keys_init(args: argparse.Namespace) -> int:
+    from coteam.signing import init_keystore
+    from coteam_ros.config import load_config
+
+    cfg = load_config(args.config)
+    directory = Path(args.dir) if args.dir else Path(args.config).resolve().parent / "keys"
+    public = init_keystore(directory, [r.name for r in cfg.robots], force=args.force)
+    for r in cfg.robots:
+        print(f"{r.name}: {directory / (r.name + '.key')} (private: give it to {r.name} only)")
+    print(f"team public keys: {public}")
+    return 0
+
 
 def _cmd_launch(args: argparse.Namespace) -> int:
     from rich.console import Console
