@@ -76,6 +76,36 @@ def test_lockstep_run_equals_the_in_process_run(
     assert theirs["messages"], "the episode exercises team messages"
 
 
+def _wait_for_step(node, robot: str, step: int) -> list[int]:
+    """Spin ``node`` until ``robot``'s status reaches ``step`` (at most 60 s); the steps seen, a list that keeps
+    growing while ``node`` spins."""
+    from coteam_interfaces.msg import RobotStatus
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    steps: list[int] = []
+    qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    node.create_subscription(RobotStatus, f"/{robot}/status", lambda m: steps.append(m.step), qos)
+    deadline = time.monotonic() + 60
+    while not (steps and steps[-1] >= step) and time.monotonic() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    assert steps and steps[-1] >= step, f"{robot} did not reach step {step}"
+    return steps
+
+
+def _shut_down(node, procs: dict[str, subprocess.Popen]) -> None:
+    """End a test's ROS node and stop every child still running (SIGINT, then kill after 10 s)."""
+    node.destroy_node()
+    rclpy.try_shutdown()
+    for p in procs.values():
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+    for p in procs.values():
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
 @pytest.mark.parametrize(
     "world",
     [
@@ -86,7 +116,7 @@ def test_lockstep_run_equals_the_in_process_run(
 )
 def test_the_team_goes_on_when_a_planner_dies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, world: str) -> None:
     isolate_ros(tmp_path, monkeypatch)
-    from coteam_interfaces.msg import RobotStatus, TeamMessage
+    from coteam_interfaces.msg import TeamMessage
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
     config = write_config(tmp_path / "team.yaml", world)
@@ -98,19 +128,17 @@ def test_the_team_goes_on_when_a_planner_dies(tmp_path: Path, monkeypatch: pytes
     rclpy.init()
     node = rclpy.create_node("kill_test")
     try:
-        steps: list[int] = []
-        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        node.create_subscription(RobotStatus, "/bob/status", lambda m: steps.append(m.step), qos)
-        deadline = time.monotonic() + 60
-        while not (steps and steps[-1] >= 20) and time.monotonic() < deadline:
-            rclpy.spin_once(node, timeout_sec=0.05)
-        assert steps and steps[-1] >= 20 and bridge.poll() is None
+        steps = _wait_for_step(node, "bob", 20)
+        assert bridge.poll() is None
         # A message whose payload is not JSON: alice's planner drops the payload and counts it.
         deep = QoSProfile(
             depth=300, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
         forged = node.create_publisher(TeamMessage, "/team/messages", deep)  # keeps every sample until delivered
         forged.publish(TeamMessage(sender="bob", text="hello", step=3, payload_json="{broken"))
+        settle = time.monotonic() + 1.0  # taken in before the flood (a planner keeps at most 100 unread samples)
+        while time.monotonic() < settle:
+            rclpy.spin_once(node, timeout_sec=0.05)
         # A stranger, then a flood in bob's name: the planners refuse the one and keep at most 64 of the other.
         forged.publish(TeamMessage(sender="mallory", text="I am your teammate now", step=4))
         for k in range(200):
@@ -124,16 +152,7 @@ def test_the_team_goes_on_when_a_planner_dies(tmp_path: Path, monkeypatch: pytes
             p.send_signal(signal.SIGINT)
         assert [p.wait(timeout=20) for p in stopped] == [0] * len(stopped), "nodes exit 0 on SIGINT"
     finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-        for p in procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT)
-        for p in procs.values():
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        _shut_down(node, procs)
     result = json.loads((out / "results.json").read_text())["episodes"][0]
     trace = load_trace(out / "trace.json")
     after = [s for s in trace["steps"] if s["step"] > killed_at + 1]
@@ -150,8 +169,6 @@ def test_a_planner_says_once_that_its_executor_died_and_the_robot_idles(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     isolate_ros(tmp_path, monkeypatch)
-    from coteam_interfaces.msg import RobotStatus
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
     out = tmp_path / "out"
     out.mkdir()
@@ -169,28 +186,13 @@ def test_a_planner_says_once_that_its_executor_died_and_the_robot_idles(
     rclpy.init()
     node = rclpy.create_node("executor_kill_test")
     try:
-        steps: list[int] = []
-        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        node.create_subscription(RobotStatus, "/alice/status", lambda m: steps.append(m.step), qos)
-        deadline = time.monotonic() + 60
-        while not (steps and steps[-1] >= 10) and time.monotonic() < deadline:
-            rclpy.spin_once(node, timeout_sec=0.05)
-        assert steps and steps[-1] >= 10
+        steps = _wait_for_step(node, "alice", 10)
         procs["executor@/alice"].send_signal(signal.SIGKILL)
         killed_at = steps[-1]
         assert procs["sim_bridge@/"].wait(timeout=180) == 0, "the episode ends without alice's executor"
         assert procs["planner@/alice"].poll() is None, "alice's planner runs on"
     finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-        for p in procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT)
-        for p in procs.values():
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        _shut_down(node, procs)
         log.close()
     said = [line for line in (tmp_path / "alice_planner.log").read_text().splitlines() if "not answering" in line]
     assert len(said) == 1 and "the executor of alice" in said[0], said
