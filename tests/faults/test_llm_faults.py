@@ -3,6 +3,7 @@ counted, and a silent endpoint is left alone by the circuit breaker after two ca
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 
@@ -55,13 +56,9 @@ def _play(base_url: str, tmp_path, **extra):
     return result, sources, time.monotonic() - start
 
 
-SYMBOLIC_STEPS: dict[str, int] = {}
-
-
+@functools.cache
 def _symbolic_steps() -> int:
-    if "pce" not in SYMBOLIC_STEPS:
-        SYMBOLIC_STEPS["pce"] = run_episode(get_suite("cwah-test").episodes()[0].build(), "pce").steps
-    return SYMBOLIC_STEPS["pce"]
+    return run_episode(get_suite("cwah-test").episodes()[0].build(), "pce").steps
 
 
 @pytest.mark.parametrize("endpoint", BrokenEndpoint.KINDS)
