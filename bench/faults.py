@@ -124,7 +124,8 @@ def signing_cost() -> str:
     return (
         f"Signing a team message (Ed25519, `coteam.signing`, 200 characters and a payload) takes "
         f"{1e6 * statistics.median(sign):.0f} µs and verifying it {1e6 * statistics.median(verify):.0f} µs "
-        "(medians of 2,000) on this machine. The ROS planners do not sign yet."
+        "(medians of 2,000) on this machine. The planners sign and verify every team message; what that adds to "
+        "a message's latency over DDS is in docs/benchmarks.md (ROS 2 team stack)."
     )
 
 

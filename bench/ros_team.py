@@ -7,7 +7,8 @@ Measures, over real DDS on loopback (own ROS domain, localhost discovery, ROS_HO
 
 1. team-message latency: one publisher and one subscriber process exchanging ``TeamMessage`` on
    ``/team/messages`` with the planner's QoS (reliable, transient-local, depth 100); latency = receive time -
-   ``header.stamp`` (the same machine clock);
+   ``header.stamp`` (the same machine clock); unsigned, and signed as the planners sign (the publisher signs after
+   stamping, the subscriber verifies before taking the receive time);
 2. CPU seconds and peak RSS of every node process of a lockstep episode (bridge, and per robot perception,
    planner, executor), from ``os.wait4`` of the children this process started, split at the first step with
    ``/proc/<pid>/stat`` and ``/proc/<pid>/status`` samples;
@@ -123,7 +124,7 @@ def ros_isolation(domain: int, tmp: Path) -> Iterator[None]:
 # 1. Team-message latency
 
 
-def _latency_publisher(count: int, size: int, hz: float) -> None:
+def _latency_publisher(count: int, size: int, hz: float, keystore: str | None) -> None:
     import rclpy
     from builtin_interfaces.msg import Time
     from coteam_interfaces.msg import TeamMessage
@@ -131,6 +132,11 @@ def _latency_publisher(count: int, size: int, hz: float) -> None:
 
     from coteam_ros.nodes.planner import TEAM_QOS
 
+    signer = None
+    if keystore:
+        from coteam.signing import Signer, load_private_key
+
+        signer = Signer("alice", load_private_key(Path(keystore) / "alice.key"))
     rclpy.init()
     node = rclpy.create_node("latency_pub")
     pub = node.create_publisher(TeamMessage, "/team/messages", TEAM_QOS)
@@ -146,26 +152,39 @@ def _latency_publisher(count: int, size: int, hz: float) -> None:
         time.sleep(max(0.0, next_at - time.monotonic()))
         ns = time.time_ns()
         header = Header(stamp=Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000))
-        pub.publish(TeamMessage(header=header, sender="alice", receiver="", text=text, step=i))
+        message = TeamMessage(header=header, sender="alice", receiver="", text=text, step=i)
+        if signer is not None:
+            envelope = signer.sign("", i, text, "")
+            message.seq, message.signature = envelope.seq, envelope.signature
+        pub.publish(message)
     with contextlib.suppress(KeyboardInterrupt):  # stay up (reliable delivery) until the benchmark stops us
         time.sleep(60)
     node.destroy_node()
     rclpy.try_shutdown()
 
 
-def _latency_subscriber(count: int) -> None:
+def _latency_subscriber(count: int, keystore: str | None) -> None:
     import rclpy
     from coteam_interfaces.msg import TeamMessage
     from rclpy.executors import SingleThreadedExecutor
 
     from coteam_ros.nodes.planner import TEAM_QOS
 
+    verifier = None
+    if keystore:
+        from coteam.signing import Envelope, Verifier, load_public_keys
+
+        verifier = Verifier(load_public_keys(Path(keystore) / "team.pub.json"))
     rclpy.init()
     node = rclpy.create_node("latency_sub")
     latencies: dict[int, float] = {}
     received = [0]
 
     def on_message(msg: TeamMessage) -> None:
+        if verifier is not None:
+            envelope = Envelope(msg.seq, msg.signature)
+            if verifier.check(msg.sender, msg.receiver, msg.step, msg.text, msg.payload_json, envelope) is not None:
+                return
         now = time.time_ns()
         received[0] += 1
         if msg.step >= 0:
@@ -183,9 +202,12 @@ def _latency_subscriber(count: int) -> None:
     rclpy.try_shutdown()
 
 
-def message_latency(size: int, count: int = LATENCY_COUNT, hz: float = LATENCY_HZ) -> dict:
-    """Publisher and subscriber processes; percentiles of receive time - header.stamp over ``count`` messages."""
+def message_latency(size: int, keystore: Path | None, count: int = LATENCY_COUNT, hz: float = LATENCY_HZ) -> dict:
+    """Publisher and subscriber processes; percentiles of receive time - header.stamp over ``count`` messages,
+    signed with the keys of ``keystore`` (None: unsigned)."""
     me = [sys.executable, str(Path(__file__).resolve())]
+    if keystore is not None:
+        me += ["--keystore", str(keystore)]
     sub = subprocess.Popen(
         [*me, "--latency-role", "sub", "--count", str(count)], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL
     )
@@ -207,6 +229,7 @@ def message_latency(size: int, count: int = LATENCY_COUNT, hz: float = LATENCY_H
         raise RuntimeError(f"only {len(lat)} of {count} team messages arrived")
     return {
         "size": size,
+        "signed": keystore is not None,
         "count": len(lat),
         "hz": hz,
         "p50": statistics.median(lat),
@@ -438,10 +461,14 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="ros-team-bench-") as tmp_name, ros_isolation(domain, Path(tmp_name)):
         tmp = Path(tmp_name)
+        from coteam.signing import init_keystore
+
+        init_keystore(tmp / "keys", ["alice"])
         latency = []
         for size in LATENCY_SIZES:
-            latency.append(message_latency(size))
-            say("latency", latency[-1])
+            for keystore in (None, tmp / "keys"):
+                latency.append(message_latency(size, keystore))
+                say("latency", latency[-1])
         context = rclpy.Context()
         rclpy.init(context=context)
         rmw = rclpy.get_rmw_implementation_identifier()
@@ -474,12 +501,15 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
         "One publisher and one subscriber process, `TeamMessage` on `/team/messages` with the planner's QoS "
         f"(reliable, transient-local, depth 100), {LATENCY_COUNT} messages at {LATENCY_HZ:g} Hz after {LATENCY_WARMUP} "
         "unmeasured ones; latency = receive time in the subscriber's callback (rclpy `SingleThreadedExecutor`) - "
-        "`header.stamp` set just before `publish`, same clock.",
+        "`header.stamp` set just before `publish`, same clock. *signed*: as the planners do it (`coteam.signing`, "
+        "Ed25519): the publisher signs between the stamp and `publish`, the subscriber verifies (signature and "
+        "sequence number) before it takes the receive time, so the figure includes both.",
         "",
-        "| text chars | messages | p50 ms | p99 ms | max ms | mean ms |",
-        "|---|---|---|---|---|---|",
+        "| text chars | signed | messages | p50 ms | p99 ms | max ms | mean ms |",
+        "|---|---|---|---|---|---|---|",
         *[
-            f"| {x['size']} | {x['count']} | {x['p50']:.2f} | {x['p99']:.2f} | {x['max']:.2f} | {x['mean']:.2f} |"
+            f"| {x['size']} | {'yes' if x['signed'] else 'no'} | {x['count']} | {x['p50']:.2f} | {x['p99']:.2f} "
+            f"| {x['max']:.2f} | {x['mean']:.2f} |"
             for x in latency
         ],
         "",
@@ -626,12 +656,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=LATENCY_COUNT, help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, default=200, help=argparse.SUPPRESS)
     parser.add_argument("--hz", type=float, default=LATENCY_HZ, help=argparse.SUPPRESS)
+    parser.add_argument("--keystore", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.latency_role == "pub":
-        _latency_publisher(args.count, args.size, args.hz)
+        _latency_publisher(args.count, args.size, args.hz, args.keystore)
         return 0
     if args.latency_role == "sub":
-        _latency_subscriber(args.count)
+        _latency_subscriber(args.count, args.keystore)
         return 0
     command = "python bench/ros_team.py" + (f" --out {args.out}" if args.out else "")
     if args.domain_id != DEFAULT_DOMAIN:

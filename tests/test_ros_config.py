@@ -9,6 +9,7 @@ import ast
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
 import sys
 import types
@@ -29,6 +30,7 @@ from pydantic import Field  # noqa: E402
 
 from coteam.kit import MethodConfig, MethodTeam  # noqa: E402
 from coteam.registry import register_method, unregister_method  # noqa: E402
+from coteam.signing import PUBLIC_KEYS, init_keystore  # noqa: E402
 from coteam_ros import launcher  # noqa: E402
 from coteam_ros.config import (  # noqa: E402
     ConfigError,
@@ -38,6 +40,7 @@ from coteam_ros.config import (  # noqa: E402
     model_groups,
     node_list,
     parse_config,
+    prepare_keystore,
     ros_args,
     write_params_file,
 )
@@ -51,6 +54,7 @@ SIM_DOC: dict[str, Any] = {
     "team": {"method": "pce", "backend": "symbolic", "params": {}},
     "navigation": "sim",
     "robots": [{"name": "alice"}, {"name": "bob"}],
+    "security": {"sign": True},
 }
 HW_DOC: dict[str, Any] = {
     "task": {"suite": "cwah-test", "episode": 0},
@@ -147,6 +151,10 @@ def test_defaults_and_number_coercion(tmp_path: Path) -> None:
         ("hw", "task", ..., "task", "required without a world"),
         ("hw", "task.episode", 99, "task.episode", "has 10 episodes"),
         ("hw", "robots.1.name", "robot1", "robots", "duplicate name"),
+        ("sim", "security.sign", "yes", "security.sign", "expected true or false"),
+        ("sim", "security.keystore", "", "security.keystore", "non-empty string"),
+        ("sim", "security.max_age_s", 0, "security.max_age_s", "positive"),
+        ("sim", "security.secret", 1, "security.secret", "unknown key"),
     ],
 )
 def test_strict_errors_name_the_file_and_key(
@@ -205,6 +213,7 @@ def test_node_list_sim() -> None:
         "method": "pce",
         "params_json": '{"backend": "symbolic"}',
     }
+    keys = ROOT / "config" / "keys"
     assert alice_planner.parameters == {
         "robot": "alice",
         "robots": ["alice", "bob"],
@@ -213,6 +222,9 @@ def test_node_list_sim() -> None:
         "backend": "symbolic",
         "params_json": "{}",
         **episode,
+        "signing_key": str(keys / "alice.key"),
+        "team_keys": str(keys / "team.pub.json"),
+        "max_message_age_s": 120.0,
     }
     assert alice_exec.parameters == {"robot": "alice", "robots": ["alice", "bob"], "navigation": "sim", **episode}
     assert specs[4].parameters == {"robot": "bob"}
@@ -516,6 +528,9 @@ def test_launch_file_and_pip_launcher_start_the_same_nodes(
 ) -> None:
     """The YAML loader produces the same node list for both launchers."""
     _fake_modules(monkeypatch)
+    config = Path(shutil.copy(config, tmp_path))  # its keystore (keys/ next to it) goes to tmp_path
+    if which == "hardware":  # on hardware the keys must exist before launch
+        init_keystore(tmp_path / "keys", load_config(config).robot_names)
     from_launch_file = _run_launch_file(LAUNCH_FILES[which], config)
     expected = node_list(load_config(config))
     assert from_launch_file == expected
@@ -621,3 +636,50 @@ def test_each_planner_is_pointed_at_its_model_server() -> None:
         assert params == endpoint
     bare = [s for s in node_list(cfg) if s.executable == "planner"]
     assert all(json.loads(str(s.parameters["params_json"])) == {} for s in bare)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# signed team messages (security)
+
+
+def test_planners_sign_by_default_with_the_keystore_next_to_the_file(tmp_path: Path) -> None:
+    cfg = parse_config(SIM_DOC, str(tmp_path / "team.yaml"))
+    assert cfg.security.sign and cfg.security.keystore == str(tmp_path / "keys")
+    planner = next(s for s in node_list(cfg) if s.executable == "planner")
+    assert planner.parameters["signing_key"] == str(tmp_path / "keys" / "alice.key")
+    assert planner.parameters["team_keys"] == str(tmp_path / "keys" / PUBLIC_KEYS)
+    elsewhere = parse_config(_edit(SIM_DOC, "security", {"keystore": "/etc/team"}), str(tmp_path / "team.yaml"))
+    assert elsewhere.security.keystore == "/etc/team"
+    off = parse_config(_edit(SIM_DOC, "security", {"sign": False}), "inline")
+    assert all("signing_key" not in s.parameters for s in node_list(off))
+
+
+def test_a_simulated_team_gets_its_keys_at_launch_a_real_one_must_have_them(tmp_path: Path) -> None:
+    sim = parse_config(SIM_DOC, str(tmp_path / "sim" / "team.yaml"))
+    prepare_keystore(sim)
+    assert sorted(p.name for p in (tmp_path / "sim" / "keys").iterdir()) == ["alice.key", "bob.key", PUBLIC_KEYS]
+    hw = parse_config(HW_DOC, str(tmp_path / "hw.yaml"))
+    with pytest.raises(ConfigError) as err:
+        prepare_keystore(hw)
+    assert str(err.value).startswith(f"{tmp_path / 'hw.yaml'}: security: no {tmp_path / 'keys'}")
+    assert "coteam keys init" in str(err.value)
+    init_keystore(tmp_path / "keys", hw.robot_names)
+    prepare_keystore(hw)
+
+
+def test_a_planner_without_its_key_says_so_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolate_ros(tmp_path, monkeypatch)
+    init_keystore(tmp_path, ["alice", "bob"])
+    argv = [
+        sys.executable,
+        "-m",
+        "coteam_ros.nodes.planner",
+        "--ros-args",
+        "-p",
+        f"team_keys:={tmp_path / PUBLIC_KEYS}",
+    ]
+    for key, problem in ((tmp_path / "carol.key", "cannot read the key"), (tmp_path / "bob.key", "not the key")):
+        proc = subprocess.run([*argv, "-p", f"signing_key:={key}"], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "cannot start" in lines[0] and problem in lines[0], proc.stderr

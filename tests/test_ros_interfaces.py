@@ -230,6 +230,8 @@ def test_field_types():
         "text": "string",
         "step": "int32",
         "payload_json": "string",
+        "seq": "int64",
+        "signature": "string",
     }
     assert msg.RobotStatus.get_fields_and_field_types()["transport_rate"] == "float"
     assert msg.ObjectDetections.get_fields_and_field_types()["objects"] == "sequence<coteam_interfaces/DetectedObject>"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,6 +26,7 @@ PKG = ROOT / "ros2_ws" / "src" / "coteam_ros"
 if importlib.util.find_spec("coteam_ros") is None:  # not pip-installed yet: use the source tree
     sys.path.insert(0, str(PKG))
 
+from coteam.signing import PUBLIC_KEYS, init_keystore  # noqa: E402
 from coteam_ros import launcher  # noqa: E402
 from coteam_ros.config import load_config, node_list  # noqa: E402
 from coteam_ros.launcher import Child, child_env, plan, run  # noqa: E402
@@ -283,7 +285,7 @@ def test_child_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_plan_record_and_results(tmp_path: Path) -> None:
-    cfg = load_config(ROOT / "config" / "team_sim.yaml")
+    cfg = load_config(shutil.copy(ROOT / "config" / "team_sim.yaml", tmp_path))  # its keystore is made in tmp_path
     results = tmp_path / "out" / "results.json"
     children = plan(cfg, tmp_path, record=tmp_path / "run.mcap", results_path=results)
     recorder, *nodes = children
@@ -296,7 +298,10 @@ def test_plan_record_and_results(tmp_path: Path) -> None:
     assert doc["/sim_bridge"]["ros__parameters"]["results_path"] == str(results)
     other = Path(nodes[1].argv[nodes[1].argv.index("--params-file") + 1])
     assert "results_path" not in yaml.safe_load(other.read_text())["/alice/perception"]["ros__parameters"]
-    hardware = plan(load_config(ROOT / "config" / "team_hardware.yaml"), tmp_path)
+    assert sorted(p.name for p in (tmp_path / "keys").iterdir()) == ["alice.key", "bob.key", PUBLIC_KEYS]
+    hardware_cfg = load_config(shutil.copy(ROOT / "config" / "team_hardware.yaml", tmp_path))
+    init_keystore(tmp_path / "keys", hardware_cfg.robot_names)  # on hardware the keys are made before launch
+    hardware = plan(hardware_cfg, tmp_path)
     assert not any(c.bridge for c in hardware)
 
 
@@ -342,9 +347,8 @@ def test_coteam_launch_end_to_end_with_fake_nodes(
     monkeypatch.setattr(launcher, "node_command", lambda spec: fake("node"))
     monkeypatch.setenv("FAKE_RESULTS", _fake_results())
     out = tmp_path / "out"
-    code = main(
-        ["launch", str(ROOT / "config" / "team_sim.yaml"), "--out", str(out), "--grace", "5", "--domain-id", "7"]
-    )
+    config = shutil.copy(ROOT / "config" / "team_sim.yaml", tmp_path)  # its keystore is made in tmp_path
+    code = main(["launch", config, "--out", str(out), "--grace", "5", "--domain-id", "7"])
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "[sim_bridge@/] sim_bridge robot=None ready" in printed

@@ -6,10 +6,12 @@ private key (PEM, PKCS #8, readable by its owner only) and ``team.pub.json`` eve
 base64). A robot needs its own key and the team's public keys; nothing else is secret.
 
 What is signed is the message's canonical bytes: sender, receiver, step, sequence number, text and payload, as a
-JSON array. The sequence number is strictly increasing per sender for the whole life of its key: it starts from the
-wall clock in microseconds when the robot's :class:`Signer` is made and counts up, so a restarted robot keeps
-going up. A :class:`Verifier` remembers the last number it accepted from each sender: an older or repeated one is
-a replay.
+JSON array. The sequence number is the send time in microseconds since the epoch, made strictly increasing per
+sender (a second message in the same microsecond takes the next number), so a restarted robot keeps going up. A
+:class:`Verifier` remembers the last number it accepted from each sender: an older or repeated one is a replay. A
+message sent more than ``max_age_s`` before it is checked is refused too: that is a recording of an earlier run
+replayed to a receiver that has not heard the sender yet (or clocks apart by more than that; robots of a team keep
+their clocks in sync, e.g. with NTP / chrony).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import base64
 import json
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +29,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 PUBLIC_KEYS = "team.pub.json"
+DEFAULT_MAX_AGE_S = 120.0
+
+
+def _wall_clock_us() -> int:
+    return time.time_ns() // 1000
 
 
 class KeystoreError(ValueError):
@@ -73,7 +80,11 @@ def init_keystore(directory: str | Path, robots: Iterable[str], *, force: bool =
 
 def load_private_key(path: str | Path) -> Ed25519PrivateKey:
     try:
-        key = serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
+        pem = Path(path).read_bytes()
+    except OSError as exc:
+        raise KeystoreError(f"{path}: cannot read the key ({exc.strerror}; make it with `coteam keys init`)") from None
+    try:
+        key = serialization.load_pem_private_key(pem, password=None)
     except (ValueError, TypeError) as exc:
         raise KeystoreError(f"{path}: not a private key ({exc})") from None
     if not isinstance(key, Ed25519PrivateKey):
@@ -83,7 +94,11 @@ def load_private_key(path: str | Path) -> Ed25519PrivateKey:
 
 def load_public_keys(path: str | Path) -> dict[str, Ed25519PublicKey]:
     try:
-        data = json.loads(Path(path).read_text())
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise KeystoreError(f"{path}: cannot read the team's public keys ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
         if not isinstance(data, dict):
             raise ValueError("expected a mapping of robot names to keys")
         return {str(k): Ed25519PublicKey.from_public_bytes(base64.b64decode(v, validate=True)) for k, v in data.items()}
@@ -94,13 +109,14 @@ def load_public_keys(path: str | Path) -> dict[str, Ed25519PublicKey]:
 class Signer:
     """Signs one robot's messages (see the module docstring)."""
 
-    def __init__(self, sender: str, key: Ed25519PrivateKey):
+    def __init__(self, sender: str, key: Ed25519PrivateKey, now_us: Callable[[], int] = _wall_clock_us):
         self.sender = sender
         self._key = key
-        self._seq = time.time_ns() // 1000
+        self._seq = 0
+        self._now_us = now_us
 
     def sign(self, receiver: str, step: int, text: str, payload: str = "") -> Envelope:
-        self._seq += 1
+        self._seq = max(self._seq + 1, self._now_us())
         signature = self._key.sign(canonical(self.sender, receiver, step, self._seq, text, payload))
         return Envelope(self._seq, base64.b64encode(signature).decode())
 
@@ -108,9 +124,16 @@ class Signer:
 class Verifier:
     """Checks teammates' messages against the team's public keys, and refuses replays."""
 
-    def __init__(self, public_keys: Mapping[str, Ed25519PublicKey]):
+    def __init__(
+        self,
+        public_keys: Mapping[str, Ed25519PublicKey],
+        max_age_s: float = DEFAULT_MAX_AGE_S,
+        now_us: Callable[[], int] = _wall_clock_us,
+    ):
         self.public_keys = dict(public_keys)
+        self.max_age_s = max_age_s
         self.last_seq: dict[str, int] = {}
+        self._now_us = now_us
 
     def check(self, sender: str, receiver: str, step: int, text: str, payload: str, envelope: Envelope) -> str | None:
         """Why the message is not to be believed (None: it is genuine and new; its number is remembered)."""
@@ -124,5 +147,24 @@ class Verifier:
             return f"the signature is not {sender}'s"
         if envelope.seq <= self.last_seq.get(sender, 0):
             return f"sequence number {envelope.seq} is not newer than {self.last_seq[sender]}: a replay"
+        age_s = (self._now_us() - envelope.seq) / 1e6
+        if age_s > self.max_age_s:
+            return f"sent {age_s:.0f} s ago (more than {self.max_age_s:g} s): a replay, or clocks out of sync"
         self.last_seq[sender] = envelope.seq
         return None
+
+
+def robot_keys(
+    robot: str, private_key: str | Path, public_keys: str | Path, max_age_s: float = DEFAULT_MAX_AGE_S
+) -> tuple[Signer, Verifier]:
+    """One robot's signer and its verifier of the team, from its key file and the team's public keys; the key must
+    be the one the team knows for ``robot``."""
+    key = load_private_key(private_key)
+    team = load_public_keys(public_keys)
+    mine = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    known = team.get(robot)
+    if known is None:
+        raise KeystoreError(f"{public_keys}: no public key for {robot!r} (run `coteam keys init` for the team)")
+    if known.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw) != mine:
+        raise KeystoreError(f"{private_key}: not the key {public_keys} names for {robot!r}")
+    return Signer(robot, key), Verifier(team, max_age_s)

@@ -20,6 +20,7 @@ from coteam.signing import (
     init_keystore,
     load_private_key,
     load_public_keys,
+    robot_keys,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,6 +73,36 @@ def test_a_restarted_robot_keeps_counting_up(tmp_path: Path):
     assert verifier.check("bob", "", 1, "before the restart", "", first) is None
     again = Signer("bob", load_private_key(tmp_path / "bob.key")).sign("", 2, "after it")
     assert verifier.check("bob", "", 2, "after it", "", again) is None
+
+
+def test_a_recording_of_an_earlier_run_is_refused_by_its_age(tmp_path: Path):
+    pub = init_keystore(tmp_path, ["bob"])
+    now = {"us": 1_000_000_000_000}
+    clock = lambda: now["us"]  # noqa: E731
+    bob = Signer("bob", load_private_key(tmp_path / "bob.key"), now_us=clock)
+    recorded = bob.sign("", 7, "the apple is in the fridge")
+    now["us"] += 121 * 1_000_000  # two minutes later a new run starts; its receiver has not heard bob yet
+    fresh = Verifier(load_public_keys(pub), max_age_s=120, now_us=clock)
+    assert "sent 121 s ago" in fresh.check("bob", "", 7, "the apple is in the fridge", "", recorded)
+    assert fresh.check("bob", "", 8, "still here", "", bob.sign("", 8, "still here")) is None
+
+
+def test_sequence_numbers_go_up_within_one_microsecond(tmp_path: Path):
+    init_keystore(tmp_path, ["bob"])
+    bob = Signer("bob", load_private_key(tmp_path / "bob.key"), now_us=lambda: 42)
+    assert [bob.sign("", 1, str(k)).seq for k in range(3)] == [42, 43, 44]
+
+
+def test_a_robot_loads_only_its_own_key_of_the_team(tmp_path: Path):
+    pub = init_keystore(tmp_path, ["alice", "bob"])
+    signer, verifier = robot_keys("alice", tmp_path / "alice.key", pub)
+    assert signer.sender == "alice" and set(verifier.public_keys) == {"alice", "bob"}
+    with pytest.raises(KeystoreError, match=r"bob\.key: not the key .* names for 'alice'"):
+        robot_keys("alice", tmp_path / "bob.key", pub)
+    with pytest.raises(KeystoreError, match="no public key for 'carol'"):
+        robot_keys("carol", tmp_path / "alice.key", pub)
+    with pytest.raises(KeystoreError, match=r"carol\.key: cannot read the key"):
+        robot_keys("carol", tmp_path / "carol.key", pub)
 
 
 def test_the_keystore_keeps_keys_private_and_existing_keys_unless_forced(tmp_path: Path):

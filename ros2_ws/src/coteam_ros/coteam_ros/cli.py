@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     keys = p.add_subparsers(dest="keys_command", required=True)
     k = keys.add_parser("init", help="one key per robot of CONFIG, kept if it exists")
     k.add_argument("config", help="team YAML file")
-    k.add_argument("--dir", help="keystore directory (default: keys/ next to CONFIG)")
+    k.add_argument("--dir", help="keystore directory (default: CONFIG's security.keystore, keys/ next to it)")
     k.add_argument("--force", action="store_true", help="replace existing keys")
     k.set_defaults(func=_cmd_keys_init)
 
@@ -56,7 +56,7 @@ def _cmd_keys_init(args: argparse.Namespace) -> int:
     from coteam_ros.config import load_config
 
     cfg = load_config(args.config)
-    directory = Path(args.dir) if args.dir else Path(args.config).resolve().parent / "keys"
+    directory = Path(args.dir) if args.dir else Path(cfg.security.keystore)
     public = init_keystore(directory, [r.name for r in cfg.robots], force=args.force)
     for r in cfg.robots:
         print(f"{r.name}: {directory / (r.name + '.key')} (private: give it to {r.name} only)")

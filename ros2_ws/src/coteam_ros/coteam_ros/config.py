@@ -26,6 +26,11 @@ A file describes one team run::
       - name: alice
         namespace: /alice   # default "/" + name
         remap: {}           # node-level remappings, e.g. {odom: /alice/odometry/filtered}
+    security:         # optional; signed team messages (coteam.signing), on by default
+      sign: true            # each planner signs what it sends and believes only signed, new messages of the team
+      keystore: keys        # `coteam keys init CONFIG` makes it (relative to this file); with a world a missing
+                            #   keystore is made at launch, on hardware it must exist
+      max_age_s: 120        # a message signed longer ago than this is refused (a replay of an earlier run)
 
 :func:`load_config` validates strictly (unknown keys, wrong types and unknown names raise :class:`ConfigError`
 naming the file and the key); :func:`node_list` turns a config into the nodes to start. ROS parameter values are
@@ -47,17 +52,21 @@ from typing import Any
 
 import yaml
 
+from coteam.signing import DEFAULT_MAX_AGE_S, PUBLIC_KEYS
+
 __all__ = [
     "ConfigError",
     "MethodConfig",
     "NodeSpec",
     "RobotConfig",
+    "SecurityConfig",
     "TaskConfig",
     "TeamConfig",
     "WorldConfig",
     "load_config",
     "node_list",
     "parse_config",
+    "prepare_keystore",
     "ros_args",
     "write_params_file",
 ]
@@ -121,6 +130,22 @@ class MethodConfig:
 
 
 @dataclass(frozen=True)
+class SecurityConfig:
+    """``security``: signed team messages (see the module docstring)."""
+
+    keystore: str  # absolute path of the team's keystore directory
+    sign: bool = True
+    max_age_s: float = DEFAULT_MAX_AGE_S
+
+    def private_key(self, robot: str) -> Path:
+        return Path(self.keystore) / f"{robot}.key"
+
+    @property
+    def public_keys(self) -> Path:
+        return Path(self.keystore) / PUBLIC_KEYS
+
+
+@dataclass(frozen=True)
 class RobotConfig:
     name: str
     namespace: str
@@ -132,6 +157,7 @@ class TeamConfig:
     team: MethodConfig
     navigation: str
     robots: tuple[RobotConfig, ...]
+    security: SecurityConfig
     world: WorldConfig | None = None
     task: TaskConfig | None = None
     source: str = "<config>"
@@ -272,7 +298,7 @@ def load_config(path: str | os.PathLike[str]) -> TeamConfig:
 
 def parse_config(data: Any, source: str = "<config>") -> TeamConfig:
     """Validate an already-parsed YAML document (``source`` names it in error messages)."""
-    top = _Reader(source, data, "", ("world", "task", "team", "navigation", "robots"))
+    top = _Reader(source, data, "", ("world", "task", "team", "navigation", "robots", "security"))
 
     world = _parse_world(top, source) if top.has("world") else None
     task = _parse_task(top, source) if top.has("task") else None
@@ -296,7 +322,39 @@ def parse_config(data: Any, source: str = "<config>") -> TeamConfig:
                 f"with a world the robots are the simulator's agents, in order: {', '.join(expected)} "
                 f"(at most {len(AGENT_NAMES)}); got {', '.join(r.name for r in robots)}",
             )
-    return TeamConfig(team=team, navigation=navigation, robots=robots, world=world, task=task, source=source)
+    security = _parse_security(top, source)
+    return TeamConfig(
+        team=team, navigation=navigation, robots=robots, security=security, world=world, task=task, source=source
+    )
+
+
+def _parse_security(top: _Reader, source: str) -> SecurityConfig:
+    r = _Reader(source, top.data.get("security") or {}, "security", ("sign", "keystore", "max_age_s"))
+    sign = r.data.get("sign", True)
+    if not isinstance(sign, bool):
+        raise r.error(r.key("sign"), f"expected true or false, got {_kind(sign)}")
+    keystore = (Path(source).parent / r.text("keystore", "keys")).resolve()
+    return SecurityConfig(keystore=str(keystore), sign=sign, max_age_s=r.number("max_age_s", DEFAULT_MAX_AGE_S))
+
+
+def prepare_keystore(cfg: TeamConfig) -> None:
+    """Make sure the planners of ``cfg`` can sign: with a world (one machine runs the whole simulated team) a missing
+    keystore or key is made now; on hardware every robot's key and the team's public keys must exist already."""
+    sec = cfg.security
+    if not sec.sign:
+        return
+    from coteam.signing import init_keystore
+
+    names = cfg.robot_names
+    missing = [str(p) for p in [sec.public_keys, *map(sec.private_key, names)] if not p.is_file()]
+    if not missing:
+        return
+    if cfg.world is None:
+        raise ConfigError(
+            f"{cfg.source}: security: no {missing[0]}; make the team's keys with `coteam keys init {cfg.source}` "
+            "and give each robot its own"
+        )
+    init_keystore(sec.keystore, names)
 
 
 def _check_episode(reader: _Reader, suite_name: str, episode: int) -> None:
@@ -481,6 +539,12 @@ def node_list(cfg: TeamConfig, endpoints: Mapping[str, Mapping[str, str]] | None
             params_json=json.dumps({**cfg.team.params, **(endpoints or {}).get(robot.name, {})}, sort_keys=True),
             **episode,
         )
+        if cfg.security.sign:
+            planner.update(
+                signing_key=str(cfg.security.private_key(robot.name)),
+                team_keys=str(cfg.security.public_keys),
+                max_message_age_s=cfg.security.max_age_s,
+            )
         if cfg.world is None:  # a real robot: its status comes from its odometry and detector
             planner["message_delivery"] = "arrival"
             specs.append(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from coteam_ros.config import TeamConfig, load_config, model_groups, node_list
+from coteam_ros.config import TeamConfig, load_config, model_groups, node_list, prepare_keystore
 
 _KINDS = {
     # kind: (needs a world: section, default config, what to use instead)
@@ -60,6 +60,7 @@ def team_launch_description(kind: str) -> Any:
         if (cfg.world is not None) != needs_world:
             need = "needs a `world:` section" if needs_world else "runs without a simulator"
             raise RuntimeError(f"{path}: team_{kind}.launch.py {need}; {instead}")
+        prepare_keystore(cfg)
         actions, endpoints = local_model_processes(cfg)
         for spec in node_list(cfg, endpoints):
             node = Node(

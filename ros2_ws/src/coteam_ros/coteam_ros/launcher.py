@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from coteam_ros.config import NodeSpec, TeamConfig, model_groups, node_list, ros_args
+from coteam_ros.config import NodeSpec, TeamConfig, model_groups, node_list, prepare_keystore, ros_args
 
 TIMEOUT_EXIT = 124
 POLL_S = 0.05
@@ -67,11 +67,13 @@ def plan(
     results_path: str | os.PathLike[str] | None = None,
     endpoints: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[Child]:
-    """The children of a team run: the recorder first (when ``record``), then ``node_list(cfg)`` in order.
+    """The children of a team run: the recorder first (when ``record``), then ``node_list(cfg)`` in order. The
+    team's keystore is made first where :func:`~coteam_ros.config.prepare_keystore` may.
 
     Parameters go to per-node params files in ``params_dir``; the bridge also gets ``results_path`` and
     ``trace_path`` (``trace.json`` in the same directory).
     """
+    prepare_keystore(cfg)
     children: list[Child] = []
     if record is not None:
         children.append(

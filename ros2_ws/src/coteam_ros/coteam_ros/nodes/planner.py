@@ -7,7 +7,8 @@ Topics and actions, relative to the robot's namespace:
   executor; a failed action's reason goes into the robot's memory and the method decides again;
 * publishes messages on ``/team/messages`` (``coteam_interfaces/TeamMessage``, the only channel between robots;
   at most 500 characters, longer text is cut at the sender with a warning) and receives the teammates' there
-  (into a :class:`~coteam_ros.inbox.TeamInbox`: only teammates, never replacing or replaying, bounded);
+  (into a :class:`~coteam_ros.inbox.TeamInbox`: only teammates, never replacing or replaying, bounded); with
+  ``signing_key`` set it signs every message it sends and believes only the team's signed, new ones;
 * publishes every decision on ``decision`` (``coteam_interfaces/Decision``, the trace record as JSON);
 * answers every status in which the robot is ready with a ``step_tick`` (``coteam_interfaces/StepTick``): act
   (the executor has the step's goal in place), send a message, or idle -- the lockstep protocol of the bridge.
@@ -21,7 +22,10 @@ Parameters: ``robot``, ``robots`` (the team, in simulator order), ``teammates`` 
 task, see ``coteam_ros.episode``), ``message_wait_s``, ``message_delivery`` (``status``: when the sim bridge's status
 says; ``arrival``: on real robots, at the next status after the message arrived), ``executor_timeout_s`` (an
 executor without a server, or silent about a running goal, this long is reported once as an error; its skill fails
-with ``executor unavailable`` and the robot idles until the executor answers again).
+with ``executor unavailable`` and the robot idles until the executor answers again), ``signing_key`` (the robot's
+private key; empty: the team does not sign), ``team_keys`` (the team's public keys), ``max_message_age_s`` (a signed
+message older than this is refused), ``stale_message_steps`` (a waiting message this many steps older than the
+robot's clock that no status delivered is dropped).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from coteam.navigation import NavGrid
 from coteam.observation import Message, Observation, observation_from_dict
 from coteam.reasoning import AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
 from coteam.registry import make_team, method_class
+from coteam.signing import Envelope, Signer, Verifier, robot_keys
 from coteam.skills import SkillOutcome
 from coteam_ros.episode import load_episode
 from coteam_ros.inbox import TeamInbox
@@ -103,7 +108,15 @@ class PlannerNode(Node):
         self.turn: Any = None
         self.request: Any = None
         teammates = [r for r in robots if r != self.robot]
-        self.inbox = TeamInbox(teammates, self.get_logger().warning)
+        self.signer: Signer | None = None
+        verifier: Verifier | None = None
+        signing_key = self.declare_parameter("signing_key", "").value
+        team_keys = self.declare_parameter("team_keys", "").value
+        max_age_s = self.declare_parameter("max_message_age_s", 120.0).value
+        if signing_key:
+            self.signer, verifier = robot_keys(self.robot, signing_key, team_keys, max_age_s)
+        self.stale_message_steps: int = self.declare_parameter("stale_message_steps", 50).value
+        self.inbox = TeamInbox(teammates, self.get_logger().warning, verifier=verifier)
         self.waiting: tuple[Observation, float] | None = None  # a status whose message texts have not arrived
         self.missing: set[tuple[str, int]] = set()  # delivered keys whose text never came (handed over later)
         self.skill_client = ActionClient(self, ExecuteSkill, "execute_skill")
@@ -113,7 +126,10 @@ class PlannerNode(Node):
         self.create_subscription(TeamMessage, "/team/messages", self._on_team_message, TEAM_QOS)
         self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
         self.create_timer(0.1, self._on_timer)
-        self.get_logger().info(f"planner for {self.robot}: {self.method} ({self.backend}), team {', '.join(robots)}")
+        signed = "signed messages" if self.signer else "unsigned messages"
+        self.get_logger().info(
+            f"planner for {self.robot}: {self.method} ({self.backend}), team {', '.join(robots)}, {signed}"
+        )
 
     # --- observations and messages ----------------------------------------------------------------------------
     def _on_status(self, status: RobotStatus) -> None:
@@ -132,22 +148,28 @@ class PlannerNode(Node):
             rate = round(float(status.transport_rate), 6)
             self.outcome = EpisodeOutcome(self.brain.info.episode, status.success, steps, rate)
         self.done = status.episode_done
+        self.inbox.drop_stale(self.clock - self.stale_message_steps)
         self.waiting = (obs, time.monotonic())
         self._try_deliver()
 
     def _on_team_message(self, message: TeamMessage) -> None:
         if message.sender == self.robot or message.receiver not in ("", TeamMessage.RECEIVER_ALL, self.robot):
             return
-        text = message.text
-        if len(text) > MAX_MESSAGE_CHARS:  # a teammate that does not keep the limit: its message is cut here
-            self.get_logger().warning(
-                f"message of {len(text)} characters from {message.sender} cut to {MAX_MESSAGE_CHARS}"
-            )
-            text = truncate_message(text)
-        if not self.inbox.add(Message(message.sender, text, message.step, message.payload_json), self.brain.receive):
+        envelope = Envelope(message.seq, message.signature) if message.signature else None
+        received = Message(message.sender, message.text, message.step, message.payload_json)
+        if not self.inbox.add(received, self._take_in, receiver=message.receiver, envelope=envelope):
             return
         if self.waiting is not None:
             self._try_deliver()
+
+    def _take_in(self, message: Message) -> Message:
+        """A message the inbox accepted, as the robot keeps it: cut to the length limit, its payload checked."""
+        if len(message.text) > MAX_MESSAGE_CHARS:  # a teammate that does not keep the limit: its message is cut here
+            self.get_logger().warning(
+                f"message of {len(message.text)} characters from {message.sender} cut to {MAX_MESSAGE_CHARS}"
+            )
+            message = replace(message, text=truncate_message(message.text))
+        return self.brain.receive(message)
 
     def _on_timer(self) -> None:
         if self.waiting is not None and time.monotonic() - self.waiting[1] > self.message_wait_s:
@@ -268,16 +290,18 @@ class PlannerNode(Node):
         self.skill = RunningSkill(action, self.step)
         if action.is_message:  # the brain has cut it to the 500-character limit, with a warning
             self.skill.message = action.text
-            self.team_publisher.publish(
-                TeamMessage(
-                    header=self._header(),
-                    sender=self.robot,
-                    receiver="",
-                    text=action.text,
-                    step=self.clock,
-                    payload_json=action.payload,
-                )
+            message = TeamMessage(
+                header=self._header(),
+                sender=self.robot,
+                receiver="",
+                text=action.text,
+                step=self.clock,
+                payload_json=action.payload,
             )
+            if self.signer is not None:
+                envelope = self.signer.sign(message.receiver, message.step, message.text, message.payload_json)
+                message.seq, message.signature = envelope.seq, envelope.signature
+            self.team_publisher.publish(message)
         self.decision_publisher.publish(
             Decision(
                 header=self._header(),
