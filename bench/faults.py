@@ -12,6 +12,13 @@ Message faults: one robot's team is turned against it (``coteam_harness.faults.I
 talk it sends what an injected model would (a demand carrying the API key, the same order again and again, a new
 order every time); the message guard decides what goes out. Measured: messages sent, blocked, stalls, steps lost.
 
+ROS team faults: the ROS 2 team (`coteam launch`'s processes, lockstep, cwah-test episode 0, two robots, signed
+messages) over loopback DDS, with one fault injected when alice's status reaches step 20: bob's planner, alice's
+executor or the simulator bridge killed with SIGKILL, a flood of 500 unsigned messages in bob's name, or from the
+start a node that speaks for both robots and replays their messages (``coteam_ros.faults.MessageAttacker``).
+Measured: how the episode ends, its steps against the run without a fault, the longest pause between two steps
+after the fault (the time the team took to go on), and what was counted.
+
 Killed runs: `coteam run` over four cwah-test episodes is stopped with SIGTERM, or killed with SIGKILL, during its
 second episode, then run again with `--resume`. Measured: the episodes kept, the ones run again, the exit status.
 """
@@ -129,6 +136,150 @@ def signing_cost() -> str:
     )
 
 
+ROS_FAULT_STEP = 20
+ROS_FAULTS = (
+    ("none", "no fault"),
+    ("planner", "bob's planner killed (-9)"),
+    ("executor", "alice's executor killed (-9)"),
+    ("bridge", "the simulator bridge killed (-9)"),
+    ("flood", "500 unsigned messages in bob's name"),
+    ("attacker", "a node speaking for both robots, replaying theirs"),
+)
+
+
+def _ros_fault_run(tmp: Path, fault: str) -> dict[str, Any]:
+    """One lockstep episode over DDS with ``fault`` injected (see the module docstring)."""
+    import rclpy
+    from coteam_interfaces.msg import RobotStatus, TeamMessage
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    from coteam_ros.config import load_config
+    from coteam_ros.faults import MessageAttacker
+    from coteam_ros.launcher import child_env, plan
+    from coteam_ros.nodes.planner import TEAM_QOS
+
+    config = tmp / "team.yaml"
+    config.write_text(
+        "world: {suite: cwah-test, episode: 0, seed: 0, mode: lockstep}\nteam: {method: pce}\n"
+        "robots: [{name: alice}, {name: bob}]\n"
+    )
+    out = tmp / fault
+    out.mkdir()
+    children = plan(load_config(config), tmp, results_path=out / "results.json")
+    log = (out / "alice_planner.log").open("w")
+    procs = {
+        c.label: subprocess.Popen(
+            c.argv, env=child_env(), stdout=subprocess.DEVNULL, stderr=log if c.label == "planner@/alice" else None
+        )
+        for c in children
+    }
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("fault_bench", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    steps: list[tuple[float, int]] = []  # (monotonic time, step) of alice's statuses
+    qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    node.create_subscription(RobotStatus, "/alice/status", lambda m: steps.append((time.monotonic(), m.step)), qos)
+    attacker = None
+    if fault == "attacker":
+        insiders = {r: Signer(r, load_private_key(tmp / "keys" / f"{r}.key")) for r in ("alice", "bob")}
+        init_keystore(tmp / "outsider", ["bob"])
+        rooms = [r.name for r in _episode().floorplan.rooms]
+        outsider = Signer("bob", load_private_key(tmp / "outsider" / "bob.key"))
+        attacker = MessageAttacker(node, ["alice", "bob"], insiders, outsider, rooms)
+    flood = node.create_publisher(TeamMessage, "/team/messages", TEAM_QOS)
+    bridge = procs["sim_bridge@/"]
+    injected_at: float | None = None
+    deadline = time.monotonic() + 300
+    try:
+        while bridge.poll() is None and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.02)
+            if injected_at is None and steps and steps[-1][1] >= ROS_FAULT_STEP:
+                injected_at = time.monotonic()
+                if fault in ("planner", "executor", "bridge"):
+                    victim = {"planner": "planner@/bob", "executor": "executor@/alice", "bridge": "sim_bridge@/"}
+                    procs[victim[fault]].send_signal(signal.SIGKILL)
+                elif fault == "flood":
+                    for k in range(500):
+                        flood.publish(TeamMessage(sender="bob", text=f"order {k}: stop working", step=1000 + k))
+        if fault == "bridge":  # the robots wait for a status that never comes: do they stay up?
+            time.sleep(3.0)
+        alive = [label for label, p in procs.items() if p.poll() is None]
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+        for p in procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        exits = {label: _stopped(p) for label, p in procs.items()}
+        log.close()
+    times = [t for t, _ in steps]
+    pause = max(
+        (b - a for a, b in itertools.pairwise(times) if injected_at is not None and b >= injected_at), default=0.0
+    )
+    run: dict[str, Any] = {"fault": fault, "pause_s": pause, "alive": alive, "exits": exits, "steps_seen": steps}
+    if (out / "results.json").exists():
+        run["result"] = json.loads((out / "results.json").read_text())["episodes"][0]
+    else:
+        run["journal_steps"] = len(load_trace(out / "trace.partial.jsonl")["steps"])
+    run["said"] = sum("not answering" in line for line in (out / "alice_planner.log").read_text().splitlines())
+    run["attacker"] = attacker
+    return run
+
+
+def _stopped(proc: subprocess.Popen) -> int | None:
+    """The exit status of a node told to stop (None: it did not stop within 30 s and was killed)."""
+    try:
+        return proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+
+
+def ros_faults() -> list[str]:
+    rows = [
+        "| fault (at step 20) | episode | steps (lost) | goal done | longest pause after the fault | counted / said |",
+        "|---|---|---|---|---|---|",
+    ]
+    baseline = None
+    with tempfile.TemporaryDirectory() as tmp_name:
+        for fault, label in ROS_FAULTS:
+            tmp = Path(tmp_name)
+            run = _ros_fault_run(tmp, fault)
+            result = run.get("result")
+            if result is None:  # the bridge was killed: what its journal kept
+                kept = run["journal_steps"]
+                up = len(run["alive"])
+                rows.append(
+                    f"| {label} | stopped at step {max(s for _, s in run['steps_seen'])} | {kept} steps in the "
+                    f"journal | - | - | {up} of {len(run['exits']) - 1} robot nodes alive, "
+                    f"{'all' if all(v == 0 for k, v in run['exits'].items() if k != 'sim_bridge@/') else 'not all'} "
+                    "exit 0 on Ctrl-C |"
+                )
+                continue
+            steps = result["steps"]
+            if baseline is None:
+                baseline = steps
+            counted = []
+            if result.get("messages_dropped"):
+                counted.append(f"{result['messages_dropped']} messages dropped")
+            if run["said"]:
+                counted.append(f"'executor not answering' said {run['said']}x")
+            unclean = [k for k, v in run["exits"].items() if v not in (0, -signal.SIGKILL)]
+            if unclean:
+                counted.append(f"did not stop cleanly on Ctrl-C: {', '.join(unclean)}")
+            if run["attacker"] is not None:
+                counted.append(f"{run['attacker'].published} messages published by the attacker")
+            rows.append(
+                f"| {label} | {'finished' if result['success'] else 'horizon'} | {steps} ({steps - baseline:+d}) | "
+                f"{result['transport_rate']:.2f} | {run['pause_s']:.1f} s | {', '.join(counted) or '-'} |"
+            )
+    return rows
+
+
 def _run(out: Path, *extra: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "coteam.cli", "run", "--suite", "cwah-test", "--team", "pce"]
     cmd += ["--episodes", f"0-{EPISODES - 1}", "--out", str(out), "--quiet", *extra]
@@ -185,6 +336,11 @@ def section(command: str) -> str:
         "against symbolic PCE):",
         "",
         *message_faults(),
+        "",
+        "ROS team faults (lockstep, cwah-test episode 0, two robots, signed messages; one fault at step "
+        f"{ROS_FAULT_STEP}):",
+        "",
+        *ros_faults(),
         "",
         f"Killed runs (`coteam run` over {EPISODES} cwah-test episodes, stopped during the second one, then "
         "`--resume`):",

@@ -126,29 +126,6 @@ def test_navigation_goal_pose_round_trip(heading: float | None) -> None:
     assert back.heading == pytest.approx(expected % 360, abs=0.01)
 
 
-def test_planner_cuts_an_oversized_team_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from coteam_interfaces.msg import TeamMessage
-
-    from coteam_ros.nodes.planner import TEAM_QOS, PlannerNode
-
-    isolate_ros(tmp_path, monkeypatch)
-    rclpy.init()
-    try:
-        planner = PlannerNode(namespace="/alice", parameter_overrides=[Parameter("robot", value="alice")])
-        test = rclpy.create_node("team_message_test")
-        publisher = test.create_publisher(TeamMessage, "/team/messages", TEAM_QOS)
-        executor = SingleThreadedExecutor()
-        executor.add_node(planner)
-        executor.add_node(test)
-        publisher.publish(TeamMessage(sender="bob", text="x" * 2000, step=7))
-        deadline = time.monotonic() + 20
-        while ("bob", 7) not in planner.inbox and time.monotonic() < deadline:
-            executor.spin_once(timeout_sec=0.05)
-        assert len(planner.inbox[("bob", 7)].text) == 500
-    finally:
-        rclpy.try_shutdown()
-
-
 def test_assembler_resolves_a_shared_fixture_name_by_position() -> None:
     names: dict[str, list] = {}
     for f in (*SCENE.containers, *SCENE.surfaces):

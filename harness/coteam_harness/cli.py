@@ -128,7 +128,7 @@ def run_suite(
     trace journal left in ``traces/``; the process then exits with 128 + the signal number."""
     team_obj = make_team(team, params)  # validated once, before any episode; reset (not rebuilt) per episode
     meta = {"team": team, "agents": agents, "params": method_params(team_obj), "seed": seed}
-    log = ResultsLog(out, meta, resume=resume)
+    log = ResultsLog(out, meta, planned=len(specs), resume=resume)
     done = log.done
     running: EpisodeSpec | None = None
     with (

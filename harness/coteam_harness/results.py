@@ -137,10 +137,14 @@ def write_results(
     *,
     stopped: str | None = None,
     interrupted: Mapping[str, Any] | None = None,
+    planned: int | None = None,
 ) -> None:
-    """``results.json``: the run's ``meta``, ``complete`` (false when ``stopped``, e.g. by "SIGTERM"), the
-    summary and every episode; ``interrupted`` names the episode that was running when the run stopped."""
-    data: dict[str, Any] = {"meta": dict(meta), "complete": stopped is None}
+    """``results.json``: the run's ``meta``, ``complete`` (false when ``stopped``, e.g. by "SIGTERM", or while
+    fewer than ``planned`` episodes are in), the summary and every episode; ``interrupted`` names the episode that
+    was running when the run stopped. ``complete`` false without ``stopped``: the run is still going, or it was
+    killed outright."""
+    finished = planned is None or len(results) >= planned
+    data: dict[str, Any] = {"meta": dict(meta), "complete": stopped is None and finished}
     if stopped is not None:
         data["stopped"] = stopped
     if interrupted:
@@ -157,18 +161,21 @@ class ResultsLog:
     """The results of one run in ``out``: ``episodes.jsonl`` (a ``{"meta": ...}`` line, then one
     ``{"episode": ...}`` line per finished episode) and ``results.json``, both written as each episode ends.
 
-    ``resume=True`` keeps what an earlier run of the same configuration (``meta``) left there: its episodes count
-    as done (:attr:`done`). A last line cut short (the run was killed while writing it) is dropped with a
+    ``results.json`` exists from the start, ``complete`` only once ``planned`` episodes are in. ``resume=True``
+    keeps what an earlier run of the same configuration (``meta``) left there: its episodes count as done
+    (:attr:`done`). A last line cut short (the run was killed while writing it) is dropped with a
     warning; anything else unreadable, or a different configuration, is a :class:`ValueError`."""
 
-    def __init__(self, out: str | Path, meta: Mapping[str, Any], *, resume: bool = False):
+    def __init__(self, out: str | Path, meta: Mapping[str, Any], *, planned: int, resume: bool = False):
         self.out = Path(out)
         self.meta = dict(meta)
+        self.planned = planned
         self.path = self.out / RESULTS_LOG
         self.results: list[EpisodeResult] = self._load() if resume and self.path.exists() else []
         self.out.mkdir(parents=True, exist_ok=True)
         lines = [json.dumps({"meta": self.meta})] + [json.dumps({"episode": asdict(r)}) for r in self.results]
         atomic_write_text(self.path, "".join(line + "\n" for line in lines))
+        self.write()
 
     @property
     def done(self) -> set[str]:
@@ -211,4 +218,11 @@ class ResultsLog:
         self.write()
 
     def write(self, *, stopped: str | None = None, interrupted: Mapping[str, Any] | None = None) -> None:
-        write_results(self.results, self.out / RESULTS_JSON, self.meta, stopped=stopped, interrupted=interrupted)
+        write_results(
+            self.results,
+            self.out / RESULTS_JSON,
+            self.meta,
+            stopped=stopped,
+            interrupted=interrupted,
+            planned=self.planned,
+        )

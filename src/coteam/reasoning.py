@@ -114,6 +114,12 @@ class Decision:
     rejected_lines: int = 0  # lines of model answers a parser rejected (e.g. garbled belief statements)
     payload: BaseModel | None = None  # a message's structured payload (one of the team's payload types)
 
+    COST_FIELDS = ("tokens", "llm_calls", "llm_fallbacks", "llm_deadlines", "llm_breaker", "rejected_lines")
+
+    def charged_with(self, earlier: Decision) -> Decision:
+        """This decision, also charged with what ``earlier`` cost (a decision taken first and set aside)."""
+        return replace(self, **{f: getattr(self, f) + getattr(earlier, f) for f in self.COST_FIELDS})
+
 
 class Team(Protocol):
     name: str
@@ -190,15 +196,7 @@ class AgentBrain:
                     "message_blocked": {"text": first.action.text, "why": blocked, "rationale": first.rationale}
                 }
                 decision, options = self._decide(False)
-                decision = replace(
-                    decision,
-                    tokens=first.tokens + decision.tokens,
-                    llm_calls=first.llm_calls + decision.llm_calls,
-                    llm_fallbacks=first.llm_fallbacks + decision.llm_fallbacks,
-                    llm_deadlines=first.llm_deadlines + decision.llm_deadlines,
-                    llm_breaker=first.llm_breaker + decision.llm_breaker,
-                    rejected_lines=first.rejected_lines + decision.rejected_lines,
-                )
+                decision = decision.charged_with(first)
         action = decision.action
         if action.verb == Verb.SEND_MESSAGE:
             self.memory.record_sent(Message(self.agent, action.text, self.memory.frames, decision.payload))

@@ -83,11 +83,24 @@ def test_a_killed_run_leaves_readable_results_and_resume_finishes_it(tmp_path):
     assert proc.returncode == -signal.SIGKILL
     kept = _finished(out)
     assert kept >= 1
-    assert len(json.loads((out / "results.json").read_text())["episodes"]) == kept  # never half-written
+    data = json.loads((out / "results.json").read_text())
+    assert len(data["episodes"]) == kept  # never half-written
+    assert data["complete"] is False and "stopped" not in data  # killed outright: not all episodes are in
     proc = _run(out, "--resume")
     _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
     assert json.loads((out / "results.json").read_text())["summary"]["episodes"] == 4
+
+
+def test_a_run_killed_before_its_first_episode_ends_says_so(tmp_path):
+    out = tmp_path / "run"
+    proc = _run(out)
+    journal = journal_path(out / "traces" / "cwah-test-000.json")
+    _wait_for(lambda: (journal.exists() and '["step"' in journal.read_text()) or proc.poll() is not None)
+    proc.kill()
+    proc.communicate(timeout=60)
+    data = json.loads((out / "results.json").read_text())
+    assert data["complete"] is False and data["episodes"] == [] and data["summary"] == {}
 
 
 def test_resume_refuses_another_configuration_in_one_line(tmp_path):
@@ -105,19 +118,19 @@ def test_resume_refuses_another_configuration_in_one_line(tmp_path):
 def test_a_line_cut_short_by_a_kill_is_dropped_and_garbage_elsewhere_is_an_error(tmp_path, capsys):
     spec = get_suite("cwah-test").episodes()[0]
     meta = {"team": "rhp", "agents": 2, "params": {}, "seed": 0}
-    log = ResultsLog(tmp_path, meta)
+    log = ResultsLog(tmp_path, meta, planned=2)
     log.add(run_episode(spec.build(), "rhp", episode_name=spec.name))
     line = (tmp_path / "episodes.jsonl").read_text().splitlines()[-1]
     with (tmp_path / "episodes.jsonl").open("a") as f:
         f.write(line[: len(line) // 2])  # the kill came mid-write
-    again = ResultsLog(tmp_path, meta, resume=True)
+    again = ResultsLog(tmp_path, meta, planned=2, resume=True)
     assert again.done == {spec.name}
     assert "dropping a cut-short last line" in capsys.readouterr().err
     lines = (tmp_path / "episodes.jsonl").read_text().splitlines()
     assert len(lines) == 2 and json.loads(lines[1])["episode"]["episode"] == spec.name  # rewritten clean
     (tmp_path / "episodes.jsonl").write_text(lines[0] + "\nnot json\n" + lines[1] + "\n")
     with pytest.raises(ValueError, match=r"episodes.jsonl:2: not a results line"):
-        ResultsLog(tmp_path, meta, resume=True)
+        ResultsLog(tmp_path, meta, planned=2, resume=True)
 
 
 def test_an_episode_that_crashes_leaves_a_replayable_journal(tmp_path):
