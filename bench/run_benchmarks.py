@@ -16,6 +16,7 @@ import argparse
 import json
 import platform
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -342,13 +343,30 @@ def main() -> int:
     from cobel import section as cobel_section
 
     lines += ["", cobel_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]
+    from perception import section as perception_section
+
+    lines += ["", perception_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]
     if not args.skip_ros:
         from ros_team import ros_section
 
         lines += ["", ros_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    out = Path(args.out)
+    text = "\n".join(lines) + "\n"
+    out.write_text(with_other_sections(text, out.read_text()) if out.exists() else text)
     print(f"wrote {args.out}")
     return 0
+
+
+def with_other_sections(new: str, old: str) -> str:
+    """``new``, followed by the sections (``## `` headings) of ``old`` that ``new`` does not have: the ones other
+    scripts splice in (the real-model and hybrid runs) survive a re-run of this one."""
+    titles = {line for line in new.splitlines() if line.startswith("## ")}
+    kept = [
+        part.rstrip("\n")
+        for part in re.split(r"(?m)^(?=## )", old)
+        if part.startswith("## ") and part.splitlines()[0] not in titles
+    ]
+    return "\n\n".join([new.rstrip("\n"), *kept]) + "\n"
 
 
 if __name__ == "__main__":

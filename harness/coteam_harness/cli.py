@@ -329,6 +329,44 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_camera(args: argparse.Namespace) -> int:
+    import cv2
+    import numpy as np
+
+    from coteam.world import AGENT_NAMES
+    from coteam_sim.camera import CameraSpec, item_detector, render
+    from coteam_sim.engine import Simulator
+
+    (spec,) = select_episodes(args.suite, args.episode, args.seed)
+    scene = spec.build()
+    if args.agent not in AGENT_NAMES[: len(scene.agent_starts)]:
+        raise ValueError(f"--agent must be one of {', '.join(a.name for a in scene.agent_starts)}")
+    world = Simulator(scene, tuple(a.name for a in scene.agent_starts)).world
+    if args.pose:
+        x, y, heading = args.pose
+        if not scene.floorplan.is_free(*scene.floorplan.cell_of((x, y))):
+            raise ValueError(f"--pose: ({x}, {y}) is not on a free cell of {spec.name}'s floor plan")
+        world.agents[args.agent].position, world.agents[args.agent].heading = (x, y), round(heading) % 360
+    if args.open_all:
+        world.is_open.update(dict.fromkeys(world.is_open, True))
+    frame = render(world, args.agent, CameraSpec(args.width, args.height, args.fov))
+    rgb_path, depth_path = Path(f"{args.out}-rgb.png"), Path(f"{args.out}-depth.png")
+    rgb_path.parent.mkdir(parents=True, exist_ok=True)
+    cv2.imwrite(str(rgb_path), cv2.cvtColor(frame.rgb, cv2.COLOR_RGB2BGR))
+    cv2.imwrite(str(depth_path), np.clip(frame.depth * 1000, 0, 65535).astype(np.uint16))
+    detector = item_detector(world)
+    table = Table(title=f"{spec.name}: {args.agent}'s camera, ArUco markers")
+    for col in ("object", "pixel", "depth m", "map x, y, z"):
+        table.add_column(col)
+    for d in detector.detect(frame.rgb, frame.depth, frame.intrinsics):
+        x, y, z = frame.pose.to_map(np.array(d.point))
+        table.add_row(f"<{d.name}> ({d.object_id})", f"{d.pixel[0]:.0f}, {d.pixel[1]:.0f}", f"{d.depth_m:.2f}",
+                      f"{x:.2f}, {y:.2f}, {z:.2f}")  # fmt: skip
+    console.print(table)
+    console.print(f"rgb: {rgb_path}\ndepth: {depth_path} (uint16, millimetres)")
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from coteam_harness.trace import load_trace
     from coteam_sim.render import render_trace
@@ -389,6 +427,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("trace")
     p.add_argument("--out", help="PNG path (default: next to the trace)")
     p.set_defaults(func=_cmd_render)
+
+    p = sub.add_parser(
+        "camera",
+        help="what a robot's simulated RGB-D camera sees at an episode's start, and the markers found in it",
+        description="Render one robot's camera (coteam_sim.camera) at the start of an episode, or from a pose you "
+        "give, write the RGB image and the depth image (16-bit PNG, millimetres), and list the ArUco markers found.",
+    )
+    p.add_argument("--suite", default="cwah-test", choices=sorted(SUITES))
+    p.add_argument("--episode", default="0", help="episode index")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--agent", default="alice")
+    p.add_argument("--pose", nargs=3, type=float, metavar=("X", "Y", "HEADING"), help="place the robot here first")
+    p.add_argument("--open-all", action="store_true", help="open every container first")
+    p.add_argument("--width", type=int, default=640)
+    p.add_argument("--height", type=int, default=480)
+    p.add_argument("--fov", type=float, default=60.0, help="horizontal field of view, degrees")
+    p.add_argument("--out", default="camera", help="output prefix: PREFIX-rgb.png, PREFIX-depth.png")
+    p.set_defaults(func=_cmd_camera)
 
     p = sub.add_parser("demo", help="one C-WAH and one TDW-MAT episode with a two-robot team")
     p.add_argument("--team", default="rhp", choices=method_names())

@@ -1,0 +1,226 @@
+"""Seeing objects in camera images: pinhole intrinsics, the camera's pose, the marker catalogue and detectors.
+
+A :class:`Detector` turns one RGB-D frame (an ``H x W x 3`` ``uint8`` RGB image, an ``H x W`` ``float32`` depth image
+in metres along the optical axis, 0 where nothing was measured, and the camera's :class:`CameraIntrinsics`) into
+:class:`ImageDetection` s in the camera's optical frame (REP 103: x right, y down, z forward). The same interface
+serves a simulated camera and a real one.
+
+:class:`ArucoDetector` finds ArUco markers (OpenCV's ``aruco`` module) and names the object each one is on through
+a :class:`MarkerCatalogue`: marker id -> object id and class name. The dictionary is ``DICT_4X4_1000`` (4 x 4
+cells, ids 0-999); the simulator puts marker ``id`` on the object whose id is ``id`` (``MarkerCatalogue.of_objects``),
+so a catalogue of a scene is its object names; on hardware the catalogue is a file that lists the printed markers.
+A marker's position is the depth at its centre pixel (the median over the marker's inner area, which is robust to
+a pixel of the background at its border), back-projected through the intrinsics; knowing the markers' printed size,
+the detector also finds the face's orientation and reports the centre of the object behind it.
+
+:class:`CameraPose` is where a camera looks from: the robot's pose on the map and the camera's mounting on the
+robot, composed with ``transforms3d`` (``map -> base_link -> camera_link -> camera optical frame``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from transforms3d.euler import euler2mat
+
+ARUCO_DICTIONARY = "DICT_4X4_1000"
+MARKER_IDS = 1000
+
+# camera_link (x forward, y left, z up) -> optical frame (x right, y down, z forward): the columns are the optical
+# axes expressed in camera_link.
+LINK_TO_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+
+
+@dataclass(frozen=True)
+class CameraIntrinsics:
+    """A pinhole camera without distortion (``sensor_msgs/CameraInfo`` K = [fx 0 cx; 0 fy cy; 0 0 1])."""
+
+    width: int
+    height: int
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+
+    @staticmethod
+    def from_fov(width: int, height: int, horizontal_fov_deg: float) -> CameraIntrinsics:
+        """Square pixels, the principal point at the image centre."""
+        if width <= 0 or height <= 0 or not 0 < horizontal_fov_deg < 180:
+            raise ValueError("a camera needs a positive size and a field of view in (0, 180) degrees")
+        f = width / 2 / math.tan(math.radians(horizontal_fov_deg) / 2)
+        return CameraIntrinsics(width, height, f, f, width / 2, height / 2)
+
+    @property
+    def matrix(self) -> np.ndarray:
+        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
+
+    def ray(self, u: float, v: float) -> np.ndarray:
+        """The optical-frame direction through pixel coordinates (u, v), scaled to depth 1."""
+        return np.array([(u - self.cx) / self.fx, (v - self.cy) / self.fy, 1.0])
+
+    def rays(self) -> np.ndarray:
+        """``H x W x 3``: the direction through every pixel's centre, scaled to depth 1."""
+        u = (np.arange(self.width) + 0.5 - self.cx) / self.fx
+        v = (np.arange(self.height) + 0.5 - self.cy) / self.fy
+        uu, vv = np.meshgrid(u, v)
+        return np.stack([uu, vv, np.ones_like(uu)], axis=-1)
+
+
+@dataclass(frozen=True)
+class CameraMount:
+    """Where the camera sits on the robot (``base_link -> camera_link``): metres forward / left / up, and the pitch
+    in degrees about camera_link's y axis (REP 103: positive looks down)."""
+
+    x: float = 0.1
+    y: float = 0.0
+    z: float = 1.2
+    pitch_deg: float = 15.0
+
+
+@dataclass(frozen=True)
+class CameraPose:
+    """The optical frame in the map frame: ``map_point = rotation @ optical_point + origin``."""
+
+    rotation: np.ndarray  # 3 x 3
+    origin: np.ndarray  # 3
+
+    @staticmethod
+    def of_robot(position: tuple[float, float], heading_deg: float, mount: CameraMount) -> CameraPose:
+        """The robot at ``position`` facing ``heading_deg`` (counter-clockwise from the map's x axis)."""
+        map_base = euler2mat(0.0, 0.0, math.radians(heading_deg), "sxyz")
+        base_link = euler2mat(0.0, math.radians(mount.pitch_deg), 0.0, "sxyz")
+        rotation = map_base @ base_link @ LINK_TO_OPTICAL
+        origin = np.array([position[0], position[1], 0.0]) + map_base @ np.array([mount.x, mount.y, mount.z])
+        return CameraPose(rotation, origin)
+
+    def to_map(self, point: np.ndarray) -> np.ndarray:
+        return self.rotation @ point + self.origin
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    object_id: int
+    name: str
+
+
+class MarkerCatalogue:
+    """Which object each marker id is on."""
+
+    def __init__(self, entries: Mapping[int, CatalogueEntry]):
+        bad = [m for m in entries if not 0 <= m < MARKER_IDS]
+        if bad:
+            raise ValueError(f"marker ids are 0-{MARKER_IDS - 1} ({ARUCO_DICTIONARY}), got {bad[0]}")
+        self.entries = dict(entries)
+
+    @staticmethod
+    def of_objects(names: Mapping[int, str]) -> MarkerCatalogue:
+        """The simulator's convention: marker ``id`` is on object ``id``."""
+        return MarkerCatalogue({i: CatalogueEntry(i, n) for i, n in names.items()})
+
+    def get(self, marker_id: int) -> CatalogueEntry | None:
+        return self.entries.get(marker_id)
+
+
+@dataclass(frozen=True)
+class ImageDetection:
+    """One object found in one frame."""
+
+    object_id: int
+    name: str
+    pixel: tuple[float, float]  # (u, v) of its centre
+    depth_m: float  # along the optical axis; 0: no depth there
+    point: tuple[float, float, float]  # optical frame, metres
+    confidence: float
+    detector: str
+
+
+class Detector(Protocol):
+    name: str
+
+    def detect(self, rgb: np.ndarray, depth: np.ndarray, intrinsics: CameraIntrinsics) -> list[ImageDetection]: ...
+
+
+def marker_image(marker_id: int, side_px: int) -> np.ndarray:
+    """The marker (black and white, ``side_px`` square, no quiet zone) as OpenCV draws it."""
+    import cv2
+
+    dictionary = cv2.aruco.getPredefinedDictionary(getattr(cv2.aruco, ARUCO_DICTIONARY))
+    return cv2.aruco.generateImageMarker(dictionary, marker_id, side_px)
+
+
+class ArucoDetector:
+    """ArUco markers of :data:`ARUCO_DICTIONARY`, named by a :class:`MarkerCatalogue`; unknown ids are ignored.
+
+    With the markers' printed side ``marker_size_m`` the marker's orientation comes from its corners (OpenCV's
+    ``solvePnP``, ``SOLVEPNP_IPPE_SQUARE``), and a detection is placed ``depth_behind_m`` behind the marker's face,
+    along its normal: where the centre of the object carrying it is (half the object's depth for a marker on a
+    side). Without them a detection is the marker's centre."""
+
+    name = "aruco"
+
+    def __init__(self, catalogue: MarkerCatalogue, marker_size_m: float | None = None, depth_behind_m: float = 0.0):
+        import cv2
+
+        self.catalogue = catalogue
+        self.marker_size_m = marker_size_m
+        self.depth_behind_m = depth_behind_m
+        dictionary = cv2.aruco.getPredefinedDictionary(getattr(cv2.aruco, ARUCO_DICTIONARY))
+        self._detector = cv2.aruco.ArucoDetector(dictionary, cv2.aruco.DetectorParameters())
+
+    def detect(self, rgb: np.ndarray, depth: np.ndarray, intrinsics: CameraIntrinsics) -> list[ImageDetection]:
+        import cv2
+
+        gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+        corners, ids, _ = self._detector.detectMarkers(gray)
+        out: list[ImageDetection] = []
+        if ids is None:
+            return out
+        for quad, marker in zip(corners, ids.ravel(), strict=True):
+            entry = self.catalogue.get(int(marker))
+            if entry is None:
+                continue
+            quad = quad.reshape(4, 2)
+            u, v = (float(c) for c in quad.mean(axis=0))
+            z = _marker_depth(depth, quad)
+            if z <= 0:
+                continue  # no depth at the marker: it cannot be placed
+            point = intrinsics.ray(u, v) * z
+            normal = self._normal(quad, intrinsics)
+            if normal is not None:
+                point = point - normal * self.depth_behind_m
+            xyz = (float(point[0]), float(point[1]), float(point[2]))
+            out.append(ImageDetection(entry.object_id, entry.name, (u, v), z, xyz, 1.0, self.name))
+        return out
+
+    def _normal(self, quad: np.ndarray, intrinsics: CameraIntrinsics) -> np.ndarray | None:
+        """The marker face's outward normal in the optical frame (towards the camera), from its corners."""
+        if self.marker_size_m is None:
+            return None
+        import cv2
+
+        half = self.marker_size_m / 2
+        # OpenCV's order of the corners: top-left, top-right, bottom-right, bottom-left; z out of the marker
+        model = np.array([[-half, half, 0], [half, half, 0], [half, -half, 0], [-half, -half, 0]], np.float32)
+        ok, rvec, _ = cv2.solvePnP(
+            model, quad.astype(np.float32), intrinsics.matrix, None, flags=cv2.SOLVEPNP_IPPE_SQUARE
+        )
+        if not ok:
+            return None
+        rotation, _ = cv2.Rodrigues(rvec)
+        return rotation[:, 2]
+
+
+def _marker_depth(depth: np.ndarray, quad: np.ndarray) -> float:
+    """The median measured depth over the inner half of the marker's quadrilateral (0 when none is measured)."""
+    centre = quad.mean(axis=0)
+    inner = centre + 0.5 * (quad - centre)
+    x0, y0 = np.floor(inner.min(axis=0)).astype(int)
+    x1, y1 = np.ceil(inner.max(axis=0)).astype(int) + 1
+    h, w = depth.shape
+    patch = depth[max(0, y0) : min(h, y1), max(0, x0) : min(w, x1)]
+    values = patch[patch > 0]
+    return float(np.median(values)) if values.size else 0.0

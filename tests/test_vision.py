@@ -1,0 +1,204 @@
+"""Cameras and markers: pinhole intrinsics, the camera pose from the robot's pose and mounting (transforms3d), the
+simulated RGB-D camera (geometry, occlusion by walls and closed containers, determinism) and the ArUco detector
+(finds the markers of the items in view, names them, places them within centimetres)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from coteam.navigation import NavGrid
+from coteam.vision import CameraIntrinsics, CameraMount, CameraPose
+from coteam.world import Relation, WorldState
+from coteam_sim.camera import NOISE_LEVELS, CameraNoise, CameraSpec, item_detector, render, scene_boxes, with_noise
+from coteam_sim.engine import Simulator
+from coteam_sim.suites import get_suite
+
+
+@pytest.fixture
+def world() -> WorldState:
+    scene = get_suite("cwah-test").episodes()[0].build()
+    return Simulator(scene, ("alice", "bob")).world
+
+
+def _contents(world: WorldState) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for item, p in world.placements.items():
+        if p.relation in (Relation.ON, Relation.IN) and world.is_fixture(p.target):
+            out.setdefault(p.target, []).append(item)
+    return out
+
+
+def _stand_before(world: WorldState, fixture_id: int, distance_m: float) -> None:
+    """alice stands ``distance_m`` from the fixture, in its room, facing it."""
+    fixture = world.fixture(fixture_id)
+    fp = world.scene.floorplan
+    for angle in range(0, 360, 15):
+        x = fixture.position[0] + distance_m * math.cos(math.radians(angle))
+        y = fixture.position[1] + distance_m * math.sin(math.radians(angle))
+        room = fp.room_at((x, y))
+        if fp.is_free(*fp.cell_of((x, y))) and room is not None and room.id == fixture.room:
+            world.agents["alice"].position = (x, y)
+            world.agents["alice"].heading = (angle + 180) % 360
+            return
+    raise AssertionError(f"no place {distance_m} m from {fixture.name}")
+
+
+def test_intrinsics_from_the_field_of_view():
+    k = CameraIntrinsics.from_fov(640, 480, 90.0)
+    assert (k.fx, k.fy, k.cx, k.cy) == (pytest.approx(320.0), pytest.approx(320.0), 320.0, 240.0)
+    assert np.allclose(k.ray(320.0, 240.0), [0, 0, 1]) and np.allclose(k.ray(640.0, 240.0), [1, 0, 1])
+    assert k.rays().shape == (480, 640, 3)
+    with pytest.raises(ValueError, match="field of view"):
+        CameraIntrinsics.from_fov(640, 480, 180.0)
+
+
+@pytest.mark.parametrize(("heading", "forward"), [(0, (1, 0)), (90, (0, 1)), (180, (-1, 0)), (270, (0, -1))])
+def test_the_camera_looks_along_the_heading_and_down_by_its_pitch(heading: int, forward: tuple[int, int]):
+    level = CameraPose.of_robot((2.0, 3.0), heading, CameraMount(x=0.1, z=1.2, pitch_deg=0.0))
+    optical_z, optical_x, optical_y = level.rotation[:, 2], level.rotation[:, 0], level.rotation[:, 1]
+    assert np.allclose(optical_z, [*forward, 0], atol=1e-9)
+    assert np.allclose(optical_y, [0, 0, -1], atol=1e-9)  # image down is world down
+    assert np.allclose(np.cross(optical_z, optical_x), [0, 0, -1], atol=1e-9)  # image right is the robot's right
+    assert np.allclose(level.origin, [2.0 + 0.1 * forward[0], 3.0 + 0.1 * forward[1], 1.2])
+    tilted = CameraPose.of_robot((2.0, 3.0), heading, CameraMount(pitch_deg=15.0))
+    assert tilted.rotation[2, 2] == pytest.approx(-math.sin(math.radians(15.0)))
+
+
+def test_depth_is_the_distance_to_the_wall_ahead(world: WorldState):
+    fp = world.scene.floorplan
+    cs = fp.cell_size
+    fixtures = [f.position for f in (*world.scene.containers, *world.scene.surfaces)]
+
+    def clear(cy: int, x0: float, x1: float) -> bool:  # no fixture within a metre of the sight line
+        return all(not (x0 - 1 <= fx <= x1 + 1 and abs(fy - (cy + 0.5) * cs) < 1.0) for fx, fy in fixtures)
+
+    runs = [
+        (cy, cx, row.index("#", cx))
+        for cy, row in enumerate(fp.rows)
+        for cx in range(1, fp.width - 3)
+        if row[cx - 1] == "#" and row[cx : cx + 3] == "..." and "#" in row[cx:]
+    ]
+    cy, cx, end = next(r for r in runs if clear(r[0], r[1] * cs, r[2] * cs))
+    world.agents["alice"].position = ((cx + 0.5) * cs, (cy + 0.5) * cs)
+    world.agents["alice"].heading = 0
+    del world.agents["bob"]
+    mount = CameraMount(x=0.1, z=1.2, pitch_deg=0.0)
+    frame = render(world, "alice", CameraSpec(width=64, height=48, mount=mount))
+    expected = end * cs - ((cx + 0.5) * cs + 0.1)
+    assert np.allclose(frame.depth[23:25, 31:33], expected, atol=1e-4)
+    assert frame.depth.dtype == np.float32 and (frame.depth[-1] > 0).all()  # the floor is measured too
+    assert np.array_equal(frame.rgb, render(world, "alice", CameraSpec(width=64, height=48, mount=mount)).rgb)
+
+
+def test_closed_containers_hide_their_items_and_open_ones_show_them(world: WorldState):
+    contents = _contents(world)
+    container = next(c for c in world.scene.containers if c.id in contents and c.openable)
+    _stand_before(world, container.id, 2.0)
+    world.is_open[container.id] = False
+    closed = render(world, "alice", CameraSpec())
+    assert not set(contents[container.id]) & set(np.unique(closed.object_ids))
+    assert container.id in np.unique(closed.object_ids)
+    world.is_open[container.id] = True
+    opened = render(world, "alice", CameraSpec())
+    assert set(contents[container.id]) <= set(np.unique(opened.object_ids))
+
+
+def test_walls_hide_what_is_behind_them(world: WorldState):
+    contents = _contents(world)
+    surface = next(s for s in world.scene.surfaces if s.id in contents)
+    _stand_before(world, surface.id, 2.0)
+    seen = render(world, "alice", CameraSpec())
+    assert set(contents[surface.id]) <= set(np.unique(seen.object_ids))
+    # from a free cell of another room whose every sight line to the surface's top crosses a wall cell
+    fp = world.scene.floorplan
+    nav = NavGrid(fp)
+    sx, sy = surface.position
+    corners = [(sx + dx, sy + dy) for dx in (-0.4, 0.0, 0.4) for dy in (-0.4, 0.0, 0.4)]
+    spots = [
+        fp.center_of((cx, cy))
+        for cy in range(fp.height)
+        for cx in range(fp.width)
+        if fp.is_free(cx, cy) and fp.room_of_cell(cx, cy) not in (None, fp.room(surface.room))
+    ]
+    hidden_spots = [
+        p
+        for p in spots
+        if 2.0 < math.dist(p, surface.position) < 6.0 and not any(nav.line_of_sight(p, c) for c in corners)
+    ]
+    assert hidden_spots
+    x, y = hidden_spots[0]
+    world.agents["alice"].position = (x, y)
+    world.agents["alice"].heading = round(math.degrees(math.atan2(sy - y, sx - x))) % 360
+    hidden = render(world, "alice", CameraSpec())
+    assert not set(contents[surface.id]) & set(np.unique(hidden.object_ids))
+    assert (hidden.object_ids == -1).mean() > 0.5, "it looks at a wall"
+
+
+def test_aruco_finds_the_items_in_view_and_places_them_on_the_map(world: WorldState):
+    names = {i.id: i.name for i in world.scene.items}
+    detector = item_detector(world)
+    for c in world.scene.containers:
+        world.is_open[c.id] = True
+    boxes = scene_boxes(world, "alice")
+    centre = {
+        oid: (np.array(lo) + np.array(hi)) / 2
+        for lo, hi, oid, kind in zip(boxes.lo, boxes.hi, boxes.object_id, boxes.kind, strict=True)
+        if kind == 2
+    }
+    found_total = expected_total = 0
+    errors: list[float] = []
+    for fixture_id, items in sorted(_contents(world).items()):
+        _stand_before(world, fixture_id, 2.0)
+        frame = render(world, "alice", CameraSpec())
+        found = detector.detect(frame.rgb, frame.depth, frame.intrinsics)
+        assert {d.object_id for d in found} <= set(items), "only the markers in view, each named right"
+        assert all(d.name == names[d.object_id] for d in found)
+        for d in found:  # the centre of the cube behind the marker's face
+            errors.append(np.linalg.norm(frame.pose.to_map(np.array(d.point)) - centre[d.object_id]))
+        found_total += len(found)
+        expected_total += len(items)
+    assert found_total >= 0.8 * expected_total
+    assert np.median(errors) < 0.03 and max(errors) < 0.1, errors
+
+
+def test_coteam_camera_writes_the_images_and_lists_the_markers(world: WorldState, tmp_path, capsys):
+    from coteam.cli import main
+
+    fixture_id, items = min(_contents(world).items())
+    _stand_before(world, fixture_id, 2.0)
+    (x, y), heading = world.agents["alice"].position, world.agents["alice"].heading
+    pose = [str(x), str(y), str(heading)]
+    assert main(["camera", "--open-all", "--pose", *pose, "--out", str(tmp_path / "f")]) == 0
+    printed = capsys.readouterr().out
+    assert any(f"({i})" in printed for i in items)
+    import cv2
+
+    rgb, depth = (
+        cv2.imread(str(tmp_path / "f-rgb.png")),
+        cv2.imread(str(tmp_path / "f-depth.png"), cv2.IMREAD_UNCHANGED),
+    )
+    assert rgb.shape == (480, 640, 3) and depth.dtype == np.uint16 and depth.max() > 1000
+    assert main(["camera", "--pose", "0", "0", "0", "--out", str(tmp_path / "g")]) == 2
+    assert "not on a free cell" in capsys.readouterr().err
+
+
+def test_noise_is_reproducible_grows_with_distance_and_loses_frames(world: WorldState):
+    frame = render(world, "alice", CameraSpec(width=160, height=120))
+    clean = with_noise(frame, NOISE_LEVELS["clean"], np.random.default_rng(1))
+    assert clean is not None and np.array_equal(clean.rgb, frame.rgb) and np.array_equal(clean.depth, frame.depth)
+    noise = CameraNoise(pixel_sigma=5.0, depth_sigma_1m=0.01, blur_sigma_px=1.0)
+    a, b = (with_noise(frame, noise, np.random.default_rng(7)) for _ in range(2))
+    assert a is not None and b is not None and np.array_equal(a.rgb, b.rgb) and np.array_equal(a.depth, b.depth)
+    assert not np.array_equal(a.rgb, frame.rgb)
+    measured = frame.depth > 0
+    assert (a.depth[~measured] == 0).all(), "no depth appears where nothing was measured"
+    error = np.abs(a.depth - frame.depth)[measured]
+    far = frame.depth[measured] > 2.5
+    near = frame.depth[measured] < 1.5
+    assert far.sum() > 100 and near.sum() > 100
+    assert error[far].mean() > 2 * error[near].mean()  # sigma grows with the square of the distance
+    lost = sum(with_noise(frame, CameraNoise(missed_frames=0.5), np.random.default_rng(s)) is None for s in range(200))
+    assert 70 < lost < 130
