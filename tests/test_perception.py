@@ -145,3 +145,42 @@ def test_detection_from_view_matches_the_observation_model():
     p = detection_from_view(held, 7, names, confidence=0.8)
     assert (p.holder, p.container, p.category, p.confidence) == ("bob", "", "", 0.8)
     assert detection_from_view(fridge, 7, names).category == "container"
+
+
+def test_confidence_grows_with_sightings_at_one_place_and_starts_over_where_it_moved():
+    fusion = SemanticMapFusion()
+    fusion.update([det(21, 0, confidence=0.6)], 0)
+    fusion.update([det(21, 1, confidence=0.6, position=(21.2, 0.0))], 1)  # the same place, within 0.5 m
+    assert fusion.get(21).confidence == pytest.approx(0.84)
+    fusion.update([det(21, 2, confidence=0.6, position=(25.0, 0.0))], 2)  # moved
+    assert fusion.get(21).confidence == pytest.approx(0.6)
+
+
+def test_anonymous_detections_are_associated_by_category_and_distance():
+    fusion = SemanticMapFusion(association_radius_m=0.5)
+    fusion.update([det(-1, 0, name="apple", category="food", position=(1.0, 1.0), confidence=0.5)], 0)
+    fusion.update(
+        [
+            det(-1, 1, name="apple", category="food", position=(1.2, 1.1), confidence=0.5),  # the same apple
+            det(-1, 1, name="plate", category="stuff", position=(1.1, 1.0), confidence=0.5),  # near, other class
+            det(-1, 1, name="apple", category="food", position=(5.0, 1.0), confidence=0.5),  # another apple
+        ],
+        1,
+    )
+    objects = {o.object_id: o for o in fusion.objects()}
+    assert sorted(objects) == [-3, -2, -1] and all(scene_id < 0 for scene_id in objects)
+    assert objects[-1].confidence == pytest.approx(0.75) and objects[-1].position == (1.2, 1.1)
+    assert {objects[-2].name, objects[-3].name} == {"plate", "apple"}
+    copy = SemanticMapFusion.from_json(fusion.to_json())
+    assert copy.update([det(-1, 2, name="pear", category="fruit", position=(9.0, 9.0))], 2) == [-4]
+
+
+def test_a_place_seen_empty_loses_confidence_until_it_is_forgotten():
+    fusion = SemanticMapFusion(empty_decay=0.5, drop_below=0.15)
+    fusion.update([det(21, 0, confidence=0.8), det(22, 0, holder="bob")], 0)
+    assert fusion.seen_empty([21, 22, 99], 1) == []
+    assert fusion.get(21).confidence == pytest.approx(0.4) and fusion.get(22).confidence == 1.0  # held: moves along
+    assert fusion.seen_empty([21], 2) == [] and fusion.seen_empty([21], 3) == [21]
+    assert 21 not in fusion
+    with pytest.raises(ValueError, match="empty_decay"):
+        SemanticMapFusion(empty_decay=1.0)

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from coteam.navigation import NavGrid
-from coteam.vision import CameraIntrinsics, CameraMount, CameraPose
-from coteam.world import Relation, WorldState
+from coteam.perception import SemanticMapFusion
+from coteam.vision import CameraIntrinsics, CameraMount, CameraPose, detections_on_map, places_seen_empty
+from coteam.world import Placement, Relation, WorldState
 from coteam_sim.camera import NOISE_LEVELS, CameraNoise, CameraSpec, item_detector, render, scene_boxes, with_noise
 from coteam_sim.engine import Simulator
 from coteam_sim.suites import get_suite
@@ -202,3 +203,30 @@ def test_noise_is_reproducible_grows_with_distance_and_loses_frames(world: World
     assert error[far].mean() > 2 * error[near].mean()  # sigma grows with the square of the distance
     lost = sum(with_noise(frame, CameraNoise(missed_frames=0.5), np.random.default_rng(s)) is None for s in range(200))
     assert 70 < lost < 130
+
+
+def test_camera_detections_build_the_semantic_map_and_an_emptied_place_fades(world: WorldState):
+    contents = _contents(world)
+    surface = next(s for s in world.scene.surfaces if len(contents.get(s.id, [])) >= 1)
+    items = contents[surface.id]
+    _stand_before(world, surface.id, 2.0)
+    detector = item_detector(world)
+    categories = {i.name: i.category for i in world.scene.items}
+    fusion = SemanticMapFusion(empty_decay=0.5, drop_below=0.2)
+    frame = render(world, "alice", CameraSpec())
+    found = detector.detect(frame.rgb, frame.depth, frame.intrinsics)
+    on_map = detections_on_map(found, frame.pose, world.scene.floorplan, 0, categories)
+    fusion.update(on_map, 0)
+    room = world.scene.floorplan.room(surface.room).name
+    assert {o.object_id for o in fusion.objects()} == set(items) and all(o.room == room for o in fusion.objects())
+    places = {d.object_id: tuple(frame.pose.to_map(np.array(d.point))) for d in found}
+    # Someone takes the items away; the robot looks again from where it stands.
+    for item in items:
+        world.placements[item] = Placement.held("bob", items.index(item) % 2)
+    for step in (1, 2, 3):
+        frame = render(world, "alice", CameraSpec())
+        assert not detector.detect(frame.rgb, frame.depth, frame.intrinsics)
+        empty = places_seen_empty(places, frame.pose, frame.intrinsics, frame.depth)
+        assert set(empty) == set(items), "the camera sees the table top where they stood"
+        fusion.seen_empty(empty, step)
+    assert len(fusion) == 0, "three looks at the empty table: forgotten"

@@ -7,13 +7,20 @@ object id, the latest accepted sighting as a :class:`SemanticObject`, plus the r
 Fusion rules (one :meth:`SemanticMapFusion.update` per observation):
 
 * A detection below ``min_confidence`` is ignored.
-* A new object id is added; a re-detected one takes the newest detection's position, room, container, holder
-  and confidence (**newest wins**). Detections are ordered by their ``step``, not by arrival, so a late
-  detection from an older step never overwrites a newer sighting. Within one batch, a duplicate id keeps the
-  most confident detection (the later one on a tie).
-  Positions are not averaged: the detector is the simulator's oracle (exact positions, confidence 1.0), and
-  household objects move (picked up, carried, put away), so an average would place an object between where it
-  was and where it is. Averaging would only pay off for a noisy detector observing a static object.
+* A detection without an identity (``object_id < 0``: a detector that knows the class, not the instance) is
+  associated with the nearest remembered object of its category within ``association_radius_m``, or becomes a
+  new object with an id of its own (negative: -1, -2, ..., never a scene's id).
+* A new object id is added; a re-detected one takes the newest detection's position, room, container and holder
+  (**newest wins**). Its confidence grows with each sighting at the same place (within
+  ``association_radius_m``): ``c <- 1 - (1 - c)(1 - d)`` for a detection of confidence ``d``; a sighting
+  elsewhere (the object moved) starts over at ``d``. Detections are ordered by their ``step``, not by arrival, so
+  a late detection from an older step never overwrites a newer sighting. Within one batch, a duplicate id keeps
+  the most confident detection (the later one on a tie).
+  Positions are not averaged: household objects move (picked up, carried, put away), so an average would place an
+  object between where it was and where it is.
+* :meth:`SemanticMapFusion.seen_empty`: a camera looked at where an object was and saw past it (the caller decides,
+  e.g. with :func:`coteam.vision.places_seen_empty`): its confidence is multiplied by ``empty_decay``, and the
+  object is forgotten when it falls below ``drop_below``.
 * An object the robot does not see although it is in the robot's room is **kept** with its
   ``last_seen_step``; ``unconfirmed_since`` records the first step it was missed there (reset on the next
   sighting). Unlike :class:`coteam.memory.AgentMemory`, which drops such objects using the camera geometry of
@@ -35,7 +42,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from coteam.observation import ObjectView
-from coteam.world import ObjectKind, Relation, Vec2
+from coteam.world import ObjectKind, Relation, Vec2, distance
 
 JSON_FORMAT = 1
 
@@ -114,11 +121,24 @@ def detection_from_view(view: ObjectView, step: int, names: Mapping[int, str], c
 class SemanticMapFusion:
     """A robot's semantic map, built from batches of detections (see the module docstring for the rules)."""
 
-    def __init__(self, min_confidence: float = 0.0, forget_after_steps: int | None = None) -> None:
+    def __init__(
+        self,
+        min_confidence: float = 0.0,
+        forget_after_steps: int | None = None,
+        association_radius_m: float = 0.5,
+        empty_decay: float = 0.5,
+        drop_below: float = 0.05,
+    ) -> None:
         if forget_after_steps is not None and forget_after_steps < 0:
             raise ValueError(f"forget_after_steps must be >= 0 or None, not {forget_after_steps}")
+        if not 0 <= empty_decay < 1:
+            raise ValueError(f"empty_decay must be in [0, 1), not {empty_decay}")
         self.min_confidence = min_confidence
         self.forget_after_steps = forget_after_steps
+        self.association_radius_m = association_radius_m
+        self.empty_decay = empty_decay
+        self.drop_below = drop_below
+        self._next_anonymous = -1
         self.step = -1  # step of the last update
         self._objects: dict[int, SemanticObject] = {}
         self._explored: dict[str, None] = {}  # insertion-ordered set
@@ -141,6 +161,8 @@ class SemanticMapFusion:
         for det in detections:
             if det.confidence < self.min_confidence:
                 continue
+            if det.object_id < 0:
+                det = replace(det, object_id=self._associate(det))
             seen = best.get(det.object_id)
             if seen is None or det.confidence >= seen.confidence:
                 best[det.object_id] = det
@@ -149,7 +171,10 @@ class SemanticMapFusion:
             old = self._objects.get(oid)
             if old is not None and det.step < old.last_seen_step:
                 continue  # a late detection from an older observation
-            self._objects[oid] = SemanticObject.from_detection(det)
+            new = SemanticObject.from_detection(det)
+            if old is not None and distance(old.position, det.position) <= self.association_radius_m:
+                new = replace(new, confidence=1 - (1 - old.confidence) * (1 - det.confidence))
+            self._objects[oid] = new
             changed.append(oid)
         if robot_room:
             for oid, obj in self._objects.items():
@@ -168,6 +193,34 @@ class SemanticMapFusion:
             for oid in [oid for oid, obj in self._objects.items() if obj.last_seen_step < horizon]:
                 del self._objects[oid]
         return sorted(changed)
+
+    def _associate(self, det: Detection) -> int:
+        """The remembered object of ``det``'s category nearest to it within the radius, or a new anonymous id."""
+        near = [
+            (distance(o.position, det.position), oid)
+            for oid, o in self._objects.items()
+            if o.category == det.category and distance(o.position, det.position) <= self.association_radius_m
+        ]
+        if near:
+            return min(near)[1]
+        self._next_anonymous -= 1
+        return self._next_anonymous + 1
+
+    def seen_empty(self, object_ids: Iterable[int], step: int) -> list[int]:
+        """The places of ``object_ids`` were seen empty at ``step``: their confidence decays; returns the ids
+        forgotten because it fell below ``drop_below``."""
+        dropped = []
+        for oid in object_ids:
+            obj = self._objects.get(oid)
+            if obj is None or obj.holder or obj.last_seen_step >= step:
+                continue
+            confidence = obj.confidence * self.empty_decay
+            if confidence < self.drop_below:
+                del self._objects[oid]
+                dropped.append(oid)
+            else:
+                self._objects[oid] = replace(obj, confidence=confidence)
+        return sorted(dropped)
 
     # --- queries -----------------------------------------------------------------------------------------
     def objects(self) -> list[SemanticObject]:
@@ -194,6 +247,10 @@ class SemanticMapFusion:
             "format": JSON_FORMAT,
             "min_confidence": self.min_confidence,
             "forget_after_steps": self.forget_after_steps,
+            "association_radius_m": self.association_radius_m,
+            "empty_decay": self.empty_decay,
+            "drop_below": self.drop_below,
+            "next_anonymous": self._next_anonymous,
             "step": self.step,
             "explored_rooms": self.explored_rooms,
             "objects": [asdict(obj) for obj in self.objects()],
@@ -206,7 +263,9 @@ class SemanticMapFusion:
     def from_dict(cls, data: Mapping[str, Any]) -> SemanticMapFusion:
         if data.get("format") != JSON_FORMAT:
             raise ValueError(f"unsupported semantic map format {data.get('format')!r} (expected {JSON_FORMAT})")
-        fusion = cls(data["min_confidence"], data["forget_after_steps"])
+        settings = {k: data[k] for k in ("association_radius_m", "empty_decay", "drop_below") if k in data}
+        fusion = cls(data["min_confidence"], data["forget_after_steps"], **settings)
+        fusion._next_anonymous = data.get("next_anonymous", -1)
         fusion.step = data["step"]
         fusion._explored = dict.fromkeys(data["explored_rooms"])
         for raw in data["objects"]:

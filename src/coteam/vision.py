@@ -15,17 +15,23 @@ the detector also finds the face's orientation and reports the centre of the obj
 
 :class:`CameraPose` is where a camera looks from: the robot's pose on the map and the camera's mounting on the
 robot, composed with ``transforms3d`` (``map -> base_link -> camera_link -> camera optical frame``).
+:func:`detections_on_map` puts a frame's detections on the map, in their rooms, as the semantic map
+(:class:`coteam.perception.SemanticMapFusion`) takes them; :func:`places_seen_empty` says which remembered places a
+frame looked through, so that the map lowers its confidence in what it remembered there.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 from transforms3d.euler import euler2mat
+
+from coteam.perception import Detection
+from coteam.world import FloorPlan
 
 ARUCO_DICTIONARY = "DICT_4X4_1000"
 MARKER_IDS = 1000
@@ -224,3 +230,50 @@ def _marker_depth(depth: np.ndarray, quad: np.ndarray) -> float:
     patch = depth[max(0, y0) : min(h, y1), max(0, x0) : min(w, x1)]
     values = patch[patch > 0]
     return float(np.median(values)) if values.size else 0.0
+
+
+def detections_on_map(
+    found: Iterable[ImageDetection],
+    pose: CameraPose,
+    floorplan: FloorPlan,
+    step: int,
+    categories: Mapping[str, str] | None = None,
+) -> list[Detection]:
+    """``found`` in one frame, put on the map (the optical-frame point through ``pose``) and in the room the floor
+    plan has there, as the semantic map takes them (:class:`coteam.perception.Detection`); ``categories`` maps a
+    class name to its category. A detection outside every room is left out."""
+    out = []
+    for d in found:
+        x, y, _ = pose.to_map(np.array(d.point))
+        room = floorplan.room_at((float(x), float(y)))
+        if room is None:
+            continue
+        category = (categories or {}).get(d.name, "")
+        out.append(Detection(d.name, d.object_id, category, room.name, "", (float(x), float(y)), d.confidence, step))
+    return out
+
+
+def places_seen_empty(
+    places: Mapping[int, tuple[float, float, float]],
+    pose: CameraPose,
+    intrinsics: CameraIntrinsics,
+    depth: np.ndarray,
+    margin_m: float = 0.3,
+) -> list[int]:
+    """Which of ``places`` (id -> map point) this frame looked through: the point is in the image, in front of the
+    camera, and the depth measured at its pixel lies more than ``margin_m`` beyond it -- the camera saw past the
+    place, so whatever was there is not. A place hidden behind something nearer, or with nothing measured, is not
+    seen."""
+    out = []
+    for key, point in places.items():
+        cam = pose.rotation.T @ (np.array(point) - pose.origin)
+        if cam[2] <= 0:
+            continue
+        u = intrinsics.fx * cam[0] / cam[2] + intrinsics.cx
+        v = intrinsics.fy * cam[1] / cam[2] + intrinsics.cy
+        if not (0 <= u < intrinsics.width and 0 <= v < intrinsics.height):
+            continue
+        measured = float(depth[int(v), int(u)])
+        if measured > cam[2] + margin_m:
+            out.append(key)
+    return sorted(out)
