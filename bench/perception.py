@@ -8,10 +8,13 @@ hold items, in the fixture's room, facing it (the first free spot going round it
 (``coteam_sim.camera.render``, 640 x 480, 60 degrees) and detected at every noise level of
 ``coteam_sim.camera.NOISE_LEVELS`` (noise seeded per view and level).
 
-Ground truth: an item is *in view* when at least ``MIN_PIXELS`` pixels of the frame show it and it is within
-``MAX_RANGE_M`` of the camera. A detection is *correct* when the item it names is visible in the frame (any pixel);
-recall counts the in-view items detected, precision the correct detections; the localisation error is the distance
-on the map between a detection and the centre of the item's cube. A lost frame (``missed_frames``) counts its
+Detectors: ``aruco`` (the items' markers, ``coteam_sim.camera.item_detector``) and ``color`` (the class colours of
+the items' tops, ``colour_detector``: class, not instance). Ground truth: an item is *in view* when at least
+``MIN_PIXELS`` pixels of the frame show it and it is within ``MAX_RANGE_M`` of the camera. A detection is *correct*
+when an item visible in the frame (any pixel) matches it within ``MATCH_RADIUS_M`` on the map: the item it names by
+id, or for a class-only detection the nearest visible item of its class not matched yet. Recall counts the in-view
+items matched, precision the correct detections; the localisation error is the distance on the map between a
+detection and the centre of its item's cube. A lost frame (``missed_frames``) counts its
 in-view items as missed. Timing: ``render`` and ``detect`` per frame, medians.
 """
 
@@ -26,7 +29,15 @@ import time
 import numpy as np
 
 from coteam.world import Relation, WorldState
-from coteam_sim.camera import NOISE_LEVELS, CameraSpec, item_detector, render, scene_boxes, with_noise
+from coteam_sim.camera import (
+    NOISE_LEVELS,
+    CameraSpec,
+    colour_detector,
+    item_detector,
+    render,
+    scene_boxes,
+    with_noise,
+)
 from coteam_sim.engine import Simulator
 from coteam_sim.suites import get_suite
 
@@ -36,6 +47,8 @@ FIXTURES = 4
 DISTANCES_M = (1.5, 2.5, 3.5)
 MIN_PIXELS = 150
 MAX_RANGE_M = 4.0
+MATCH_RADIUS_M = 0.5
+DETECTORS = {"aruco": item_detector, "color": colour_detector}
 
 
 def _stand_before(world: WorldState, fixture_id: int, distance_m: float) -> bool:
@@ -52,21 +65,44 @@ def _stand_before(world: WorldState, fixture_id: int, distance_m: float) -> bool
     return False
 
 
+def _match(found, visible: dict[int, str], centres: dict[int, np.ndarray], pose) -> list[tuple[int, float]]:
+    """Each detection's item (the one it names by id, or for a class-only detection the nearest unmatched visible
+    item of its class) within ``MATCH_RADIUS_M`` on the map, and the distance; (-1, nan) when there is none."""
+    taken: set[int] = set()
+    out = []
+    for d in found:
+        on_map = pose.to_map(np.array(d.point))
+        candidates = [
+            (float(np.linalg.norm(on_map - centres[i])), i)
+            for i, name in visible.items()
+            if i not in taken and (i == d.object_id if d.object_id >= 0 else name == d.name)
+        ]
+        best = min(candidates, default=(math.inf, -1))
+        if best[0] <= MATCH_RADIUS_M:
+            taken.add(best[1])
+            out.append((best[1], best[0]))
+        else:
+            out.append((-1, math.nan))
+    return out
+
+
 def measure() -> dict:
     camera = CameraSpec()
     counts = {
-        level: {"in_view": 0, "found": 0, "detections": 0, "correct": 0, "errors": [], "lost": 0}
+        (detector, level): {"in_view": 0, "found": 0, "detections": 0, "correct": 0, "errors": [], "lost": 0}
+        for detector in DETECTORS
         for level in NOISE_LEVELS
     }
     render_s: list[float] = []
-    detect_s: list[float] = []
+    detect_s: dict[str, list[float]] = {name: [] for name in DETECTORS}
     views = 0
     for suite in ("cwah-test", "tdwmat-test"):
         for index, spec in enumerate(get_suite(suite).episodes()[:EPISODES]):
             scene = spec.build()
             world = Simulator(scene, tuple(a.name for a in scene.agent_starts)).world
             world.is_open.update(dict.fromkeys(world.is_open, True))
-            detector = item_detector(world)
+            detectors = {name: make(world) for name, make in DETECTORS.items()}
+            names = {i.id: i.name for i in scene.items}
             holders = sorted(
                 {
                     p.target
@@ -88,9 +124,9 @@ def measure() -> dict:
                         if kind == 2
                     }
                     ids, pixels = np.unique(frame.object_ids, return_counts=True)
-                    visible = {int(i) for i in ids if int(i) in centres}
+                    visible = {int(i): names[int(i)] for i in ids if int(i) in centres}
                     near = {
-                        i
+                        int(i)
                         for i, n in zip(ids, pixels, strict=True)
                         if int(i) in centres
                         and n >= MIN_PIXELS
@@ -98,23 +134,22 @@ def measure() -> dict:
                     }
                     views += 1
                     for k, (level, noise) in enumerate(NOISE_LEVELS.items()):
-                        c = counts[level]
-                        c["in_view"] += len(near)
                         noisy = with_noise(frame, noise, np.random.default_rng([index, views, k]))
-                        if noisy is None:
-                            c["lost"] += 1
-                            continue
-                        start = time.perf_counter()
-                        found = detector.detect(noisy.rgb, noisy.depth, noisy.intrinsics)
-                        if level == "clean":
-                            detect_s.append(time.perf_counter() - start)
-                        c["detections"] += len(found)
-                        for d in found:
-                            if d.object_id in visible:
-                                c["correct"] += 1
-                                error = np.linalg.norm(frame.pose.to_map(np.array(d.point)) - centres[d.object_id])
-                                c["errors"].append(float(error))
-                        c["found"] += len({d.object_id for d in found} & {int(i) for i in near})
+                        for name, detector in detectors.items():
+                            c = counts[name, level]
+                            c["in_view"] += len(near)
+                            if noisy is None:
+                                c["lost"] += 1
+                                continue
+                            start = time.perf_counter()
+                            found = detector.detect(noisy.rgb, noisy.depth, noisy.intrinsics)
+                            if level == "clean":
+                                detect_s[name].append(time.perf_counter() - start)
+                            matched = _match(found, visible, centres, frame.pose)
+                            c["detections"] += len(found)
+                            c["correct"] += sum(item >= 0 for item, _ in matched)
+                            c["errors"] += [error for item, error in matched if item >= 0]
+                            c["found"] += len({item for item, _ in matched} & near)
     return {"counts": counts, "views": views, "render_s": render_s, "detect_s": detect_s}
 
 
@@ -126,11 +161,11 @@ def section(command: str) -> str:
         "| 95th pct error m |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for level, c in data["counts"].items():
+    for (detector, level), c in data["counts"].items():
         errors = sorted(c["errors"])
         p95 = errors[min(len(errors) - 1, round(0.95 * len(errors)) - 1)] if errors else float("nan")
         rows.append(
-            f"| aruco | {level} | {c['lost']} | {c['in_view']} | {c['found'] / max(1, c['in_view']):.3f} | "
+            f"| {detector} | {level} | {c['lost']} | {c['in_view']} | {c['found'] / max(1, c['in_view']):.3f} | "
             f"{c['detections']} | {c['correct'] / max(1, c['detections']):.3f} | "
             f"{statistics.median(errors) if errors else float('nan'):.3f} | {p95:.3f} |"
         )
@@ -153,8 +188,9 @@ def section(command: str) -> str:
         *rows,
         "",
         f"Per frame (medians, this 2-core machine, 1-minute load average {load:.1f} before the run): render "
-        f"{statistics.median(data['render_s']):.2f} s, ArUco detection "
-        f"{1000 * statistics.median(data['detect_s']):.0f} ms.",
+        f"{statistics.median(data['render_s']):.2f} s; detection "
+        + ", ".join(f"{name} {1000 * statistics.median(t):.0f} ms" for name, t in data["detect_s"].items())
+        + ".",
     ]
     return "\n".join(lines) + "\n"
 

@@ -13,7 +13,16 @@ from coteam.navigation import NavGrid
 from coteam.perception import SemanticMapFusion
 from coteam.vision import CameraIntrinsics, CameraMount, CameraPose, detections_on_map, places_seen_empty
 from coteam.world import Placement, Relation, WorldState
-from coteam_sim.camera import NOISE_LEVELS, CameraNoise, CameraSpec, item_detector, render, scene_boxes, with_noise
+from coteam_sim.camera import (
+    NOISE_LEVELS,
+    CameraNoise,
+    CameraSpec,
+    colour_detector,
+    item_detector,
+    render,
+    scene_boxes,
+    with_noise,
+)
 from coteam_sim.engine import Simulator
 from coteam_sim.suites import get_suite
 
@@ -230,3 +239,19 @@ def test_camera_detections_build_the_semantic_map_and_an_emptied_place_fades(wor
         assert set(empty) == set(items), "the camera sees the table top where they stood"
         fusion.seen_empty(empty, step)
     assert len(fusion) == 0, "three looks at the empty table: forgotten"
+
+
+def test_the_colour_detector_finds_each_untagged_item_by_its_class(world: WorldState):
+    names = {i.id: i.name for i in world.scene.items}
+    detector = colour_detector(world)
+    for c in world.scene.containers:
+        world.is_open[c.id] = True
+    for fixture_id, items in sorted(_contents(world).items()):
+        _stand_before(world, fixture_id, 2.0)
+        frame = render(world, "alice", CameraSpec())
+        found = detector.detect(frame.rgb, frame.depth, frame.intrinsics)
+        assert sorted(d.name for d in found) == sorted(names[i] for i in items)
+        assert all(d.object_id == -1 and 0 < d.confidence <= 1 and d.depth_m > 0 for d in found)
+    world.placements.update({i: Placement.held("bob", 0) for i in names})  # nothing left in view
+    frame = render(world, "alice", CameraSpec())
+    assert detector.detect(frame.rgb, frame.depth, frame.intrinsics) == []

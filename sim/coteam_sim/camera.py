@@ -20,14 +20,22 @@ then adds what a real sensor would, at the documented :data:`NOISE_LEVELS`, repr
 
 from __future__ import annotations
 
-import hashlib
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
 
 import numpy as np
 
-from coteam.vision import ArucoDetector, CameraIntrinsics, CameraMount, CameraPose, MarkerCatalogue, marker_image
+from coteam.vision import (
+    ArucoDetector,
+    CameraIntrinsics,
+    CameraMount,
+    CameraPose,
+    ColorDetector,
+    MarkerCatalogue,
+    marker_image,
+)
 from coteam.world import Item, Relation, WorldState
 
 WALL_HEIGHT_M = 2.5
@@ -43,8 +51,8 @@ NEAR_M = 0.05
 
 FLOOR_RGB = (150, 140, 125)
 WALL_RGB = (215, 212, 205)
-SURFACE_RGB = (135, 95, 60)
-CONTAINER_RGB = (110, 120, 135)
+SURFACE_RGB = (140, 120, 100)  # furniture and walls are greyish: only items are vivid (the colour detector)
+CONTAINER_RGB = (112, 120, 132)
 ROBOT_RGB = (90, 90, 90)
 SKY_RGB = (0, 0, 0)
 SHADE = {0: 0.8, 1: 0.65, 2: 1.0}  # by the axis of the face's normal: x, y, z
@@ -120,14 +128,20 @@ def item_detector(world: WorldState) -> ArucoDetector:
     return ArucoDetector(catalogue, marker_size_m=MARKER_SIZE_M, depth_behind_m=ITEM_SIZE_M / 2)
 
 
-def class_colour(name: str) -> tuple[int, int, int]:
-    """A saturated colour per item class (stable across runs: from the name's hash)."""
-    hue = int(hashlib.sha256(name.encode()).hexdigest()[:4], 16) % 180
+def class_colours(names: Iterable[str]) -> dict[str, tuple[int, int, int]]:
+    """A saturated colour per item class of a scene: hues spread evenly over the classes in name order, so that the
+    colour detector tells them apart (a scene has a few dozen classes at most)."""
     import cv2
 
-    hsv = np.array([[[hue, 220, 230]]], dtype=np.uint8)
-    r, g, b = cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB)[0, 0]
-    return int(r), int(g), int(b)
+    classes = sorted(set(names))
+    hues = np.array([[[round(180 * k / max(1, len(classes))), 230, 230] for k in range(len(classes))]], np.uint8)
+    rgb = cv2.cvtColor(hues, cv2.COLOR_HSV2RGB)[0]
+    return {name: (int(r), int(g), int(b)) for name, (r, g, b) in zip(classes, rgb, strict=True)}
+
+
+def colour_detector(world: WorldState) -> ColorDetector:
+    """The colour detector for this world's item classes."""
+    return ColorDetector(class_colours(i.name for i in world.scene.items))
 
 
 @cache
@@ -191,13 +205,13 @@ def scene_boxes(world: WorldState, viewer: str) -> _Boxes:
         if base is not None:
             stacks.setdefault(base, []).append(item)
     s = ITEM_SIZE_M / 2
+    colours = class_colours(i.name for i in world.scene.items)
     for (bx, by, z), items in stacks.items():
         for k, item in enumerate(items):  # several on one base stand in a ring, so that most show from any side
             angle = 2 * math.pi * k / len(items) + math.pi / 4
             r = ITEM_RING_M if len(items) > 1 else 0.0
             x, y = bx + r * math.cos(angle), by + r * math.sin(angle)
-            colour = class_colour(item.name)
-            boxes.add((x - s, y - s, z), (x + s, y + s, z + ITEM_SIZE_M), colour, KIND_ITEM, item.id)
+            boxes.add((x - s, y - s, z), (x + s, y + s, z + ITEM_SIZE_M), colours[item.name], KIND_ITEM, item.id)
     rx, ry, rz = ROBOT_SIZE_M
     for name, agent in world.agents.items():
         if name != viewer:

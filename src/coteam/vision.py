@@ -9,7 +9,8 @@ serves a simulated camera and a real one.
 a :class:`MarkerCatalogue`: marker id -> object id and class name. The dictionary is ``DICT_4X4_1000`` (4 x 4
 cells, ids 0-999); the simulator puts marker ``id`` on the object whose id is ``id`` (``MarkerCatalogue.of_objects``),
 so a catalogue of a scene is its object names; on hardware the catalogue is a file that lists the printed markers.
-A marker's position is the depth at its centre pixel (the median over the marker's inner area, which is robust to
+:class:`ColorDetector` finds untagged objects by the colour of their class. A marker's position is the depth at its
+centre pixel (the median over the marker's inner area, which is robust to
 a pixel of the background at its border), back-projected through the intrinsics; knowing the markers' printed size,
 the detector also finds the face's orientation and reports the centre of the object behind it.
 
@@ -159,7 +160,8 @@ def marker_image(marker_id: int, side_px: int) -> np.ndarray:
 
 
 class ArucoDetector:
-    """ArUco markers of :data:`ARUCO_DICTIONARY`, named by a :class:`MarkerCatalogue`; unknown ids are ignored.
+    """ArUco markers of :data:`ARUCO_DICTIONARY`, named by a :class:`MarkerCatalogue`; unknown ids are ignored, and
+    a marker seen twice in one frame (on two faces of one object) is one detection, from its larger view.
 
     With the markers' printed side ``marker_size_m`` the marker's orientation comes from its corners (OpenCV's
     ``solvePnP``, ``SOLVEPNP_IPPE_SQUARE``), and a detection is placed ``depth_behind_m`` behind the marker's face,
@@ -185,11 +187,16 @@ class ArucoDetector:
         out: list[ImageDetection] = []
         if ids is None:
             return out
+        largest: dict[int, np.ndarray] = {}  # an object showing its marker on two faces: the face seen best
         for quad, marker in zip(corners, ids.ravel(), strict=True):
-            entry = self.catalogue.get(int(marker))
+            quad = quad.reshape(4, 2)
+            seen = largest.get(int(marker))
+            if seen is None or cv2.contourArea(quad) > cv2.contourArea(seen):
+                largest[int(marker)] = quad
+        for marker, quad in sorted(largest.items()):
+            entry = self.catalogue.get(marker)
             if entry is None:
                 continue
-            quad = quad.reshape(4, 2)
             u, v = (float(c) for c in quad.mean(axis=0))
             z = _marker_depth(depth, quad)
             if z <= 0:
@@ -218,6 +225,51 @@ class ArucoDetector:
             return None
         rotation, _ = cv2.Rodrigues(rvec)
         return rotation[:, 2]
+
+
+class ColorDetector:
+    """Untagged objects by the colour of their class: pixels within ``hue_tolerance`` (OpenCV hue units, 0-179) of a
+    class colour and saturated and bright enough are segmented, and every connected blob of at least
+    ``min_area_px`` pixels is one object of that class. It knows classes, not instances: a detection's
+    ``object_id`` is -1 (the semantic map associates it by class and distance). Its depth is the median over the
+    blob; its confidence grows with the blob's area (1.0 from ``4 * min_area_px``)."""
+
+    name = "color"
+
+    def __init__(self, colours: Mapping[str, tuple[int, int, int]], hue_tolerance: int = 2, min_area_px: int = 40):
+        import cv2
+
+        self.min_area_px = min_area_px
+        self.hue_tolerance = hue_tolerance
+        rgb = np.array([list(colours.values())], np.uint8)
+        hues = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV)[0, :, 0].astype(int)
+        self.classes = list(zip(colours, hues, strict=True))
+
+    def detect(self, rgb: np.ndarray, depth: np.ndarray, intrinsics: CameraIntrinsics) -> list[ImageDetection]:
+        import cv2
+
+        hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV)
+        hue = hsv[..., 0].astype(int)
+        vivid = (hsv[..., 1] >= 120) & (hsv[..., 2] >= 100)
+        out: list[ImageDetection] = []
+        for name, class_hue in self.classes:
+            off = np.abs(hue - class_hue)
+            mask = (vivid & (np.minimum(off, 180 - off) <= self.hue_tolerance)).astype(np.uint8)
+            count, labels, stats, centroids = cv2.connectedComponentsWithStats(mask, connectivity=8)
+            for k in range(1, count):
+                area = int(stats[k, cv2.CC_STAT_AREA])
+                if area < self.min_area_px:
+                    continue
+                values = depth[(labels == k) & (depth > 0)]
+                if values.size == 0:
+                    continue
+                z = float(np.median(values))
+                u, v = (float(c) for c in centroids[k])
+                point = intrinsics.ray(u, v) * z
+                xyz = (float(point[0]), float(point[1]), float(point[2]))
+                confidence = min(1.0, area / (4 * self.min_area_px))
+                out.append(ImageDetection(-1, name, (u, v), z, xyz, confidence, self.name))
+        return out
 
 
 def _marker_depth(depth: np.ndarray, quad: np.ndarray) -> float:
