@@ -9,7 +9,8 @@ serves a simulated camera and a real one.
 a :class:`MarkerCatalogue`: marker id -> object id and class name. The dictionary is ``DICT_4X4_1000`` (4 x 4
 cells, ids 0-999); the simulator puts marker ``id`` on the object whose id is ``id`` (``MarkerCatalogue.of_objects``),
 so a catalogue of a scene is its object names; on hardware the catalogue is a file that lists the printed markers.
-:class:`ColorDetector` finds untagged objects by the colour of their class. A marker's position is the depth at its
+:class:`ColorDetector` finds untagged objects by the colour of their class, :class:`OnnxDetector` with a YOLO-format
+model the user supplies. A marker's position is the depth at its
 centre pixel (the median over the marker's inner area, which is robust to
 a pixel of the background at its border), back-projected through the intrinsics; knowing the markers' printed size,
 the detector also finds the face's orientation and reports the centre of the object behind it.
@@ -270,6 +271,95 @@ class ColorDetector:
                 confidence = min(1.0, area / (4 * self.min_area_px))
                 out.append(ImageDetection(-1, name, (u, v), z, xyz, confidence, self.name))
         return out
+
+
+class OnnxDetector:
+    """A YOLO-format object detector in an ONNX file the user supplies, run with OpenCV's ``dnn`` module.
+
+    The image is resized to the model's ``input_size`` (RGB, scaled to [0, 1]). The output is read in either common
+    layout: YOLOv8-style ``(1, 4 + C, N)`` or ``(1, N, 4 + C)`` (box centre x, y, width, height in input pixels,
+    then one score per class) or YOLOv5-style ``(1, N, 5 + C)`` (an objectness score before the class scores,
+    multiplied in), with ``C = len(class_names)``. Boxes scoring below ``score_threshold`` are dropped, overlapping
+    ones of a class reduced by non-maximum suppression (``nms_threshold``, intersection over union). Like the
+    colour detector it knows classes, not instances (``object_id`` -1); its depth is the median over the inner half
+    of the box."""
+
+    name = "onnx"
+
+    def __init__(
+        self,
+        model_path: str,
+        class_names: list[str],
+        input_size: tuple[int, int] = (640, 640),
+        score_threshold: float = 0.25,
+        nms_threshold: float = 0.45,
+    ):
+        import cv2
+
+        try:
+            self._net = cv2.dnn.readNetFromONNX(str(model_path))
+        except cv2.error as exc:
+            why = str(exc).strip().splitlines()[-1]
+            raise ValueError(f"{model_path}: not an ONNX model OpenCV can run ({why})") from None
+        self.class_names = list(class_names)
+        self.input_size = input_size
+        self.score_threshold = score_threshold
+        self.nms_threshold = nms_threshold
+
+    def detect(self, rgb: np.ndarray, depth: np.ndarray, intrinsics: CameraIntrinsics) -> list[ImageDetection]:
+        import cv2
+
+        h, w = rgb.shape[:2]
+        self._net.setInput(cv2.dnn.blobFromImage(rgb, 1 / 255.0, self.input_size, swapRB=False, crop=False))
+        rows = self._rows(np.asarray(self._net.forward()))
+        sx, sy = w / self.input_size[0], h / self.input_size[1]
+        boxes, scores, classes = [], [], []
+        for row in rows:
+            k = int(np.argmax(row[4:]))
+            score = float(row[4 + k])
+            if score < self.score_threshold:
+                continue
+            cx, cy, bw, bh = (float(v) for v in row[:4])
+            boxes.append([(cx - bw / 2) * sx, (cy - bh / 2) * sy, bw * sx, bh * sy])
+            scores.append(score)
+            classes.append(k)
+        out: list[ImageDetection] = []
+        for k in sorted(set(classes)):
+            mine = [i for i, c in enumerate(classes) if c == k]
+            keep = cv2.dnn.NMSBoxes(
+                [boxes[i] for i in mine], [scores[i] for i in mine], self.score_threshold, self.nms_threshold
+            )
+            for j in np.asarray(keep).ravel():
+                x, y, bw, bh = boxes[mine[int(j)]]
+                u, v = x + bw / 2, y + bh / 2
+                patch = depth[
+                    max(0, int(v - bh / 4)) : min(h, int(v + bh / 4) + 1),
+                    max(0, int(u - bw / 4)) : min(w, int(u + bw / 4) + 1),
+                ]
+                values = patch[patch > 0]
+                if values.size == 0:
+                    continue
+                z = float(np.median(values))
+                point = intrinsics.ray(u, v) * z
+                xyz = (float(point[0]), float(point[1]), float(point[2]))
+                score = scores[mine[int(j)]]
+                out.append(ImageDetection(-1, self.class_names[k], (u, v), z, xyz, score, self.name))
+        return out
+
+    def _rows(self, output: np.ndarray) -> np.ndarray:
+        """The model's output as one row per candidate box: 4 box numbers, then one score per class."""
+        c = len(self.class_names)
+        output = output.reshape(output.shape[-2], output.shape[-1])
+        if output.shape[0] == 4 + c and output.shape[1] != 4 + c:
+            output = output.T
+        if output.shape[1] == 5 + c:  # objectness, then class scores
+            return np.hstack([output[:, :4], output[:, 5:] * output[:, 4:5]])
+        if output.shape[1] != 4 + c:
+            raise ValueError(
+                f"the model's output {output.shape} has neither 4 + {c} nor 5 + {c} numbers per box "
+                f"for the {c} class names given"
+            )
+        return output
 
 
 def _marker_depth(depth: np.ndarray, quad: np.ndarray) -> float:
