@@ -8,8 +8,9 @@ hold items, in the fixture's room, facing it (the first free spot going round it
 (``coteam_sim.camera.render``, 640 x 480, 60 degrees) and detected at every noise level of
 ``coteam_sim.camera.NOISE_LEVELS`` (noise seeded per view and level).
 
-Detectors: ``aruco`` (the items' markers, ``coteam_sim.camera.item_detector``) and ``color`` (the class colours of
-the items' tops, ``colour_detector``: class, not instance). Ground truth: an item is *in view* when at least
+Detectors: ``aruco`` (the items' markers, ``coteam_sim.camera.item_detector``), ``color`` (the class colours of the
+items' tops, ``colour_detector``: class, not instance) and ``oracle`` (the frame's ground-truth labels, at least 20
+pixels; its noise is only the depth's). Ground truth: an item is *in view* when at least
 ``MIN_PIXELS`` pixels of the frame show it and it is within ``MAX_RANGE_M`` of the camera. A detection is *correct*
 when an item visible in the frame (any pixel) matches it within ``MATCH_RADIUS_M`` on the map: the item it names by
 id, or for a class-only detection the nearest visible item of its class not matched yet. Recall counts the in-view
@@ -28,6 +29,7 @@ import time
 
 import numpy as np
 
+from coteam.vision import OracleDetector
 from coteam.world import Relation, WorldState
 from coteam_sim.camera import (
     NOISE_LEVELS,
@@ -48,7 +50,11 @@ DISTANCES_M = (1.5, 2.5, 3.5)
 MIN_PIXELS = 150
 MAX_RANGE_M = 4.0
 MATCH_RADIUS_M = 0.5
-DETECTORS = {"aruco": item_detector, "color": colour_detector}
+DETECTORS = {
+    "aruco": item_detector,
+    "color": colour_detector,
+    "oracle": lambda world: OracleDetector({i.id: i.name for i in world.scene.items}),
+}
 
 
 def _stand_before(world: WorldState, fixture_id: int, distance_m: float) -> bool:
@@ -123,7 +129,7 @@ def measure() -> dict:
                         for lo, hi, oid, kind in zip(boxes.lo, boxes.hi, boxes.object_id, boxes.kind, strict=True)
                         if kind == 2
                     }
-                    ids, pixels = np.unique(frame.object_ids, return_counts=True)
+                    ids, pixels = np.unique(frame.labels, return_counts=True)
                     visible = {int(i): names[int(i)] for i in ids if int(i) in centres}
                     near = {
                         int(i)
@@ -142,7 +148,7 @@ def measure() -> dict:
                                 c["lost"] += 1
                                 continue
                             start = time.perf_counter()
-                            found = detector.detect(noisy.rgb, noisy.depth, noisy.intrinsics)
+                            found = detector.detect(noisy)
                             if level == "clean":
                                 detect_s[name].append(time.perf_counter() - start)
                             matched = _match(found, visible, centres, frame.pose)

@@ -11,7 +11,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from coteam.vision import CameraIntrinsics, OnnxDetector  # noqa: E402
+from coteam.vision import CameraIntrinsics, OnnxDetector, RGBDFrame  # noqa: E402
 
 CLASSES = ["apple", "mug"]
 SIZE = 64  # the model's input, square
@@ -64,7 +64,7 @@ def test_decoding_thresholds_and_suppression(tmp_path: Path, layout: str):
     rgb = np.zeros((48, 128, 3), np.uint8)  # not the model's size: boxes are scaled back (x2 across, x0.75 down)
     depth = np.full((48, 128), 2.0, np.float32)
     intrinsics = CameraIntrinsics.from_fov(128, 48, 60.0)
-    found = sorted(detector.detect(rgb, depth, intrinsics), key=lambda d: (d.name, d.pixel))
+    found = sorted(detector.detect(RGBDFrame(rgb, depth, intrinsics, None)), key=lambda d: (d.name, d.pixel))
     assert [(d.name, d.pixel, round(d.confidence, 2)) for d in found] == [
         ("apple", (32.0, 12.0), 0.9),
         ("mug", (34.0, 12.75), 0.7),
@@ -79,9 +79,12 @@ def test_a_model_that_does_not_fit_the_classes_or_is_no_model_says_so(tmp_path: 
     detector = OnnxDetector(str(model), ["apple", "mug", "plate"], input_size=(SIZE, SIZE))
     with pytest.raises(ValueError, match=r"neither 4 \+ 3 nor 5 \+ 3"):
         detector.detect(
-            np.zeros((SIZE, SIZE, 3), np.uint8),
-            np.ones((SIZE, SIZE), np.float32),
-            CameraIntrinsics.from_fov(SIZE, SIZE, 60),
+            RGBDFrame(
+                np.zeros((SIZE, SIZE, 3), np.uint8),
+                np.ones((SIZE, SIZE), np.float32),
+                CameraIntrinsics.from_fov(SIZE, SIZE, 60),
+                None,
+            )
         )
     (tmp_path / "bad.onnx").write_bytes(b"not a model")
     with pytest.raises(ValueError, match=r"bad\.onnx: not an ONNX model"):

@@ -11,7 +11,17 @@ import pytest
 
 from coteam.navigation import NavGrid
 from coteam.perception import SemanticMapFusion
-from coteam.vision import CameraIntrinsics, CameraMount, CameraPose, detections_on_map, places_seen_empty
+from coteam.vision import (
+    CameraIntrinsics,
+    CameraMount,
+    CameraPose,
+    CatalogueEntry,
+    MarkerCatalogue,
+    OracleDetector,
+    RGBDFrame,
+    detections_on_map,
+    places_seen_empty,
+)
 from coteam.world import Placement, Relation, WorldState
 from coteam_sim.camera import (
     NOISE_LEVELS,
@@ -109,11 +119,11 @@ def test_closed_containers_hide_their_items_and_open_ones_show_them(world: World
     _stand_before(world, container.id, 2.0)
     world.is_open[container.id] = False
     closed = render(world, "alice", CameraSpec())
-    assert not set(contents[container.id]) & set(np.unique(closed.object_ids))
-    assert container.id in np.unique(closed.object_ids)
+    assert not set(contents[container.id]) & set(np.unique(closed.labels))
+    assert container.id in np.unique(closed.labels)
     world.is_open[container.id] = True
     opened = render(world, "alice", CameraSpec())
-    assert set(contents[container.id]) <= set(np.unique(opened.object_ids))
+    assert set(contents[container.id]) <= set(np.unique(opened.labels))
 
 
 def test_walls_hide_what_is_behind_them(world: WorldState):
@@ -121,7 +131,7 @@ def test_walls_hide_what_is_behind_them(world: WorldState):
     surface = next(s for s in world.scene.surfaces if s.id in contents)
     _stand_before(world, surface.id, 2.0)
     seen = render(world, "alice", CameraSpec())
-    assert set(contents[surface.id]) <= set(np.unique(seen.object_ids))
+    assert set(contents[surface.id]) <= set(np.unique(seen.labels))
     # from a free cell of another room whose every sight line to the surface's top crosses a wall cell
     fp = world.scene.floorplan
     nav = NavGrid(fp)
@@ -143,8 +153,8 @@ def test_walls_hide_what_is_behind_them(world: WorldState):
     world.agents["alice"].position = (x, y)
     world.agents["alice"].heading = round(math.degrees(math.atan2(sy - y, sx - x))) % 360
     hidden = render(world, "alice", CameraSpec())
-    assert not set(contents[surface.id]) & set(np.unique(hidden.object_ids))
-    assert (hidden.object_ids == -1).mean() > 0.5, "it looks at a wall"
+    assert not set(contents[surface.id]) & set(np.unique(hidden.labels))
+    assert (hidden.labels == -1).mean() > 0.5, "it looks at a wall"
 
 
 def test_aruco_finds_the_items_in_view_and_places_them_on_the_map(world: WorldState):
@@ -163,7 +173,7 @@ def test_aruco_finds_the_items_in_view_and_places_them_on_the_map(world: WorldSt
     for fixture_id, items in sorted(_contents(world).items()):
         _stand_before(world, fixture_id, 2.0)
         frame = render(world, "alice", CameraSpec())
-        found = detector.detect(frame.rgb, frame.depth, frame.intrinsics)
+        found = detector.detect(frame)
         assert {d.object_id for d in found} <= set(items), "only the markers in view, each named right"
         assert all(d.name == names[d.object_id] for d in found)
         for d in found:  # the centre of the cube behind the marker's face
@@ -223,7 +233,7 @@ def test_camera_detections_build_the_semantic_map_and_an_emptied_place_fades(wor
     categories = {i.name: i.category for i in world.scene.items}
     fusion = SemanticMapFusion(empty_decay=0.5, drop_below=0.2)
     frame = render(world, "alice", CameraSpec())
-    found = detector.detect(frame.rgb, frame.depth, frame.intrinsics)
+    found = detector.detect(frame)
     on_map = detections_on_map(found, frame.pose, world.scene.floorplan, 0, categories)
     fusion.update(on_map, 0)
     room = world.scene.floorplan.room(surface.room).name
@@ -234,7 +244,7 @@ def test_camera_detections_build_the_semantic_map_and_an_emptied_place_fades(wor
         world.placements[item] = Placement.held("bob", items.index(item) % 2)
     for step in (1, 2, 3):
         frame = render(world, "alice", CameraSpec())
-        assert not detector.detect(frame.rgb, frame.depth, frame.intrinsics)
+        assert not detector.detect(frame)
         empty = places_seen_empty(places, frame.pose, frame.intrinsics, frame.depth)
         assert set(empty) == set(items), "the camera sees the table top where they stood"
         fusion.seen_empty(empty, step)
@@ -249,9 +259,37 @@ def test_the_colour_detector_finds_each_untagged_item_by_its_class(world: WorldS
     for fixture_id, items in sorted(_contents(world).items()):
         _stand_before(world, fixture_id, 2.0)
         frame = render(world, "alice", CameraSpec())
-        found = detector.detect(frame.rgb, frame.depth, frame.intrinsics)
+        found = detector.detect(frame)
         assert sorted(d.name for d in found) == sorted(names[i] for i in items)
         assert all(d.object_id == -1 and 0 < d.confidence <= 1 and d.depth_m > 0 for d in found)
     world.placements.update({i: Placement.held("bob", 0) for i in names})  # nothing left in view
     frame = render(world, "alice", CameraSpec())
-    assert detector.detect(frame.rgb, frame.depth, frame.intrinsics) == []
+    assert detector.detect(frame) == []
+
+
+def test_the_oracle_reports_what_the_frame_shows_and_needs_a_simulated_frame(world: WorldState):
+    names = {i.id: i.name for i in world.scene.items}
+    fixture_id, items = min(_contents(world).items())
+    for c in world.scene.containers:
+        world.is_open[c.id] = True
+    _stand_before(world, fixture_id, 2.0)
+    frame = render(world, "alice", CameraSpec())
+    found = OracleDetector(names, min_pixels=20).detect(frame)
+    ids, counts = np.unique(frame.labels, return_counts=True)
+    shown = {int(i) for i, n in zip(ids, counts, strict=True) if int(i) in names and n >= 20}
+    assert {d.object_id for d in found} == shown and set(items) <= shown
+    assert all(d.confidence == 1.0 and d.name == names[d.object_id] and d.depth_m > 0 for d in found)
+    with pytest.raises(ValueError, match="real camera"):
+        OracleDetector(names).detect(RGBDFrame(frame.rgb, frame.depth, frame.intrinsics, None))
+
+
+def test_a_marker_catalogue_file_names_the_printed_markers(tmp_path):
+    (tmp_path / "markers.yaml").write_text("12: apple\n13: mug\n")
+    catalogue = MarkerCatalogue.from_file(tmp_path / "markers.yaml")
+    assert catalogue.get(12) == CatalogueEntry(12, "apple") and catalogue.get(14) is None
+    for text in ("apple: 12\n", "- 12\n", "12: [apple]\n", "1000: apple\n"):
+        (tmp_path / "bad.yaml").write_text(text)
+        with pytest.raises(ValueError, match=r"bad\.yaml|0-999"):
+            MarkerCatalogue.from_file(tmp_path / "bad.yaml")
+    with pytest.raises(ValueError, match="cannot read"):
+        MarkerCatalogue.from_file(tmp_path / "missing.yaml")

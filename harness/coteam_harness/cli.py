@@ -358,7 +358,7 @@ def _cmd_camera(args: argparse.Namespace) -> int:
     table = Table(title=f"{spec.name}: {args.agent}'s camera, ArUco markers")
     for col in ("object", "pixel", "depth m", "map x, y, z"):
         table.add_column(col)
-    for d in detector.detect(frame.rgb, frame.depth, frame.intrinsics):
+    for d in detector.detect(frame):
         x, y, z = frame.pose.to_map(np.array(d.point))
         table.add_row(f"<{d.name}> ({d.object_id})", f"{d.pixel[0]:.0f}, {d.pixel[1]:.0f}", f"{d.depth_m:.2f}",
                       f"{x:.2f}, {y:.2f}, {z:.2f}")  # fmt: skip

@@ -34,6 +34,7 @@ from coteam.vision import (
     CameraPose,
     ColorDetector,
     MarkerCatalogue,
+    RGBDFrame,
     marker_image,
 )
 from coteam.world import Item, Relation, WorldState
@@ -95,11 +96,10 @@ NOISE_LEVELS = {
 
 
 @dataclass(frozen=True)
-class Frame:
-    rgb: np.ndarray  # H x W x 3 uint8
-    depth: np.ndarray  # H x W float32, metres along the optical axis; 0 where the ray hits nothing
-    object_ids: np.ndarray  # H x W int32: the object (fixture or item) a pixel shows, -1 for walls, floor, robots
-    intrinsics: CameraIntrinsics
+class Frame(RGBDFrame):
+    """A rendered frame: its labels are the object (fixture or item) under each pixel, -1 for walls, floor and
+    robots; and where the camera was."""
+
     pose: CameraPose
 
 
@@ -254,8 +254,8 @@ def render(world: WorldState, viewer: str, camera: CameraSpec) -> Frame:
     return Frame(
         rgb=np.clip(rgb, 0, 255).astype(np.uint8),
         depth=np.where(hit, t, 0.0).astype(np.float32),
-        object_ids=object_ids,
         intrinsics=intrinsics,
+        labels=object_ids,
         pose=pose,
     )
 

@@ -1,19 +1,19 @@
 """Seeing objects in camera images: pinhole intrinsics, the camera's pose, the marker catalogue and detectors.
 
-A :class:`Detector` turns one RGB-D frame (an ``H x W x 3`` ``uint8`` RGB image, an ``H x W`` ``float32`` depth image
-in metres along the optical axis, 0 where nothing was measured, and the camera's :class:`CameraIntrinsics`) into
+A :class:`Detector` turns one :class:`RGBDFrame` (an ``H x W x 3`` ``uint8`` RGB image, an ``H x W`` ``float32`` depth
+image in metres along the optical axis, 0 where nothing was measured, and the camera's :class:`CameraIntrinsics`) into
 :class:`ImageDetection` s in the camera's optical frame (REP 103: x right, y down, z forward). The same interface
 serves a simulated camera and a real one.
 
 :class:`ArucoDetector` finds ArUco markers (OpenCV's ``aruco`` module) and names the object each one is on through
 a :class:`MarkerCatalogue`: marker id -> object id and class name. The dictionary is ``DICT_4X4_1000`` (4 x 4
-cells, ids 0-999); the simulator puts marker ``id`` on the object whose id is ``id`` (``MarkerCatalogue.of_objects``),
-so a catalogue of a scene is its object names; on hardware the catalogue is a file that lists the printed markers.
-:class:`ColorDetector` finds untagged objects by the colour of their class, :class:`OnnxDetector` with a YOLO-format
-model the user supplies. A marker's position is the depth at its
-centre pixel (the median over the marker's inner area, which is robust to
-a pixel of the background at its border), back-projected through the intrinsics; knowing the markers' printed size,
-the detector also finds the face's orientation and reports the centre of the object behind it.
+cells, ids 0-999); the simulator puts marker ``id`` on the object whose id is ``id`` (``MarkerCatalogue.of_objects``);
+on hardware a YAML file lists the printed markers (``MarkerCatalogue.from_file``). A marker's position is the depth
+at its centre (the median over the marker's inner area, robust to a pixel of the background at its border),
+back-projected through the intrinsics; knowing the markers' printed size, the detector also finds the face's
+orientation and reports the centre of the object behind it. :class:`ColorDetector` finds untagged objects by the
+colour of their class, :class:`OnnxDetector` with a YOLO-format model the user supplies, and
+:class:`OracleDetector` reports a simulated frame's ground truth (its per-pixel labels).
 
 :class:`CameraPose` is where a camera looks from: the robot's pose on the map and the camera's mounting on the
 robot, composed with ``transforms3d`` (``map -> base_link -> camera_link -> camera optical frame``).
@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -129,6 +130,19 @@ class MarkerCatalogue:
         """The simulator's convention: marker ``id`` is on object ``id``."""
         return MarkerCatalogue({i: CatalogueEntry(i, n) for i, n in names.items()})
 
+    @staticmethod
+    def from_file(path: str | Path) -> MarkerCatalogue:
+        """A YAML mapping of printed marker ids to class names (``12: apple``); the object id is the marker id."""
+        import yaml
+
+        try:
+            data = yaml.safe_load(Path(path).read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise ValueError(f"{path}: cannot read the marker catalogue ({exc})") from None
+        if not isinstance(data, dict) or not all(isinstance(k, int) and isinstance(v, str) for k, v in data.items()):
+            raise ValueError(f"{path}: a marker catalogue maps marker ids to class names, e.g. '12: apple'")
+        return MarkerCatalogue({k: CatalogueEntry(k, v) for k, v in data.items()})
+
     def get(self, marker_id: int) -> CatalogueEntry | None:
         return self.entries.get(marker_id)
 
@@ -146,10 +160,20 @@ class ImageDetection:
     detector: str
 
 
+@dataclass(frozen=True)
+class RGBDFrame:
+    """One frame of an RGB-D camera: what every detector reads."""
+
+    rgb: np.ndarray  # H x W x 3 uint8, RGB
+    depth: np.ndarray  # H x W float32, metres along the optical axis; 0 where nothing was measured
+    intrinsics: CameraIntrinsics
+    labels: np.ndarray | None  # H x W int32, the object id under each pixel (-1: none); only a simulator knows
+
+
 class Detector(Protocol):
     name: str
 
-    def detect(self, rgb: np.ndarray, depth: np.ndarray, intrinsics: CameraIntrinsics) -> list[ImageDetection]: ...
+    def detect(self, frame: RGBDFrame) -> list[ImageDetection]: ...
 
 
 def marker_image(marker_id: int, side_px: int) -> np.ndarray:
@@ -180,10 +204,11 @@ class ArucoDetector:
         dictionary = cv2.aruco.getPredefinedDictionary(getattr(cv2.aruco, ARUCO_DICTIONARY))
         self._detector = cv2.aruco.ArucoDetector(dictionary, cv2.aruco.DetectorParameters())
 
-    def detect(self, rgb: np.ndarray, depth: np.ndarray, intrinsics: CameraIntrinsics) -> list[ImageDetection]:
+    def detect(self, frame: RGBDFrame) -> list[ImageDetection]:
         import cv2
 
-        gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+        depth, intrinsics = frame.depth, frame.intrinsics
+        gray = cv2.cvtColor(frame.rgb, cv2.COLOR_RGB2GRAY)
         corners, ids, _ = self._detector.detectMarkers(gray)
         out: list[ImageDetection] = []
         if ids is None:
@@ -246,10 +271,11 @@ class ColorDetector:
         hues = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV)[0, :, 0].astype(int)
         self.classes = list(zip(colours, hues, strict=True))
 
-    def detect(self, rgb: np.ndarray, depth: np.ndarray, intrinsics: CameraIntrinsics) -> list[ImageDetection]:
+    def detect(self, frame: RGBDFrame) -> list[ImageDetection]:
         import cv2
 
-        hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV)
+        depth, intrinsics = frame.depth, frame.intrinsics
+        hsv = cv2.cvtColor(frame.rgb, cv2.COLOR_RGB2HSV)
         hue = hsv[..., 0].astype(int)
         vivid = (hsv[..., 1] >= 120) & (hsv[..., 2] >= 100)
         out: list[ImageDetection] = []
@@ -306,9 +332,10 @@ class OnnxDetector:
         self.score_threshold = score_threshold
         self.nms_threshold = nms_threshold
 
-    def detect(self, rgb: np.ndarray, depth: np.ndarray, intrinsics: CameraIntrinsics) -> list[ImageDetection]:
+    def detect(self, frame: RGBDFrame) -> list[ImageDetection]:
         import cv2
 
+        rgb, depth, intrinsics = frame.rgb, frame.depth, frame.intrinsics
         h, w = rgb.shape[:2]
         self._net.setInput(cv2.dnn.blobFromImage(rgb, 1 / 255.0, self.input_size, swapRB=False, crop=False))
         rows = self._rows(np.asarray(self._net.forward()))
@@ -360,6 +387,36 @@ class OnnxDetector:
                 f"for the {c} class names given"
             )
         return output
+
+
+class OracleDetector:
+    """The simulator's ground truth as a detector: every object of ``names`` that at least ``min_pixels`` pixels of
+    the frame show (its labels), at the median depth of those pixels, with confidence 1. It needs a simulated frame."""
+
+    name = "oracle"
+
+    def __init__(self, names: Mapping[int, str], min_pixels: int = 20):
+        self.names = dict(names)
+        self.min_pixels = min_pixels
+
+    def detect(self, frame: RGBDFrame) -> list[ImageDetection]:
+        if frame.labels is None:
+            raise ValueError("the oracle detector reads a simulated frame's labels; a real camera has none")
+        out: list[ImageDetection] = []
+        ids, counts = np.unique(frame.labels, return_counts=True)
+        for oid, count in zip(ids.tolist(), counts.tolist(), strict=True):
+            if oid not in self.names or count < self.min_pixels:
+                continue
+            mask = (frame.labels == oid) & (frame.depth > 0)
+            vs, us = np.nonzero(mask)
+            if vs.size == 0:
+                continue
+            u, v = float(us.mean()) + 0.5, float(vs.mean()) + 0.5
+            z = float(np.median(frame.depth[mask]))
+            point = frame.intrinsics.ray(u, v) * z
+            xyz = (float(point[0]), float(point[1]), float(point[2]))
+            out.append(ImageDetection(oid, self.names[oid], (u, v), z, xyz, 1.0, self.name))
+        return out
 
 
 def _marker_depth(depth: np.ndarray, quad: np.ndarray) -> float:
