@@ -262,28 +262,36 @@ def render(world: WorldState, viewer: str, camera: CameraSpec) -> Frame:
 
 def _cast(origin, directions, lo, hi, pose: CameraPose, intrinsics: CameraIntrinsics):
     """Nearest entry of each pixel's ray into any box: (t, box index, axis of the face entered), t = inf for a
-    miss. Each box is tested only on the pixels of its projection's bounding rectangle."""
+    miss. Each box is tested only on the pixels of its projection's bounding rectangle, one axis at a time."""
     h, w = intrinsics.height, intrinsics.width
     t_best = np.full((h, w), np.inf)
     box_best = np.full((h, w), -1)
     axis_best = np.zeros((h, w), int)
+    with np.errstate(divide="ignore"):
+        inverse = [1.0 / directions[..., k] for k in range(3)]
     for i in range(len(lo)):
         rect = _screen_rect(lo[i], hi[i], pose, intrinsics)
         if rect is None:
             continue
         u0, u1, v0, v1 = rect
-        d = directions[v0:v1, u0:u1]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inv = 1.0 / d
-            t1 = (lo[i] - origin) * inv
-            t2 = (hi[i] - origin) * inv
-        near = np.nan_to_num(np.fmin(t1, t2), nan=-np.inf)  # a ray parallel to a slab and inside it
-        far = np.nan_to_num(np.fmax(t1, t2), nan=np.inf)
-        t_in = near.max(axis=-1)
-        closer = (t_in <= far.min(axis=-1)) & (t_in > NEAR_M) & (t_in < t_best[v0:v1, u0:u1])
-        t_best[v0:v1, u0:u1][closer] = t_in[closer]
+        near, far = [], []
+        with np.errstate(invalid="ignore"):  # 0 * inf: a ray in a slab's plane; fmin / fmax skip the NaN
+            for k in range(3):
+                inv = inverse[k][v0:v1, u0:u1]
+                t1 = (lo[i, k] - origin[k]) * inv
+                t2 = (hi[i, k] - origin[k]) * inv
+                near.append(np.fmin(t1, t2))
+                far.append(np.fmax(t1, t2))
+        t_in = np.fmax(np.fmax(near[0], near[1]), near[2])
+        t_out = np.fmin(np.fmin(far[0], far[1]), far[2])
+        best = t_best[v0:v1, u0:u1]
+        closer = (t_in <= t_out) & (t_in > NEAR_M) & (t_in < best)
+        if not closer.any():
+            continue
+        best[closer] = t_in[closer]
         box_best[v0:v1, u0:u1][closer] = i
-        axis_best[v0:v1, u0:u1][closer] = near.argmax(axis=-1)[closer]
+        entered = np.where(near[0] >= t_in, 0, np.where(near[1] >= t_in, 1, 2))
+        axis_best[v0:v1, u0:u1][closer] = entered[closer]
     return t_best, box_best, axis_best
 
 
