@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 from coteam.vision import OracleDetector
-from coteam.world import Relation, WorldState
+from coteam.world import Relation
 from coteam_sim.camera import (
     NOISE_LEVELS,
     CameraSpec,
@@ -38,6 +38,7 @@ from coteam_sim.camera import (
     item_detector,
     render,
     scene_boxes,
+    stand_facing,
     with_noise,
 )
 from coteam_sim.engine import Simulator
@@ -55,20 +56,6 @@ DETECTORS = {
     "color": colour_detector,
     "oracle": lambda world: OracleDetector({i.id: i.name for i in world.scene.items}),
 }
-
-
-def _stand_before(world: WorldState, fixture_id: int, distance_m: float) -> bool:
-    fixture = world.fixture(fixture_id)
-    fp = world.scene.floorplan
-    for angle in range(0, 360, 15):
-        x = fixture.position[0] + distance_m * math.cos(math.radians(angle))
-        y = fixture.position[1] + distance_m * math.sin(math.radians(angle))
-        room = fp.room_at((x, y))
-        if fp.is_free(*fp.cell_of((x, y))) and room is not None and room.id == fixture.room:
-            world.agents["alice"].position = (x, y)
-            world.agents["alice"].heading = (angle + 180) % 360
-            return True
-    return False
 
 
 def _match(found, visible: dict[int, str], centres: dict[int, np.ndarray], pose) -> list[tuple[int, float]]:
@@ -118,7 +105,7 @@ def measure() -> dict:
             )[:FIXTURES]
             for fixture_id in holders:
                 for distance in DISTANCES_M:
-                    if not _stand_before(world, fixture_id, distance):
+                    if not stand_facing(world, "alice", fixture_id, distance):
                         continue
                     start = time.perf_counter()
                     frame = render(world, "alice", camera)

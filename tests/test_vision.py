@@ -31,6 +31,7 @@ from coteam_sim.camera import (
     item_detector,
     render,
     scene_boxes,
+    stand_facing,
     with_noise,
 )
 from coteam_sim.engine import Simulator
@@ -52,18 +53,7 @@ def _contents(world: WorldState) -> dict[int, list[int]]:
 
 
 def _stand_before(world: WorldState, fixture_id: int, distance_m: float) -> None:
-    """alice stands ``distance_m`` from the fixture, in its room, facing it."""
-    fixture = world.fixture(fixture_id)
-    fp = world.scene.floorplan
-    for angle in range(0, 360, 15):
-        x = fixture.position[0] + distance_m * math.cos(math.radians(angle))
-        y = fixture.position[1] + distance_m * math.sin(math.radians(angle))
-        room = fp.room_at((x, y))
-        if fp.is_free(*fp.cell_of((x, y))) and room is not None and room.id == fixture.room:
-            world.agents["alice"].position = (x, y)
-            world.agents["alice"].heading = (angle + 180) % 360
-            return
-    raise AssertionError(f"no place {distance_m} m from {fixture.name}")
+    assert stand_facing(world, "alice", fixture_id, distance_m), f"no place {distance_m} m from {fixture_id}"
 
 
 def test_intrinsics_from_the_field_of_view():
@@ -188,12 +178,10 @@ def test_coteam_camera_writes_the_images_and_lists_the_markers(world: WorldState
     from coteam.cli import main
 
     fixture_id, items = min(_contents(world).items())
-    _stand_before(world, fixture_id, 2.0)
-    (x, y), heading = world.agents["alice"].position, world.agents["alice"].heading
-    pose = [str(x), str(y), str(heading)]
-    assert main(["camera", "--open-all", "--pose", *pose, "--out", str(tmp_path / "f")]) == 0
+    out = str(tmp_path / "f")
+    assert main(["camera", "--open-all", "--facing", str(fixture_id), "2", "--out", out]) == 0
     printed = capsys.readouterr().out
-    assert any(f"({i})" in printed for i in items)
+    assert all(f"({i})" in printed for i in items)
     import cv2
 
     rgb, depth = (
@@ -201,8 +189,14 @@ def test_coteam_camera_writes_the_images_and_lists_the_markers(world: WorldState
         cv2.imread(str(tmp_path / "f-depth.png"), cv2.IMREAD_UNCHANGED),
     )
     assert rgb.shape == (480, 640, 3) and depth.dtype == np.uint16 and depth.max() > 1000
-    assert main(["camera", "--pose", "0", "0", "0", "--out", str(tmp_path / "g")]) == 2
+    _stand_before(world, fixture_id, 2.0)  # the same view from a pose
+    (x, y), heading = world.agents["alice"].position, world.agents["alice"].heading
+    assert main(["camera", "--open-all", "--pose", str(x), str(y), str(heading), "--out", out]) == 0
+    assert capsys.readouterr().out == printed
+    assert main(["camera", "--pose", "0", "0", "0", "--out", out]) == 2
     assert "not on a free cell" in capsys.readouterr().err
+    assert main(["camera", "--facing", "9999", "2", "--out", out]) == 2
+    assert "9999 is not a fixture" in capsys.readouterr().err
 
 
 def test_noise_is_reproducible_grows_with_distance_and_loses_frames(world: WorldState):

@@ -334,7 +334,7 @@ def _cmd_camera(args: argparse.Namespace) -> int:
     import numpy as np
 
     from coteam.world import AGENT_NAMES
-    from coteam_sim.camera import CameraSpec, item_detector, render
+    from coteam_sim.camera import CameraSpec, item_detector, render, stand_facing
     from coteam_sim.engine import Simulator
 
     (spec,) = select_episodes(args.suite, args.episode, args.seed)
@@ -347,6 +347,12 @@ def _cmd_camera(args: argparse.Namespace) -> int:
         if not scene.floorplan.is_free(*scene.floorplan.cell_of((x, y))):
             raise ValueError(f"--pose: ({x}, {y}) is not on a free cell of {spec.name}'s floor plan")
         world.agents[args.agent].position, world.agents[args.agent].heading = (x, y), round(heading) % 360
+    if args.facing:
+        fixture, metres = int(args.facing[0]), args.facing[1]
+        if not world.is_fixture(fixture):
+            raise ValueError(f"--facing: {fixture} is not a fixture of {spec.name}")
+        if not stand_facing(world, args.agent, fixture, metres):
+            raise ValueError(f"--facing: no free spot {metres:g} m from {world.fixture(fixture).name} in its room")
     if args.open_all:
         world.is_open.update(dict.fromkeys(world.is_open, True))
     frame = render(world, args.agent, CameraSpec(args.width, args.height, args.fov))
@@ -439,6 +445,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--agent", default="alice")
     p.add_argument("--pose", nargs=3, type=float, metavar=("X", "Y", "HEADING"), help="place the robot here first")
+    p.add_argument(
+        "--facing", nargs=2, type=float, metavar=("FIXTURE", "METRES"), help="place the robot this far from a fixture"
+    )
     p.add_argument("--open-all", action="store_true", help="open every container first")
     p.add_argument("--width", type=int, default=640)
     p.add_argument("--height", type=int, default=480)

@@ -187,6 +187,22 @@ def _item_base(world: WorldState, item_id: int) -> tuple[float, float, float] | 
     return fixture.position[0], fixture.position[1], height
 
 
+def stand_facing(world: WorldState, agent: str, fixture_id: int, distance_m: float) -> bool:
+    """Put ``agent`` on the first free spot ``distance_m`` from the fixture, in its room (going round it in 15°
+    steps), facing it; False (the agent unmoved) when there is none."""
+    fixture = world.fixture(fixture_id)
+    fp = world.scene.floorplan
+    for angle in range(0, 360, 15):
+        x = fixture.position[0] + distance_m * math.cos(math.radians(angle))
+        y = fixture.position[1] + distance_m * math.sin(math.radians(angle))
+        room = fp.room_at((x, y))
+        if fp.is_free(*fp.cell_of((x, y))) and room is not None and room.id == fixture.room:
+            world.agents[agent].position = (x, y)
+            world.agents[agent].heading = (angle + 180) % 360
+            return True
+    return False
+
+
 def scene_boxes(world: WorldState, viewer: str) -> _Boxes:
     """Every box the camera of ``viewer`` can see (itself excluded)."""
     boxes = _Boxes()
