@@ -31,16 +31,7 @@ import numpy as np
 
 from coteam.vision import OracleDetector
 from coteam.world import Relation
-from coteam_sim.camera import (
-    NOISE_LEVELS,
-    CameraSpec,
-    colour_detector,
-    item_detector,
-    render,
-    scene_boxes,
-    stand_facing,
-    with_noise,
-)
+from coteam_sim import camera as cam
 from coteam_sim.engine import Simulator
 from coteam_sim.suites import get_suite
 
@@ -52,8 +43,8 @@ MIN_PIXELS = 150
 MAX_RANGE_M = 4.0
 MATCH_RADIUS_M = 0.5
 DETECTORS = {
-    "aruco": item_detector,
-    "color": colour_detector,
+    "aruco": cam.item_detector,
+    "color": cam.colour_detector,
     "oracle": lambda world: OracleDetector({i.id: i.name for i in world.scene.items}),
 }
 
@@ -80,11 +71,11 @@ def _match(found, visible: dict[int, str], centres: dict[int, np.ndarray], pose)
 
 
 def measure() -> dict:
-    camera = CameraSpec()
+    camera = cam.CameraSpec()
     counts = {
         (detector, level): {"in_view": 0, "found": 0, "detections": 0, "correct": 0, "errors": [], "lost": 0}
         for detector in DETECTORS
-        for level in NOISE_LEVELS
+        for level in cam.NOISE_LEVELS
     }
     render_s: list[float] = []
     detect_s: dict[str, list[float]] = {name: [] for name in DETECTORS}
@@ -105,12 +96,12 @@ def measure() -> dict:
             )[:FIXTURES]
             for fixture_id in holders:
                 for distance in DISTANCES_M:
-                    if not stand_facing(world, "alice", fixture_id, distance):
+                    if not cam.stand_facing(world, "alice", fixture_id, distance):
                         continue
                     start = time.perf_counter()
-                    frame = render(world, "alice", camera)
+                    frame = cam.render(world, "alice", camera)
                     render_s.append(time.perf_counter() - start)
-                    boxes = scene_boxes(world, "alice")
+                    boxes = cam.scene_boxes(world, "alice")
                     centres = {
                         oid: (np.array(lo) + np.array(hi)) / 2
                         for lo, hi, oid, kind in zip(boxes.lo, boxes.hi, boxes.object_id, boxes.kind, strict=True)
@@ -126,8 +117,8 @@ def measure() -> dict:
                         and np.linalg.norm(centres[int(i)] - frame.pose.origin) <= MAX_RANGE_M
                     }
                     views += 1
-                    for k, (level, noise) in enumerate(NOISE_LEVELS.items()):
-                        noisy = with_noise(frame, noise, np.random.default_rng([index, views, k]))
+                    for k, (level, noise) in enumerate(cam.NOISE_LEVELS.items()):
+                        noisy = cam.with_noise(frame, noise, np.random.default_rng([index, views, k]))
                         for name, detector in detectors.items():
                             c = counts[name, level]
                             c["in_view"] += len(near)
@@ -165,7 +156,7 @@ def section(command: str) -> str:
     levels = "; ".join(
         f"{name}: pixel σ {n.pixel_sigma:g}, depth σ {n.depth_sigma_1m:g} m at 1 m (× distance²), blur σ "
         f"{n.blur_sigma_px:g} px, {n.missed_frames:.0%} frames lost"
-        for name, n in NOISE_LEVELS.items()
+        for name, n in cam.NOISE_LEVELS.items()
         if name != "clean"
     )
     lines = [
