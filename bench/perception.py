@@ -105,7 +105,7 @@ def measure() -> dict:
                     centres = {
                         oid: (np.array(lo) + np.array(hi)) / 2
                         for lo, hi, oid, kind in zip(boxes.lo, boxes.hi, boxes.object_id, boxes.kind, strict=True)
-                        if kind == 2
+                        if kind == cam.KIND_ITEM
                     }
                     ids, pixels = np.unique(frame.labels, return_counts=True)
                     visible = {int(i): names[int(i)] for i in ids if int(i) in centres}

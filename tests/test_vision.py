@@ -24,6 +24,7 @@ from coteam.vision import (
 )
 from coteam.world import Placement, Relation, WorldState
 from coteam_sim.camera import (
+    KIND_ITEM,
     NOISE_LEVELS,
     CameraNoise,
     CameraSpec,
@@ -156,7 +157,7 @@ def test_aruco_finds_the_items_in_view_and_places_them_on_the_map(world: WorldSt
     centre = {
         oid: (np.array(lo) + np.array(hi)) / 2
         for lo, hi, oid, kind in zip(boxes.lo, boxes.hi, boxes.object_id, boxes.kind, strict=True)
-        if kind == 2
+        if kind == KIND_ITEM
     }
     found_total = expected_total = 0
     errors: list[float] = []
