@@ -160,6 +160,7 @@ def run_suite(
                     trace_path=trace_path_of(out, spec),
                     episode_name=spec.name,
                     on_step=lambda clock, horizon, ep=ep: progress.update(ep, completed=clock),
+                    perception=spec.perception,
                 )
                 running = None
                 progress.update(ep, completed=scene.task.horizon, visible=False)

@@ -16,6 +16,7 @@ from coteam_harness.executor import SkillExecutor
 from coteam_harness.meter import EpisodeMeter
 from coteam_harness.results import EpisodeResult
 from coteam_harness.trace import TraceRecorder, journal_path
+from coteam_sim.camera import VisualObservations
 from coteam_sim.engine import Simulator
 from coteam_sim.env import CoteamParallelEnv
 from coteam_sim.primitives import Primitive, PrimitiveKind
@@ -70,6 +71,7 @@ def run_episode(
     trace_path: str | Path | None = None,
     episode_name: str = "",
     on_step: Callable[[int, int], None] | None = None,
+    perception: str = "",
 ) -> EpisodeResult:
     """One episode of ``team`` (a team object lives for a whole run: it is reset here, not rebuilt; a method
     name builds a team for this episode only)."""
@@ -106,6 +108,9 @@ def run_episode(
         )
         for a in env.agents
     }
+    visual = VisualObservations(sim.world, perception) if perception else None
+    if visual is not None:
+        obs = visual(obs)
     for a, o in obs.items():
         runtimes[a].brain.observe(o)
     while env.agents:
@@ -119,6 +124,8 @@ def run_episode(
         meter.step(actions, failures)
         if recorder:
             recorder.step(clock_before, sim, actions, failures)
+        if visual is not None:
+            obs = visual(obs)
         for a, o in obs.items():
             runtimes[a].brain.observe(o)
         if on_step:

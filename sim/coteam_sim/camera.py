@@ -21,12 +21,13 @@ then adds what a real sensor would, at the documented :data:`NOISE_LEVELS`, repr
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 
 import numpy as np
 
+from coteam.observation import Observation
 from coteam.vision import (
     ArucoDetector,
     CameraIntrinsics,
@@ -34,10 +35,11 @@ from coteam.vision import (
     CameraPose,
     ColorDetector,
     MarkerCatalogue,
+    OracleDetector,
     RGBDFrame,
     marker_image,
 )
-from coteam.world import Item, Relation, WorldState
+from coteam.world import Item, ObjectKind, Relation, WorldState
 
 WALL_HEIGHT_M = 2.5
 SURFACE_HEIGHT_M = 0.75
@@ -236,11 +238,11 @@ def scene_boxes(world: WorldState, viewer: str) -> _Boxes:
     return boxes
 
 
-def render(world: WorldState, viewer: str, camera: CameraSpec) -> Frame:
-    """What ``viewer``'s camera sees now."""
+def render(world: WorldState, viewer: str, camera: CameraSpec, heading: float | None = None) -> Frame:
+    """What ``viewer``'s camera sees now (turned to ``heading`` instead of the robot's, when given)."""
     agent = world.agents[viewer]
     intrinsics = camera.intrinsics
-    pose = CameraPose.of_robot(agent.position, agent.heading, camera.mount)
+    pose = CameraPose.of_robot(agent.position, agent.heading if heading is None else heading, camera.mount)
     boxes = scene_boxes(world, viewer)
     lo, hi = np.array(boxes.lo, float), np.array(boxes.hi, float)
     kinds, ids = np.array(boxes.kind), np.array(boxes.object_id)
@@ -381,3 +383,55 @@ def with_noise(frame: Frame, noise: CameraNoise, rng: np.random.Generator) -> Fr
         jitter = rng.normal(0.0, 1.0, depth.shape) * noise.depth_sigma_1m * depth**2
         depth = np.where(measured, np.maximum(depth + jitter, NEAR_M), 0.0).astype(np.float32)
     return replace(frame, rgb=np.clip(np.rint(rgb), 0, 255).astype(np.uint8), depth=depth)
+
+
+PERCEPTION = ("aruco", "oracle")  # the detectors a visual suite can run (they know object identities)
+CWAH_VIEWS = 6  # a C-WAH robot sees its whole room: its camera looks round in this many views
+REACH_M = 1.0  # what stands in or on a fixture this close the hand camera sees
+
+
+class VisualObservations:
+    """Observations as a robot with cameras has them (the visual suites): an item not held by a robot is in an
+    agent's observation only when its head camera's detector finds it this step, or it is in or on a fixture within
+    :data:`REACH_M` (the hand camera looks into what the robot works at). C-WAH agents see their whole room, so
+    the head camera (60°) looks round in :data:`CWAH_VIEWS` views; TDW-MAT agents see 90° ahead. Fixtures, rooms,
+    teammates and held items pass unchanged. ``seen`` and ``missed`` count the items kept and taken out."""
+
+    def __init__(self, world: WorldState, detector: str, camera: CameraSpec | None = None):
+        if detector not in PERCEPTION:
+            raise ValueError(f"perception must be one of {', '.join(PERCEPTION)}, not {detector!r}")
+        from coteam.world import Benchmark
+
+        self.world = world
+        cwah = world.scene.benchmark == Benchmark.CWAH
+        self.camera = camera or CameraSpec(fov_deg=60.0 if cwah else 90.0)
+        self.offsets = tuple(360.0 * k / CWAH_VIEWS for k in range(CWAH_VIEWS)) if cwah else (0.0,)
+        names = {i.id: i.name for i in world.scene.items}
+        self.detector = item_detector(world) if detector == "aruco" else OracleDetector(names)
+        self.seen = self.missed = 0
+
+    def __call__(self, observations: Mapping[str, Observation]) -> dict[str, Observation]:
+        return {agent: self.observe(agent, obs) for agent, obs in observations.items()}
+
+    def observe(self, agent: str, obs: Observation) -> Observation:
+        found = self.detected(agent)
+        here = self.world.agents[agent].position
+        kept = []
+        for view in obs.visible:
+            if view.kind == ObjectKind.ITEM and not view.held_by:
+                at_hand = view.holder >= 0 and math.dist(self.world.position_of(view.holder), here) <= REACH_M
+                if view.id not in found and not at_hand:
+                    self.missed += 1
+                    continue
+                self.seen += 1
+            kept.append(view)
+        return replace(obs, visible=tuple(kept))
+
+    def detected(self, agent: str) -> set[int]:
+        """The items the agent's head camera's detector finds now."""
+        heading = self.world.agents[agent].heading
+        found: set[int] = set()
+        for offset in self.offsets:
+            frame = render(self.world, agent, self.camera, heading=(heading + offset) % 360)
+            found |= {d.object_id for d in self.detector.detect(frame) if self.world.is_item(d.object_id)}
+        return found

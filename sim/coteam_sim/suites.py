@@ -8,7 +8,7 @@ distribution from a user seed: episode ``i`` of seed ``N`` is always the same sc
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coteam.world import Benchmark, Scene
@@ -22,6 +22,7 @@ class EpisodeSpec:
     index: int
     benchmark: Benchmark
     params: dict[str, Any] = field(default_factory=dict, hash=False)
+    perception: str = ""  # visual suites: the detector the agents see items with (coteam_sim.camera.PERCEPTION)
 
     @property
     def name(self) -> str:
@@ -71,7 +72,17 @@ def _tdwmat_test() -> list[EpisodeSpec]:
     return out
 
 
-_TEST_SETS = {"cwah-test": _cwah_test, "tdwmat-test": _tdwmat_test}
+def _visual(base: str, suite: str) -> list[EpisodeSpec]:
+    """The episodes of ``base`` seen through the agents' cameras (ArUco markers)."""
+    return [replace(spec, suite=suite, perception="aruco") for spec in _TEST_SETS[base]()]
+
+
+_TEST_SETS = {
+    "cwah-test": _cwah_test,
+    "tdwmat-test": _tdwmat_test,
+    "cwah-test-visual": lambda: _visual("cwah-test", "cwah-test-visual"),
+    "tdwmat-test-visual": lambda: _visual("tdwmat-test", "tdwmat-test-visual"),
+}
 
 
 def fresh_episode(benchmark: Benchmark, seed: int, index: int) -> EpisodeSpec:
@@ -103,6 +114,18 @@ SUITES: dict[str, Suite] = {
             Benchmark.TDWMAT,
             "TDW-MAT test set: 24 episodes (2 floor plans × 3 layouts × food/stuff × low/high containers), "
             "horizon 3000 frames",
+            True,
+        ),
+        Suite(
+            "cwah-test-visual",
+            Benchmark.CWAH,
+            "the C-WAH test set seen through each robot's cameras: items only where ArUco detection finds them",
+            True,
+        ),
+        Suite(
+            "tdwmat-test-visual",
+            Benchmark.TDWMAT,
+            "the TDW-MAT test set seen through each robot's cameras: items only where ArUco detection finds them",
             True,
         ),
         Suite("cwah", Benchmark.CWAH, "fresh C-WAH episodes from --seed (same task distribution)", False),

@@ -1,0 +1,74 @@
+"""The visual suites: the test sets seen through the robots' cameras. An item not held by a robot reaches an agent's
+observation only when the agent's camera detector finds it (or it is in or on the fixture at hand); everything else
+passes unchanged; `coteam run --suite cwah-test-visual` runs a whole episode that way."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from coteam.world import ObjectKind, Placement
+from coteam_sim.camera import REACH_M, VisualObservations
+from coteam_sim.env import CoteamParallelEnv
+from coteam_sim.suites import get_suite
+
+
+def _reset(suite: str):
+    spec = get_suite(suite).episodes()[0]
+    env = CoteamParallelEnv(spec.benchmark, 2)
+    obs, _ = env.reset(seed=0, options={"scene": spec.build()})
+    return env, obs
+
+
+@pytest.mark.parametrize("suite", ["cwah-test", "tdwmat-test"])
+def test_items_are_kept_only_where_the_camera_finds_them(suite: str):
+    env, obs = _reset(suite)
+    world = env.sim.world
+    visual = VisualObservations(world, "oracle")
+    for agent, o in obs.items():
+        seen = visual.observe(agent, o)
+        kept = {v.id for v in seen.visible}
+        assert kept <= {v.id for v in o.visible}, "vision never adds what the simulator does not show"
+        assert {v.id for v in o.visible if v.kind != ObjectKind.ITEM} <= kept, "fixtures and rooms pass"
+        found = visual.detected(agent)
+        for v in o.visible:
+            if v.kind == ObjectKind.ITEM and not v.held_by:
+                at_hand = (
+                    v.holder >= 0 and math.dist(world.position_of(v.holder), world.agents[agent].position) <= REACH_M
+                )
+                assert (v.id in kept) == (v.id in found or at_hand)
+    assert visual.seen + visual.missed == sum(
+        1 for o in obs.values() for v in o.visible if v.kind == ObjectKind.ITEM and not v.held_by
+    )
+
+
+def test_held_items_pass_and_a_bad_detector_is_refused():
+    env, _ = _reset("cwah-test")
+    world = env.sim.world
+    item = world.scene.items[0].id
+    world.placements[item] = Placement.held("alice", 0)
+    o = env.sim.observe("alice")
+    assert item in {v.id for v in VisualObservations(world, "aruco").observe("alice", o).visible}
+    with pytest.raises(ValueError, match="perception must be one of aruco, oracle"):
+        VisualObservations(world, "telepathy")
+
+
+def test_the_visual_suites_are_the_test_sets_with_cameras():
+    for base, visual in (("cwah-test", "cwah-test-visual"), ("tdwmat-test", "tdwmat-test-visual")):
+        a, b = get_suite(base).episodes(), get_suite(visual).episodes()
+        assert len(a) == len(b) and all(s.perception == "aruco" and s.suite == visual for s in b)
+        assert a[0].build().placements == b[0].build().placements
+
+
+def test_coteam_run_plays_a_visual_episode(tmp_path):
+    from coteam.cli import main
+
+    out = tmp_path / "run"
+    assert (
+        main(["run", "--suite", "cwah-test-visual", "--team", "pce", "--episodes", "0", "--out", str(out), "--quiet"])
+        == 0
+    )
+    episode = json.loads((out / "results.json").read_text())["episodes"][0]
+    assert episode["episode"] == "cwah-test-visual/0" and episode["success"]
