@@ -133,6 +133,7 @@ def test_defaults_and_number_coercion(tmp_path: Path) -> None:
         ("sim", "world.tick_hz", 0, "world.tick_hz", "positive"),
         ("sim", "world.mode", "turbo", "world.mode", "lockstep, realtime"),
         ("sim", "world.suite", "nope", "world.suite", "unknown suite"),
+        ("sim", "world.suite", "cwah-test-visual", "world.suite", "in process only"),
         ("sim", "world.suite", ..., "world.suite", "required"),
         ("sim", "world", [1, 2], "world", "expected a mapping"),
         ("sim", "team.method", "telepathy", "team.method", "expected one of"),

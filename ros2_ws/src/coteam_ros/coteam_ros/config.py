@@ -364,6 +364,10 @@ def _check_episode(reader: _Reader, suite_name: str, episode: int) -> None:
         suite = get_suite(suite_name)
     except KeyError as exc:
         raise reader.error(reader.key("suite"), str(exc.args[0])) from None
+    if suite.fixed and suite.episodes()[0].perception:
+        raise reader.error(
+            reader.key("suite"), f"{suite_name} runs in process only (coteam run): the ROS nodes render no cameras yet"
+        )
     if suite.fixed:
         count = len(suite.episodes())
         if episode >= count:
