@@ -6,12 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
-onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-
-from coteam.vision import CameraIntrinsics, OnnxDetector, RGBDFrame  # noqa: E402
+from coteam.vision import CameraIntrinsics, OnnxDetector, RGBDFrame
 
 CLASSES = ["apple", "mug"]
 SIZE = 64  # the model's input, square

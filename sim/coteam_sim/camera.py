@@ -106,7 +106,9 @@ class Frame(RGBDFrame):
 
 
 @dataclass
-class _Boxes:
+class SceneBoxes:
+    """The boxes a camera can see, one entry per box in each list (``kind``: KIND_WALL, KIND_FIXTURE, ...)."""
+
     lo: list[tuple[float, float, float]] = field(default_factory=list)
     hi: list[tuple[float, float, float]] = field(default_factory=list)
     rgb: list[tuple[int, int, int]] = field(default_factory=list)
@@ -156,7 +158,7 @@ def _marker_face(marker_id: int, side_px: int = 96) -> np.ndarray:
     return face
 
 
-def _wall_boxes(world: WorldState, boxes: _Boxes) -> None:
+def _wall_boxes(world: WorldState, boxes: SceneBoxes) -> None:
     fp = world.scene.floorplan
     cs = fp.cell_size
     for y, row in enumerate(fp.rows):
@@ -205,9 +207,9 @@ def stand_facing(world: WorldState, agent: str, fixture_id: int, distance_m: flo
     return False
 
 
-def scene_boxes(world: WorldState, viewer: str) -> _Boxes:
+def scene_boxes(world: WorldState, viewer: str) -> SceneBoxes:
     """Every box the camera of ``viewer`` can see (itself excluded)."""
-    boxes = _Boxes()
+    boxes = SceneBoxes()
     _wall_boxes(world, boxes)
     h = FIXTURE_SIZE_M / 2
     for f in world.scene.surfaces:
@@ -395,7 +397,7 @@ class VisualObservations:
     agent's observation only when its head camera's detector finds it this step, or it is in or on a fixture within
     :data:`REACH_M` (the hand camera looks into what the robot works at). C-WAH agents see their whole room, so
     the head camera (60°) looks round in :data:`CWAH_VIEWS` views; TDW-MAT agents see 90° ahead. Fixtures, rooms,
-    teammates and held items pass unchanged. ``seen`` and ``missed`` count the items kept and taken out."""
+    teammates and held items pass unchanged."""
 
     def __init__(self, world: WorldState, detector: str, camera: CameraSpec | None = None):
         if detector not in PERCEPTION:
@@ -408,7 +410,6 @@ class VisualObservations:
         self.offsets = tuple(360.0 * k / CWAH_VIEWS for k in range(CWAH_VIEWS)) if cwah else (0.0,)
         names = {i.id: i.name for i in world.scene.items}
         self.detector = item_detector(world) if detector == "aruco" else OracleDetector(names)
-        self.seen = self.missed = 0
 
     def __call__(self, observations: Mapping[str, Observation]) -> dict[str, Observation]:
         return {agent: self.observe(agent, obs) for agent, obs in observations.items()}
@@ -421,9 +422,7 @@ class VisualObservations:
             if view.kind == ObjectKind.ITEM and not view.held_by:
                 at_hand = view.holder >= 0 and math.dist(self.world.position_of(view.holder), here) <= REACH_M
                 if view.id not in found and not at_hand:
-                    self.missed += 1
                     continue
-                self.seen += 1
             kept.append(view)
         return replace(obs, visible=tuple(kept))
 

@@ -224,15 +224,15 @@ class ArucoDetector:
             if entry is None:
                 continue
             u, v = (float(c) for c in quad.mean(axis=0))
-            z = _marker_depth(depth, quad)
+            half_w, half_h = (quad.max(axis=0) - quad.min(axis=0)) / 4  # the marker's inner half
+            z = _median_depth(_patch(depth, u, v, half_w, half_h))
             if z <= 0:
                 continue  # no depth at the marker: it cannot be placed
             point = intrinsics.ray(u, v) * z
             normal = self._normal(quad, intrinsics)
             if normal is not None:
                 point = point - normal * self.depth_behind_m
-            xyz = (float(point[0]), float(point[1]), float(point[2]))
-            out.append(ImageDetection(entry.object_id, entry.name, (u, v), z, xyz, 1.0, self.name))
+            out.append(ImageDetection(entry.object_id, entry.name, (u, v), z, _xyz(point), 1.0, self.name))
         return out
 
     def _normal(self, quad: np.ndarray, intrinsics: CameraIntrinsics) -> np.ndarray | None:
@@ -287,15 +287,12 @@ class ColorDetector:
                 area = int(stats[k, cv2.CC_STAT_AREA])
                 if area < self.min_area_px:
                     continue
-                values = depth[(labels == k) & (depth > 0)]
-                if values.size == 0:
+                z = _median_depth(depth[labels == k])
+                if z <= 0:
                     continue
-                z = float(np.median(values))
                 u, v = (float(c) for c in centroids[k])
-                point = intrinsics.ray(u, v) * z
-                xyz = (float(point[0]), float(point[1]), float(point[2]))
                 confidence = min(1.0, area / (4 * self.min_area_px))
-                out.append(ImageDetection(-1, name, (u, v), z, xyz, confidence, self.name))
+                out.append(ImageDetection(-1, name, (u, v), z, _xyz(intrinsics.ray(u, v) * z), confidence, self.name))
         return out
 
 
@@ -359,18 +356,12 @@ class OnnxDetector:
             for j in np.asarray(keep).ravel():
                 x, y, bw, bh = boxes[mine[int(j)]]
                 u, v = x + bw / 2, y + bh / 2
-                patch = depth[
-                    max(0, int(v - bh / 4)) : min(h, int(v + bh / 4) + 1),
-                    max(0, int(u - bw / 4)) : min(w, int(u + bw / 4) + 1),
-                ]
-                values = patch[patch > 0]
-                if values.size == 0:
+                z = _median_depth(_patch(depth, u, v, bw / 4, bh / 4))  # the box's inner half
+                if z <= 0:
                     continue
-                z = float(np.median(values))
-                point = intrinsics.ray(u, v) * z
-                xyz = (float(point[0]), float(point[1]), float(point[2]))
                 score = scores[mine[int(j)]]
-                out.append(ImageDetection(-1, self.class_names[k], (u, v), z, xyz, score, self.name))
+                point = _xyz(intrinsics.ray(u, v) * z)
+                out.append(ImageDetection(-1, self.class_names[k], (u, v), z, point, score, self.name))
         return out
 
     def _rows(self, output: np.ndarray) -> np.ndarray:
@@ -412,23 +403,28 @@ class OracleDetector:
             if vs.size == 0:
                 continue
             u, v = float(us.mean()) + 0.5, float(vs.mean()) + 0.5
-            z = float(np.median(frame.depth[mask]))
-            point = frame.intrinsics.ray(u, v) * z
-            xyz = (float(point[0]), float(point[1]), float(point[2]))
-            out.append(ImageDetection(oid, self.names[oid], (u, v), z, xyz, 1.0, self.name))
+            z = _median_depth(frame.depth[mask])
+            point = _xyz(frame.intrinsics.ray(u, v) * z)
+            out.append(ImageDetection(oid, self.names[oid], (u, v), z, point, 1.0, self.name))
         return out
 
 
-def _marker_depth(depth: np.ndarray, quad: np.ndarray) -> float:
-    """The median measured depth over the inner half of the marker's quadrilateral (0 when none is measured)."""
-    centre = quad.mean(axis=0)
-    inner = centre + 0.5 * (quad - centre)
-    x0, y0 = np.floor(inner.min(axis=0)).astype(int)
-    x1, y1 = np.ceil(inner.max(axis=0)).astype(int) + 1
+def _patch(depth: np.ndarray, u: float, v: float, half_w: float, half_h: float) -> np.ndarray:
+    """The depth pixels within ``half_w`` / ``half_h`` of (u, v), clipped to the image."""
     h, w = depth.shape
-    patch = depth[max(0, y0) : min(h, y1), max(0, x0) : min(w, x1)]
-    values = patch[patch > 0]
-    return float(np.median(values)) if values.size else 0.0
+    return depth[
+        max(0, int(v - half_h)) : min(h, int(v + half_h) + 1), max(0, int(u - half_w)) : min(w, int(u + half_w) + 1)
+    ]
+
+
+def _median_depth(values: np.ndarray) -> float:
+    """The median of the measured (positive) depths among ``values``; 0 when none was measured."""
+    measured = values[values > 0]
+    return float(np.median(measured)) if measured.size else 0.0
+
+
+def _xyz(point: np.ndarray) -> tuple[float, float, float]:
+    return float(point[0]), float(point[1]), float(point[2])
 
 
 def detections_on_map(
