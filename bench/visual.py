@@ -1,12 +1,13 @@
 """The visual suites against the symbolic setting: the "Visual suites" section of docs/benchmarks.md.
 
-    python bench/visual.py --out docs/benchmarks.md                 # pce on cwah-test (~15 min on 2 cores)
-    python bench/visual.py --methods pce,mhp,rhp --out docs/benchmarks.md
+    python bench/visual.py --out docs/benchmarks.md                             # pce on cwah-test (~10 min)
+    python bench/visual.py --methods pce,mhp,rhp --suites cwah-test,tdwmat-test --out docs/benchmarks.md
 
-Each method plays every episode of cwah-test twice with two robots, seed 0: as the simulator shows the world
-(``cwah-test``) and through the robots' cameras (``cwah-test-visual``: items only where the ArUco detector finds
-them, ``coteam_sim.camera.VisualObservations``). Reported: mean steps, successes, and the seconds a visual episode
-takes.
+Each method plays every episode of each suite twice with two robots, seed 0: as the simulator shows the world
+(``cwah-test``, ``tdwmat-test``) and through the robots' cameras (``cwah-test-visual``, ``tdwmat-test-visual``:
+items only where the ArUco detector finds them, ``coteam_sim.camera.VisualObservations``). Reported: C-WAH mean
+steps (a failed episode counts the horizon), TDW-MAT mean transport rate, successes, and the wall time of the visual
+runs (median per episode, and the whole suite one episode after the other).
 """
 
 from __future__ import annotations
@@ -20,32 +21,41 @@ from coteam_harness.runner import run_episode
 from coteam_sim.suites import get_suite
 
 TITLE = "## Visual suites against the symbolic setting"
+MEASURE = {"cwah-test": ("steps", "steps ↓"), "tdwmat-test": ("transport_rate", "transport rate ↑")}
 
 
-def section(command: str, methods: list[str]) -> str:
+def section(command: str, methods: list[str], suites: list[str]) -> str:
     rows = [
-        "| method | symbolic steps | visual steps | × | symbolic successes | visual successes | s per visual episode |",
-        "|---|---|---|---|---|---|---|",
+        "| suite | method | measure | symbolic | visual | visual / symbolic | symbolic successes | visual successes "
+        "| s per visual episode | visual suite s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for method in methods:
-        symbolic, visual, seconds = [], [], []
-        for base, seen in zip(get_suite("cwah-test").episodes(), get_suite("cwah-test-visual").episodes(), strict=True):
-            symbolic.append(run_episode(base.build(), method, episode_name=base.name))
-            start = time.perf_counter()
-            visual.append(run_episode(seen.build(), method, episode_name=seen.name, perception=seen.perception))
-            seconds.append(time.perf_counter() - start)
-            print(method, seen.name, symbolic[-1].steps, visual[-1].steps, flush=True)
-        s, v = statistics.fmean(r.steps for r in symbolic), statistics.fmean(r.steps for r in visual)
-        rows.append(
-            f"| {method} | {s:.1f} | {v:.1f} | {v / s:.2f} | {sum(r.success for r in symbolic)}/{len(symbolic)} | "
-            f"{sum(r.success for r in visual)}/{len(visual)} | {statistics.median(seconds):.0f} |"
-        )
+    for suite in suites:
+        field, label = MEASURE[suite]
+        for method in methods:
+            symbolic, visual, seconds = [], [], []
+            pairs = zip(get_suite(suite).episodes(), get_suite(f"{suite}-visual").episodes(), strict=True)
+            for base, seen in pairs:
+                symbolic.append(run_episode(base.build(), method, episode_name=base.name))
+                start = time.perf_counter()
+                visual.append(run_episode(seen.build(), method, episode_name=seen.name, perception=seen.perception))
+                seconds.append(time.perf_counter() - start)
+                print(method, seen.name, getattr(symbolic[-1], field), getattr(visual[-1], field), flush=True)
+            s = statistics.fmean(getattr(r, field) for r in symbolic)
+            v = statistics.fmean(getattr(r, field) for r in visual)
+            digits = 1 if field == "steps" else 3
+            rows.append(
+                f"| {suite} | {method} | {label} | {s:.{digits}f} | {v:.{digits}f} | {v / s:.2f} | "
+                f"{sum(r.success for r in symbolic)}/{len(symbolic)} | {sum(r.success for r in visual)}/{len(visual)} "
+                f"| {statistics.median(seconds):.0f} | {sum(seconds):.0f} |"
+            )
     lines = [
         TITLE,
         "",
-        f"Produced by `{command}`: every cwah-test episode, two robots, seed 0, as the simulator shows it and through "
-        "the robots' cameras (`cwah-test-visual`; definitions in the script's docstring and docs/simulator.md). "
-        "Steps of an episode that fails count as the horizon (250).",
+        f"Produced by `{command}`: every episode, two robots, seed 0, as the simulator shows it and through the "
+        "robots' cameras (the `-visual` suites; definitions in the script's docstring and docs/simulator.md). A C-WAH "
+        "episode that fails counts the horizon (250 steps). Wall times on this 2-core machine, in process; a visual "
+        "run renders only the views in which an item it has to decide about stands.",
         "",
         *rows,
     ]
@@ -57,11 +67,17 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", default="pce", help="comma-separated methods (default: pce)")
+    parser.add_argument("--suites", default="cwah-test", help="comma-separated: cwah-test, tdwmat-test")
     parser.add_argument("--out", help="splice the section into this markdown file (default: print it)")
     args = parser.parse_args(argv)
+    suites = args.suites.split(",")
+    unknown = [s for s in suites if s not in MEASURE]
+    if unknown:
+        parser.error(f"unknown suite {unknown[0]!r} (cwah-test, tdwmat-test)")
     command = "python bench/visual.py" + (f" --methods {args.methods}" if args.methods != "pce" else "")
+    command += f" --suites {args.suites}" if args.suites != "cwah-test" else ""
     command += f" --out {args.out}" if args.out else ""
-    emit_section(args.out, section(command, args.methods.split(",")), TITLE)
+    emit_section(args.out, section(command, args.methods.split(","), suites), TITLE)
     return 0
 
 

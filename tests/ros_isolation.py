@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,3 +30,20 @@ def isolate_ros(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
     }.items():
         monkeypatch.setenv(key, value)
     return domain
+
+
+@contextmanager
+def rclpy_session() -> Iterator[list]:
+    """rclpy initialised for one test, yielding a list the test adds its in-process nodes to. They are destroyed at
+    the end, before shutdown: a node left to the garbage collector stays in the worker's ROS domain (every test of a
+    pytest worker shares it) and takes the topics and goals of the next test's robots."""
+    import rclpy
+
+    rclpy.init()
+    nodes: list = []
+    try:
+        yield nodes
+    finally:
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown()

@@ -60,7 +60,7 @@ HW_DOC: dict[str, Any] = {
     "task": {"suite": "cwah-test", "episode": 0},
     "team": {"method": "pce"},
     "navigation": "nav2",
-    "robots": [{"name": "robot1", "remap": {"odom": "/robot1/odometry/filtered"}}, {"name": "robot2"}],
+    "robots": [{"name": "robot1", "remap": {"detections": "/robot1/detector/objects"}}, {"name": "robot2"}],
 }
 
 
@@ -104,7 +104,9 @@ def test_shipped_hardware_config() -> None:
     assert cfg.navigation == "nav2"
     assert cfg.robot_names == ["robot1", "robot2"]
     assert all(r.remap for r in cfg.robots)
-    assert cfg.robots[0].remap["odom"] == "/robot1/odometry/filtered"
+    assert cfg.robots[0].remap["detections"] == "/robot1/detector/objects"
+    assert [r.base_frame for r in cfg.robots] == ["robot1/base_link", "robot2/base_link"]
+    assert cfg.perception is None
 
 
 def test_defaults_and_number_coercion(tmp_path: Path) -> None:
@@ -133,7 +135,9 @@ def test_defaults_and_number_coercion(tmp_path: Path) -> None:
         ("sim", "world.tick_hz", 0, "world.tick_hz", "positive"),
         ("sim", "world.mode", "turbo", "world.mode", "lockstep, realtime"),
         ("sim", "world.suite", "nope", "world.suite", "unknown suite"),
-        ("sim", "world.suite", "cwah-test-visual", "world.suite", "in process only"),
+        ("sim", "perception", "sonar", "perception.detector", "expected one of aruco"),
+        ("sim", "perception", {"detector": "aruco", "markers": "m.yaml"}, "perception.markers", "only on hardware"),
+        ("sim", "perception", {"detector": "aruco", "range": 3}, "perception.range", "unknown key"),
         ("sim", "world.suite", ..., "world.suite", "required"),
         ("sim", "world", [1, 2], "world", "expected a mapping"),
         ("sim", "team.method", "telepathy", "team.method", "expected one of"),
@@ -213,6 +217,7 @@ def test_node_list_sim() -> None:
         "namespaces": ["/alice", "/bob"],
         "method": "pce",
         "params_json": '{"backend": "symbolic"}',
+        "cameras": False,
     }
     keys = ROOT / "config" / "keys"
     assert alice_planner.parameters == {
@@ -263,6 +268,36 @@ def test_node_list_hardware() -> None:
     assert specs[0].parameters["robots"] == ["robot1", "robot2"]
     assert (planner.parameters["suite"], planner.parameters["episode"]) == ("cwah-test", 0)
     assert executor.parameters["navigation"] == "nav2"
+    assert specs[0].parameters["base_frame"] == "robot1/base_link"  # the pose comes from TF
+
+
+def test_perception_from_cameras(tmp_path: Path) -> None:
+    """A visual suite's world sees through cameras by default: the bridge renders them, each robot's perception
+    node detects with the simulator's markers, the planner waits for its detections. On hardware the printed
+    markers' file is required."""
+    from coteam_sim.camera import ITEM_SIZE_M, MARKER_SIZE_M
+
+    shipped = yaml.safe_load((ROOT / "config" / "team_sim_visual.yaml").read_text())
+    for doc in (shipped, _edit(SIM_DOC, "world.suite", "cwah-test-visual"), _edit(SIM_DOC, "perception", "aruco")):
+        specs = {s.fqn: s for s in node_list(parse_config(doc, "inline"))}
+        assert specs["/sim_bridge"].parameters["cameras"] is True
+        perception = specs["/alice/perception"].parameters
+        assert (perception["detector"], perception["robots"]) == ("aruco", ["alice", "bob"])
+        assert perception["status_from_cameras"] is True
+        assert (perception["marker_size_m"], perception["object_depth_m"]) == (MARKER_SIZE_M, ITEM_SIZE_M / 2)
+        assert perception["suite"] == doc["world"]["suite"] and "markers" not in perception
+    markers = tmp_path / "markers.yaml"
+    markers.write_text("12: apple\n13: cupcake\n")
+    hw = _edit(HW_DOC, "perception", {"detector": "aruco", "markers": "markers.yaml", "marker_size_m": 0.05})
+    specs = {s.fqn: s for s in node_list(load_config(_write(tmp_path, hw)))}
+    perception = specs["/robot1/perception"].parameters
+    assert perception["markers"] == str(markers) and perception["marker_size_m"] == 0.05
+    assert "object_depth_m" not in perception and "status_from_cameras" not in perception
+    with pytest.raises(ConfigError, match=r"perception\.markers: required on hardware"):
+        load_config(_write(tmp_path, _edit(HW_DOC, "perception", "aruco")))
+    markers.write_text("apple: 12\n")
+    with pytest.raises(ConfigError, match=r"perception\.markers: .*maps marker ids to class names"):
+        load_config(_write(tmp_path, hw))
 
 
 class _NestedConfig(MethodConfig):

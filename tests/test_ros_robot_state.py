@@ -1,4 +1,4 @@
-"""robot_state (real robots): odometry + detections become the robot's status, which planner and executor read."""
+"""robot_state (real robots): the pose (TF) and detections become the status that planner and executor read."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from ros_isolation import isolate_ros
+from ros_isolation import isolate_ros, rclpy_session
 
 rclpy = pytest.importorskip("rclpy")
 
+from builtin_interfaces.msg import Time  # noqa: E402
 from coteam_interfaces.msg import ObjectDetections, RobotStatus  # noqa: E402
-from geometry_msgs.msg import Point, Pose, PoseWithCovariance  # noqa: E402
-from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -23,8 +22,10 @@ from std_msgs.msg import Header  # noqa: E402
 from coteam.observation import observation_from_dict  # noqa: E402
 from coteam.perception import Detection  # noqa: E402
 from coteam.world import Container, ObjectKind, Relation  # noqa: E402
-from coteam_ros.convert import detections_to_msg, yaw_quaternion  # noqa: E402
-from coteam_ros.nodes.robot_state import ObservationAssembler, RobotStateNode  # noqa: E402
+from coteam_ros.convert import detections_to_msg  # noqa: E402
+from coteam_ros.nodes.robot_state import RobotStateNode  # noqa: E402
+from coteam_ros.observations import ObservationAssembler  # noqa: E402
+from coteam_ros.tf import RigidTransform, TransformPublisher  # noqa: E402
 from coteam_sim.suites import get_suite  # noqa: E402
 
 SCENE = get_suite("cwah-test").episodes()[0].build()
@@ -60,13 +61,12 @@ def test_assembler_builds_the_observation_from_detections() -> None:
     assert (obs.room, obs.heading, obs.step, obs.ready) == (room.id, 90, 3, True)
 
 
-def test_robot_state_node_publishes_status_from_odom_and_detections(
+def test_robot_state_node_publishes_status_from_tf_and_detections(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     isolate_ros(tmp_path, monkeypatch)
     container, item, _, room = _catalogue()
-    rclpy.init()
-    try:
+    with rclpy_session() as nodes:
         node = RobotStateNode(
             namespace="/robot1",
             parameter_overrides=[
@@ -76,12 +76,15 @@ def test_robot_state_node_publishes_status_from_odom_and_detections(
             ],
         )
         test = rclpy.create_node("robot_state_test")
+        nodes += [node, test]
         statuses: list[RobotStatus] = []
         latched = QoSProfile(
             depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
         test.create_subscription(RobotStatus, "/robot1/status", statuses.append, latched)
-        odom = test.create_publisher(Odometry, "/robot1/odom", 10)
+        tf = TransformPublisher(test)
+        # localisation says where odom is on the map (1 m off), odometry where the robot is in odom
+        tf.send_static([RigidTransform.of(1.0, 0.0).stamped("map", "robot1/odom", Time())])
         detections = test.create_publisher(ObjectDetections, "/robot1/detections", 10)
         executor = SingleThreadedExecutor()
         executor.add_node(node)
@@ -90,12 +93,7 @@ def test_robot_state_node_publishes_status_from_odom_and_detections(
         deadline = time.monotonic() + 20
         seen = None
         while time.monotonic() < deadline and seen is None:
-            odom.publish(
-                Odometry(
-                    header=Header(frame_id="map"),
-                    pose=PoseWithCovariance(pose=Pose(position=Point(x=x, y=y), orientation=yaw_quaternion(180.0))),
-                )
-            )
+            tf.send([RigidTransform.of(x - 1.0, y, yaw_deg=180.0).stamped("robot1/odom", "robot1/base_link", Time())])
             sighting = Detection(item.name, item.id, item.category, room.name, container.name, (x, y), 1.0, 0)
             detections.publish(detections_to_msg("robot1", [sighting], Header(frame_id="map")))
             executor.spin_once(timeout_sec=0.05)
@@ -110,8 +108,6 @@ def test_robot_state_node_publishes_status_from_odom_and_detections(
         assert [v.id for v in obs.visible] == [item.id] and obs.visible[0].location == Relation.IN
         steps = [s.step for s in statuses]
         assert steps == sorted(steps)
-    finally:
-        rclpy.try_shutdown()
 
 
 @pytest.mark.parametrize("heading", [None, 0.0, 15.0, 179.999999, 180.0, 270.5])

@@ -190,6 +190,8 @@ def test_coteam_camera_writes_the_images_and_lists_the_markers(world: WorldState
         cv2.imread(str(tmp_path / "f-depth.png"), cv2.IMREAD_UNCHANGED),
     )
     assert rgb.shape == (480, 640, 3) and depth.dtype == np.uint16 and depth.max() > 1000
+    drawn = cv2.imread(str(tmp_path / "f-detections.png"))
+    assert drawn.shape == rgb.shape and (drawn != rgb).any(), "the detections are drawn on the colour image"
     _stand_before(world, fixture_id, 2.0)  # the same view from a pose
     (x, y), heading = world.agents["alice"].position, world.agents["alice"].heading
     assert main(["camera", "--open-all", "--pose", str(x), str(y), str(heading), "--out", out]) == 0

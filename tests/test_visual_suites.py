@@ -10,7 +10,7 @@ import math
 import pytest
 
 from coteam.world import ObjectKind, Placement
-from coteam_sim.camera import REACH_M, VisualObservations
+from coteam_sim.camera import REACH_M, VisualObservations, stand_facing
 from coteam_sim.env import CoteamParallelEnv
 from coteam_sim.suites import get_suite
 
@@ -27,9 +27,9 @@ def test_items_are_kept_only_where_the_camera_finds_them(suite: str):
     env, obs = _reset(suite)
     world = env.sim.world
     visual = VisualObservations(world, "oracle")
+    seen_all = visual(obs)
     for agent, o in obs.items():
-        seen = visual.observe(agent, o)
-        kept = {v.id for v in seen.visible}
+        kept = {v.id for v in seen_all[agent].visible}
         assert kept <= {v.id for v in o.visible}, "vision never adds what the simulator does not show"
         assert {v.id for v in o.visible if v.kind != ObjectKind.ITEM} <= kept, "fixtures and rooms pass"
         found = visual.detected(agent)
@@ -41,13 +41,30 @@ def test_items_are_kept_only_where_the_camera_finds_them(suite: str):
                 assert (v.id in kept) == (v.id in found or at_hand)
 
 
+@pytest.mark.parametrize("suite", ["cwah-test", "tdwmat-test"])
+def test_rendering_only_the_views_that_can_show_an_item_finds_the_same(suite: str):
+    """The visual suites render a view only when one of the items in question lies in it: the same items are found as
+    when every view is rendered, from robots standing at each fixture."""
+    env, _ = _reset(suite)
+    world = env.sim.world
+    visual = VisualObservations(world, "aruco")
+    items = {i.id for i in world.scene.items}
+    fixtures = [f.id for f in (*world.scene.containers, *world.scene.surfaces)][:6]
+    for fixture in fixtures:
+        for agent in world.agents:
+            if stand_facing(world, agent, fixture, 2.0):
+                every_view = visual.detected(agent)
+                assert visual.detected(agent, among=items) == every_view
+                assert visual.detected(agent, among=set()) == set()
+
+
 def test_held_items_pass_and_a_bad_detector_is_refused():
     env, _ = _reset("cwah-test")
     world = env.sim.world
     item = world.scene.items[0].id
     world.placements[item] = Placement.held("alice", 0)
     o = env.sim.observe("alice")
-    assert item in {v.id for v in VisualObservations(world, "aruco").observe("alice", o).visible}
+    assert item in {v.id for v in VisualObservations(world, "aruco").observe("alice", o, found=set()).visible}
     with pytest.raises(ValueError, match="perception must be one of aruco, oracle"):
         VisualObservations(world, "telepathy")
 

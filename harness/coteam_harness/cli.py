@@ -334,6 +334,7 @@ def _cmd_camera(args: argparse.Namespace) -> int:
     import cv2
     import numpy as np
 
+    from coteam.vision import draw_detections
     from coteam.world import AGENT_NAMES
     from coteam_sim.camera import CameraSpec, item_detector, render, stand_facing
     from coteam_sim.engine import Simulator
@@ -358,19 +359,21 @@ def _cmd_camera(args: argparse.Namespace) -> int:
         world.is_open.update(dict.fromkeys(world.is_open, True))
     frame = render(world, args.agent, CameraSpec(args.width, args.height, args.fov))
     rgb_path, depth_path = Path(f"{args.out}-rgb.png"), Path(f"{args.out}-depth.png")
+    drawn_path = Path(f"{args.out}-detections.png")
     rgb_path.parent.mkdir(parents=True, exist_ok=True)
     cv2.imwrite(str(rgb_path), cv2.cvtColor(frame.rgb, cv2.COLOR_RGB2BGR))
     cv2.imwrite(str(depth_path), np.clip(frame.depth * 1000, 0, 65535).astype(np.uint16))
-    detector = item_detector(world)
+    found = item_detector(world).detect(frame)
+    cv2.imwrite(str(drawn_path), cv2.cvtColor(draw_detections(frame.rgb, found), cv2.COLOR_RGB2BGR))
     table = Table(title=f"{spec.name}: {args.agent}'s camera, ArUco markers")
     for col in ("object", "pixel", "depth m", "map x, y, z"):
         table.add_column(col)
-    for d in detector.detect(frame):
+    for d in found:
         x, y, z = frame.pose.to_map(np.array(d.point))
         table.add_row(f"<{d.name}> ({d.object_id})", f"{d.pixel[0]:.0f}, {d.pixel[1]:.0f}", f"{d.depth_m:.2f}",
                       f"{x:.2f}, {y:.2f}, {z:.2f}")  # fmt: skip
     console.print(table)
-    console.print(f"rgb: {rgb_path}\ndepth: {depth_path} (uint16, millimetres)")
+    console.print(f"rgb: {rgb_path}\ndepth: {depth_path} (uint16, millimetres)\ndetections: {drawn_path}")
     return 0
 
 
@@ -453,7 +456,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--width", type=int, default=640)
     p.add_argument("--height", type=int, default=480)
     p.add_argument("--fov", type=float, default=60.0, help="horizontal field of view, degrees")
-    p.add_argument("--out", default="camera", help="output prefix: PREFIX-rgb.png, PREFIX-depth.png")
+    p.add_argument("--out", default="camera", help="output prefix: PREFIX-rgb.png, -depth.png, -detections.png")
     p.set_defaults(func=_cmd_camera)
 
     p = sub.add_parser("demo", help="one C-WAH and one TDW-MAT episode with a two-robot team")

@@ -27,7 +27,7 @@ from functools import cache
 
 import numpy as np
 
-from coteam.observation import Observation
+from coteam.observation import ObjectView, Observation
 from coteam.vision import (
     ArucoDetector,
     CameraIntrinsics,
@@ -412,25 +412,51 @@ class VisualObservations:
         self.detector = item_detector(world) if detector == "aruco" else OracleDetector(names)
 
     def __call__(self, observations: Mapping[str, Observation]) -> dict[str, Observation]:
-        return {agent: self.observe(agent, obs) for agent, obs in observations.items()}
+        out = {}
+        for agent, obs in observations.items():
+            candidates = {v.id for v in obs.visible if self._needs_camera(agent, v)}
+            out[agent] = self.observe(agent, obs, self.detected(agent, candidates) if candidates else set())
+        return out
 
-    def observe(self, agent: str, obs: Observation) -> Observation:
-        found = self.detected(agent)
+    def _needs_camera(self, agent: str, view: ObjectView) -> bool:
+        """An item only the head camera can reveal: not held, not at hand."""
+        if view.kind != ObjectKind.ITEM or view.held_by:
+            return False
         here = self.world.agents[agent].position
-        kept = []
-        for view in obs.visible:
-            if view.kind == ObjectKind.ITEM and not view.held_by:
-                at_hand = view.holder >= 0 and math.dist(self.world.position_of(view.holder), here) <= REACH_M
-                if view.id not in found and not at_hand:
-                    continue
-            kept.append(view)
-        return replace(obs, visible=tuple(kept))
+        return view.holder < 0 or math.dist(self.world.position_of(view.holder), here) > REACH_M
 
-    def detected(self, agent: str) -> set[int]:
-        """The items the agent's head camera's detector finds now."""
+    def observe(self, agent: str, obs: Observation, found: set[int]) -> Observation:
+        """``obs`` with the items ``found`` by the head camera and those at hand; held items and everything that is
+        not an item pass unchanged. With nothing ``found``, what the hand camera alone shows (the sim bridge's
+        status when the robots' perception nodes detect in the head camera's images)."""
+        kept = tuple(v for v in obs.visible if v.id in found or not self._needs_camera(agent, v))
+        return replace(obs, visible=kept)
+
+    def frames(self, agent: str) -> list[tuple[float, Frame]]:
+        """The head camera's views now, each with the camera's pan from the robot's heading in degrees."""
         heading = self.world.agents[agent].heading
+        return [(pan, render(self.world, agent, self.camera, heading=(heading + pan) % 360)) for pan in self.offsets]
+
+    def detected(self, agent: str, among: set[int] | None = None) -> set[int]:
+        """The items the agent's head camera's detector finds now; with ``among``, only views in which one of those
+        items' boxes lies are rendered (a view that cannot show one cannot find one: the result for them is the
+        same, much faster, as the renderer tests each box only inside its screen rectangle too)."""
+        agent_state = self.world.agents[agent]
+        watched = []
+        if among is not None:
+            boxes = scene_boxes(self.world, agent)
+            watched = [
+                (lo, hi)
+                for lo, hi, kind, oid in zip(boxes.lo, boxes.hi, boxes.kind, boxes.object_id, strict=True)
+                if kind == KIND_ITEM and oid in among
+            ]
         found: set[int] = set()
-        for offset in self.offsets:
-            frame = render(self.world, agent, self.camera, heading=(heading + offset) % 360)
+        for pan in self.offsets:
+            heading = (agent_state.heading + pan) % 360
+            if among is not None:
+                pose = CameraPose.of_robot(agent_state.position, heading, self.camera.mount)
+                if not any(_screen_rect(lo, hi, pose, self.camera.intrinsics) for lo, hi in watched):
+                    continue
+            frame = render(self.world, agent, self.camera, heading=heading)
             found |= {d.object_id for d in self.detector.detect(frame) if self.world.is_item(d.object_id)}
         return found

@@ -409,6 +409,27 @@ class OracleDetector:
         return out
 
 
+def draw_detections(rgb: np.ndarray, found: Iterable[ImageDetection]) -> np.ndarray:
+    """A copy of ``rgb`` with each detection marked by a numbered ring at its pixel, and a legend in the top-left
+    corner: number, class, id and depth."""
+    import cv2
+
+    out = np.ascontiguousarray(rgb.copy())
+    font, ring = cv2.FONT_HERSHEY_SIMPLEX, (255, 255, 0)
+
+    def text(label: str, org: tuple[int, int]) -> None:
+        cv2.putText(out, label, org, font, 0.45, (0, 0, 0), 3, cv2.LINE_AA)
+        cv2.putText(out, label, org, font, 0.45, (255, 255, 255), 1, cv2.LINE_AA)
+
+    for k, d in enumerate(sorted(found, key=lambda d: d.pixel), start=1):
+        u, v = round(d.pixel[0]), round(d.pixel[1])
+        cv2.circle(out, (u, v), 12, ring, 2, cv2.LINE_AA)
+        text(str(k), (u + 12, v - 10))
+        label = f"{k}: {d.name}" + (f" ({d.object_id})" if d.object_id >= 0 else "")
+        text(label + (f", {d.depth_m:.1f} m" if d.depth_m > 0 else ""), (8, 4 + 18 * k))
+    return out
+
+
 def _patch(depth: np.ndarray, u: float, v: float, half_w: float, half_h: float) -> np.ndarray:
     """The depth pixels within ``half_w`` / ``half_h`` of (u, v), clipped to the image."""
     h, w = depth.shape

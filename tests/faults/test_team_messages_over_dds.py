@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ros_isolation import isolate_ros
+from ros_isolation import isolate_ros, rclpy_session
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -30,8 +30,7 @@ def alice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
     isolate_ros(tmp_path, monkeypatch)
     team_keys = init_keystore(tmp_path / "team", ["alice", "bob"])
-    rclpy.init()
-    try:
+    with rclpy_session() as nodes:
         planner = PlannerNode(
             namespace="/alice",
             parameter_overrides=[
@@ -41,12 +40,11 @@ def alice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             ],
         )
         test = rclpy.create_node("forger")
+        nodes += [planner, test]
         executor = SingleThreadedExecutor()
         executor.add_node(planner)
         executor.add_node(test)
         yield planner, test.create_publisher(TeamMessage, "/team/messages", TEAM_QOS), executor
-    finally:
-        rclpy.try_shutdown()
 
 
 def spin_until(executor, done, timeout_s: float = 20.0) -> None:

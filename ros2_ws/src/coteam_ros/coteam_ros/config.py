@@ -25,7 +25,14 @@ A file describes one team run::
     robots:
       - name: alice
         namespace: /alice   # default "/" + name
-        remap: {}           # node-level remappings, e.g. {odom: /alice/odometry/filtered}
+        remap: {}           # node-level remappings, e.g. {camera/image_raw: /alice/camera/color/image_raw}
+        base_frame: alice/base_link   # hardware: the robot's base frame on /tf (default "<name>/base_link")
+    perception:       # optional: each robot's perception node detects items in its RGB-D camera (a visual suite's
+      detector: aruco       #   world turns it on by default; the shorthand `perception: aruco` names only the detector)
+      markers: markers.yaml #   hardware: the printed markers (YAML, marker id: class name; relative to this file);
+                            #   with a world the simulator's (marker id = object id)
+      marker_size_m: 0.05   #   the printed markers' side and how far behind a marker the object's centre is (with a
+      object_depth_m: 0.04  #   world: the simulator's); without them a detection is the marker's centre
     security:         # optional; signed team messages (coteam.signing), on by default
       sign: true            # each planner signs what it sends and believes only signed, new messages of the team
       keystore: keys        # `coteam keys init CONFIG` makes it (relative to this file); with a world a missing
@@ -33,10 +40,10 @@ A file describes one team run::
       max_age_s: 120        # a message signed longer ago than this is refused (a replay of an earlier run)
 
 :func:`load_config` validates strictly (unknown keys, wrong types and unknown names raise :class:`ConfigError`
-naming the file and the key); :func:`node_list` turns a config into the nodes to start. ROS parameter values are
-only ``bool``, ``int``, ``float``, ``str`` or non-empty lists of one of them (launch_ros rejects empty lists
-and rcl drops them), so mappings travel as JSON strings (``params_json``) and an empty ``teammates`` list is
-left out (a one-robot team).
+naming the file and the key); :func:`node_list` turns a config into the nodes to start. ROS parameter values are only
+``bool``, ``int``, ``float``, ``str`` or non-empty lists of one of them (launch_ros rejects empty lists and rcl
+drops them), so mappings travel as JSON strings (``params_json``) and an empty ``teammates`` list is left out (a
+one-robot team).
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ __all__ = [
     "ConfigError",
     "MethodConfig",
     "NodeSpec",
+    "PerceptionConfig",
     "RobotConfig",
     "SecurityConfig",
     "TaskConfig",
@@ -72,6 +80,7 @@ __all__ = [
 ]
 
 MODES = ("lockstep", "realtime")
+DETECTORS = ("aruco",)  # what the perception node runs on camera images (coteam_ros.nodes.perception)
 NAVIGATION = ("sim", "nav2")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # a robot name: one ROS name token
 _NAMESPACE = re.compile(r"^/([A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*)?$")
@@ -146,10 +155,21 @@ class SecurityConfig:
 
 
 @dataclass(frozen=True)
+class PerceptionConfig:
+    """``perception``: detection in the robots' cameras (see the module docstring)."""
+
+    detector: str
+    markers: str = ""  # absolute path of the marker catalogue; "" with a world (the simulator's markers)
+    marker_size_m: float = 0.0  # 0: unknown (a detection is the marker's centre)
+    object_depth_m: float = 0.0
+
+
+@dataclass(frozen=True)
 class RobotConfig:
     name: str
     namespace: str
     remap: Mapping[str, str] = field(default_factory=dict)
+    base_frame: str = ""  # "" = "<name>/base_link"
 
 
 @dataclass(frozen=True)
@@ -160,6 +180,7 @@ class TeamConfig:
     security: SecurityConfig
     world: WorldConfig | None = None
     task: TaskConfig | None = None
+    perception: PerceptionConfig | None = None
     source: str = "<config>"
 
     @property
@@ -298,7 +319,7 @@ def load_config(path: str | os.PathLike[str]) -> TeamConfig:
 
 def parse_config(data: Any, source: str = "<config>") -> TeamConfig:
     """Validate an already-parsed YAML document (``source`` names it in error messages)."""
-    top = _Reader(source, data, "", ("world", "task", "team", "navigation", "robots", "security"))
+    top = _Reader(source, data, "", ("world", "task", "team", "navigation", "robots", "perception", "security"))
 
     world = _parse_world(top, source) if top.has("world") else None
     task = _parse_task(top, source) if top.has("task") else None
@@ -323,9 +344,58 @@ def parse_config(data: Any, source: str = "<config>") -> TeamConfig:
                 f"(at most {len(AGENT_NAMES)}); got {', '.join(r.name for r in robots)}",
             )
     security = _parse_security(top, source)
+    perception = _parse_perception(top, source, world)
     return TeamConfig(
-        team=team, navigation=navigation, robots=robots, security=security, world=world, task=task, source=source
+        team=team,
+        navigation=navigation,
+        robots=robots,
+        security=security,
+        world=world,
+        task=task,
+        perception=perception,
+        source=source,
     )
+
+
+def _parse_perception(top: _Reader, source: str, world: WorldConfig | None) -> PerceptionConfig | None:
+    data = top.data.get("perception")
+    if data is None:
+        if world is None:
+            return None
+        from coteam_sim.suites import get_suite
+
+        detector = get_suite(world.suite).episodes()[0].perception  # a visual suite sees through cameras
+        return _sim_perception(detector) if detector else None
+    if isinstance(data, str):
+        data = {"detector": data}
+    r = _Reader(source, data, "perception", ("detector", "markers", "marker_size_m", "object_depth_m"))
+    detector = r.text("detector", None, DETECTORS)
+    if world is not None:
+        if r.has("markers"):
+            raise r.error(r.key("markers"), "only on hardware (with a world, the simulator prints the markers)")
+        sim = _sim_perception(detector)
+        return PerceptionConfig(
+            detector, "", r.number("marker_size_m", sim.marker_size_m), r.number("object_depth_m", sim.object_depth_m)
+        )
+    if not r.has("markers"):
+        raise r.error(r.key("markers"), "required on hardware: a YAML of the printed marker ids and their classes")
+    markers = (Path(source).parent / r.text("markers")).resolve()
+    from coteam.vision import MarkerCatalogue
+
+    try:
+        MarkerCatalogue.from_file(markers)
+    except ValueError as exc:
+        raise r.error(r.key("markers"), str(exc)) from None
+    size = r.number("marker_size_m", math.inf) if r.has("marker_size_m") else 0.0
+    depth = r.number("object_depth_m", math.inf) if r.has("object_depth_m") else 0.0
+    return PerceptionConfig(detector, str(markers), size, depth)
+
+
+def _sim_perception(detector: str) -> PerceptionConfig:
+    """The simulator's markers: their size on an item's face, the item's centre half a cube behind."""
+    from coteam_sim.camera import ITEM_SIZE_M, MARKER_SIZE_M
+
+    return PerceptionConfig(detector, "", MARKER_SIZE_M, ITEM_SIZE_M / 2)
 
 
 def _parse_security(top: _Reader, source: str) -> SecurityConfig:
@@ -364,10 +434,6 @@ def _check_episode(reader: _Reader, suite_name: str, episode: int) -> None:
         suite = get_suite(suite_name)
     except KeyError as exc:
         raise reader.error(reader.key("suite"), str(exc.args[0])) from None
-    if suite.fixed and suite.episodes()[0].perception:
-        raise reader.error(
-            reader.key("suite"), f"{suite_name} runs in process only (coteam run): the ROS nodes render no cameras yet"
-        )
     if suite.fixed:
         count = len(suite.episodes())
         if episode >= count:
@@ -468,7 +534,7 @@ def _parse_robots(top: _Reader, source: str) -> tuple[RobotConfig, ...]:
         raise top.error("robots", f"expected a non-empty list of robots, got {_kind(items)}")
     robots: list[RobotConfig] = []
     for i, item in enumerate(items):
-        r = _Reader(source, item, f"robots[{i}]", ("name", "namespace", "remap"))
+        r = _Reader(source, item, f"robots[{i}]", ("name", "namespace", "remap", "base_frame"))
         name = r.text("name")
         if not _NAME.match(name):
             raise r.error(r.key("name"), f"{name!r} is not a valid ROS name (letters, digits, _)")
@@ -482,7 +548,10 @@ def _parse_robots(top: _Reader, source: str) -> tuple[RobotConfig, ...]:
             for what in (src, dst):
                 if not isinstance(what, str) or not _TOPIC.match(what):
                     raise r.error(f"{r.key('remap')}.{src}", f"{what!r} is not a valid ROS topic/action name")
-        robots.append(RobotConfig(name=name, namespace=namespace, remap=dict(remap)))
+        base_frame = r.text("base_frame", f"{name}/base_link")
+        if not _TOPIC.match(base_frame.lstrip("/")):
+            raise r.error(r.key("base_frame"), f"{base_frame!r} is not a valid frame name")
+        robots.append(RobotConfig(name=name, namespace=namespace, remap=dict(remap), base_frame=base_frame))
     for key, values in (("name", [r.name for r in robots]), ("namespace", [r.namespace for r in robots])):
         dupes = sorted({v for v in values if values.count(v) > 1})
         if dupes:
@@ -528,9 +597,22 @@ def node_list(cfg: TeamConfig, endpoints: Mapping[str, Mapping[str, str]] | None
                     "namespaces": [r.namespace for r in cfg.robots],
                     "method": cfg.team.method,
                     "params_json": json.dumps(cfg.team.switches(), sort_keys=True),
+                    "cameras": cfg.perception is not None,
                 },
             )
         )
+    perception: dict[str, ParamValue] = {}
+    if cfg.perception is not None:
+        pc = cfg.perception
+        perception = {"detector": pc.detector, "robots": list(names), **episode}
+        if cfg.world is not None:  # the bridge's status goes through perception, which adds what the cameras saw
+            perception["status_from_cameras"] = True
+        if pc.markers:
+            perception["markers"] = pc.markers
+        if pc.marker_size_m:
+            perception["marker_size_m"] = pc.marker_size_m
+        if pc.object_depth_m:
+            perception["object_depth_m"] = pc.object_depth_m
     for robot in cfg.robots:
         remappings = list(robot.remap.items())
         teammates = [n for n in names if n != robot.name]
@@ -556,12 +638,18 @@ def node_list(cfg: TeamConfig, endpoints: Mapping[str, Mapping[str, str]] | None
                     "robot_state",
                     "robot_state",
                     robot.namespace,
-                    {"robot": robot.name, "robots": list(names), **episode},
+                    {"robot": robot.name, "robots": list(names), "base_frame": robot.base_frame, **episode},
                     list(remappings),
                 )
             )
         specs += [
-            NodeSpec("perception", "perception", robot.namespace, {"robot": robot.name}, remappings),
+            NodeSpec(
+                "perception",
+                "perception",
+                robot.namespace,
+                {"robot": robot.name, **perception},
+                list(remappings),
+            ),
             NodeSpec("planner", "planner", robot.namespace, planner, list(remappings)),
             NodeSpec(
                 "executor",

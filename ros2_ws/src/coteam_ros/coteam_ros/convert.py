@@ -1,7 +1,9 @@
-"""Conversions between coteam core types and ROS messages (coteam_interfaces, geometry_msgs).
+"""Conversions between coteam core types and ROS messages (coteam_interfaces, geometry_msgs, sensor_msgs).
 
 Small pure functions, no node state. Messages carry 3-D points in the map frame; the core is planar
-(``coteam.world.Vec2``), so ``z`` is dropped on the way in and set to 0 on the way out.
+(``coteam.world.Vec2``), so ``z`` is dropped on the way in and set to 0 on the way out. Images are converted here
+and not with ``cv_bridge``, which has no PyPI wheel: ``rgb8`` / ``bgr8`` colour and ``32FC1`` (metres) or
+``16UC1`` (millimetres, as most RGB-D drivers publish) depth, row-major, either endianness.
 """
 
 from __future__ import annotations
@@ -9,14 +11,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
+import numpy as np
 from builtin_interfaces.msg import Time
 from coteam_interfaces import msg as ci
 from geometry_msgs.msg import Point, Pose, Quaternion
+from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
 from coteam.memory import bearing
 from coteam.perception import Detection, SemanticObject
 from coteam.skills import NavGoal
+from coteam.vision import CameraIntrinsics
 from coteam.world import Vec2
 
 
@@ -140,3 +145,74 @@ def semantic_map_to_msg(
         objects=[semantic_object_to_msg(obj, times.get(obj.object_id)) for obj in objects],
         explored_rooms=list(explored_rooms),
     )
+
+
+# --- images --------------------------------------------------------------------------------------------------
+def rgb_to_msg(rgb: np.ndarray, header: Header) -> Image:
+    """An ``H x W x 3`` ``uint8`` RGB image as ``rgb8``."""
+    h, w, _ = rgb.shape
+    return Image(header=header, height=h, width=w, encoding="rgb8", is_bigendian=0, step=w * 3, data=rgb.tobytes())
+
+
+def depth_to_msg(depth: np.ndarray, header: Header) -> Image:
+    """An ``H x W`` depth image in metres as ``32FC1`` (little-endian)."""
+    h, w = depth.shape
+    data = depth.astype("<f4").tobytes()
+    return Image(header=header, height=h, width=w, encoding="32FC1", is_bigendian=0, step=w * 4, data=data)
+
+
+def _rows(message: Image, channels: int, dtype: np.dtype) -> np.ndarray:
+    need = message.width * channels * dtype.itemsize
+    if message.step < need or len(message.data) < message.step * message.height:
+        raise ValueError(
+            f"{message.encoding} image of {message.width} x {message.height} with step {message.step} and "
+            f"{len(message.data)} bytes is truncated"
+        )
+    raw = np.frombuffer(bytes(message.data), np.uint8, count=message.step * message.height)
+    rows = raw.reshape(message.height, message.step)[:, :need]
+    return np.ascontiguousarray(rows).view(dtype).reshape(message.height, message.width, channels)
+
+
+def rgb_from_msg(message: Image) -> np.ndarray:
+    """``rgb8`` or ``bgr8`` as ``H x W x 3`` RGB (``ValueError`` for other encodings or a truncated image)."""
+    if message.encoding not in ("rgb8", "bgr8"):
+        raise ValueError(f"colour image encoding {message.encoding!r} is not supported (rgb8, bgr8)")
+    rgb = _rows(message, 3, np.dtype(np.uint8))
+    return rgb[..., ::-1].copy() if message.encoding == "bgr8" else rgb
+
+
+def depth_from_msg(message: Image) -> np.ndarray:
+    """``32FC1`` (metres) or ``16UC1`` (millimetres) as ``H x W`` ``float32`` metres, 0 where nothing was measured
+    (NaN and infinity included)."""
+    order = ">" if message.is_bigendian else "<"
+    if message.encoding == "32FC1":
+        depth = _rows(message, 1, np.dtype(order + "f4"))[..., 0].astype(np.float32)
+    elif message.encoding == "16UC1":
+        depth = _rows(message, 1, np.dtype(order + "u2"))[..., 0].astype(np.float32) / 1000.0
+    else:
+        raise ValueError(f"depth image encoding {message.encoding!r} is not supported (32FC1, 16UC1)")
+    depth[~np.isfinite(depth)] = 0.0
+    return depth
+
+
+def camera_info_to_msg(intrinsics: CameraIntrinsics, header: Header) -> CameraInfo:
+    """A pinhole camera without distortion."""
+    k = intrinsics
+    return CameraInfo(
+        header=header,
+        height=k.height,
+        width=k.width,
+        distortion_model="plumb_bob",
+        d=[0.0] * 5,
+        k=[k.fx, 0.0, k.cx, 0.0, k.fy, k.cy, 0.0, 0.0, 1.0],
+        r=[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+        p=[k.fx, 0.0, k.cx, 0.0, 0.0, k.fy, k.cy, 0.0, 0.0, 0.0, 1.0, 0.0],
+    )
+
+
+def intrinsics_from_msg(message: CameraInfo) -> CameraIntrinsics:
+    """The pinhole part of a ``CameraInfo`` (its K matrix); ``ValueError`` for an uncalibrated camera (K all 0)."""
+    k = list(message.k)
+    if message.width <= 0 or message.height <= 0 or k[0] <= 0 or k[4] <= 0:
+        raise ValueError(f"camera_info of frame {message.header.frame_id!r} has no calibration (K or size is 0)")
+    return CameraIntrinsics(message.width, message.height, k[0], k[4], k[2], k[5])

@@ -6,10 +6,19 @@ import sys
 from collections.abc import Callable
 
 import rclpy
+from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
+from rclpy.timer import Timer
 
 RETRY_S = 0.2  # how soon a node tries again to reach an action server that is not up yet
+
+
+def wall_timer(node: Node, seconds: float, callback: Callable[[], object]) -> Timer:
+    """A timer on the steady wall clock. The nodes' stamps follow ROS time (simulated time with ``use_sim_time``,
+    ``/clock``), but waiting for a teammate, a goal or a camera frame is measured in real seconds: in lockstep the
+    simulated clock stands still until every robot has answered, so a sim-time timer would never fire."""
+    return node.create_timer(seconds, callback, clock=Clock(clock_type=ClockType.STEADY_TIME))
 
 
 def call_later(node: Node, seconds: float, callback: Callable[[], object]) -> None:
@@ -21,7 +30,7 @@ def call_later(node: Node, seconds: float, callback: Callable[[], object]) -> No
         node.destroy_timer(timer)
         callback()
 
-    timer = node.create_timer(seconds, fire)
+    timer = wall_timer(node, seconds, fire)
 
 
 def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> None:

@@ -1,8 +1,27 @@
-"""The perception node: a robot's detections fused into its semantic map (``coteam.perception``).
+"""The perception node: a robot's camera images or detections fused into its semantic map (``coteam.perception``).
 
-Topics, relative to the robot's namespace:
+With a ``detector`` (``aruco``), it detects in the robot's RGB-D camera:
 
-* subscribes ``detections`` (``coteam_interfaces/ObjectDetections``);
+* subscribes ``camera/image_raw`` (``rgb8`` or ``bgr8``), ``camera/depth/image_raw`` (``32FC1`` metres or ``16UC1``
+  millimetres) and ``camera/camera_info`` (``sensor_msgs``), pairing colour and depth by stamp;
+* looks the camera's pose up through TF (``map_frame -> <image frame>`` at the image's stamp, ``coteam_ros.tf``;
+  a frame whose transform has not arrived waits up to ``frame_wait_s``);
+* runs the detector (``coteam.vision.ArucoDetector``: the markers of ``markers``, a YAML of marker id -> class
+  name, or by default the task's objects with marker id = object id as the simulator prints them;
+  ``marker_size_m`` and ``object_depth_m``, when set, place a detection at the centre of the object behind its
+  marker), puts the detections on the map, in their rooms, and on the fixture within ``fixture_reach_m``
+  (``coteam.vision.detections_on_map``);
+* publishes them as ``detections`` (one message per frame, stamped as the frame, also when empty) and fuses them;
+* in simulation (``status_from_cameras``) it stands between the sim bridge and the robot's planner and executor:
+  it subscribes the bridge's ``sim_status`` (what the robot's hand camera sees, and the stamps of the step's camera
+  frames, ``camera_stamps``), adds the items it detected in those frames (``coteam_ros.observations.CameraSightings``)
+  and publishes the result as the robot's ``status``, once every frame is detected in (or after ``frame_wait_s``
+  with what came). On a real robot the robot_state node builds the status from ``detections``.
+
+Without a detector it fuses the ``detections`` another node publishes (the sim bridge's oracle, or a robot's own
+detector). Either way, topics relative to the robot's namespace:
+
+* subscribes ``detections`` (``coteam_interfaces/ObjectDetections``) when it has no detector;
 * publishes ``semantic_map`` (``coteam_interfaces/SemanticMap``) after every detections message, and
   ``semantic_markers`` (``visualization_msgs/MarkerArray``) for RViz/Foxglove: per object a cube (containers,
   surfaces) or sphere coloured by category in namespace ``objects`` and a text label in ``labels``, both with
@@ -11,33 +30,52 @@ Topics, relative to the robot's namespace:
 
 Parameters: ``robot`` (this robot's name; detections from another robot are ignored), ``min_confidence``
 (detections below it are ignored), ``frame_id`` of the published map (default "map"), ``forget_after_steps``
-(drop objects not seen for more than that many observations; -1, the default, keeps them).
+(drop objects not seen for more than that many observations; -1, the default, keeps them); with a detector also
+``detector``, ``markers``, ``marker_size_m``, ``object_depth_m``, ``fixture_reach_m``, ``frame_wait_s``,
+``status_from_cameras`` (above) and ``robots``, ``suite`` / ``episode`` / ``seed`` / ``scene_path`` (the task: its
+floor plan, fixtures and objects, see ``coteam_ros.episode``).
 
 Each ``ObjectDetections`` gives its step (the sim bridge's step; a detector without one leaves -1 and the node
 numbers messages 0, 1, ...), the robot's room (objects remembered there but not detected are marked unconfirmed)
 and the rooms the robot has explored (added to the map's; without them, the rooms in which it accepted
 detections count as explored).
 
-Run: ``python -m coteam_ros.nodes.perception --ros-args -r __ns:=/alice -p robot:=alice``.
+Run: ``python -m coteam_ros.nodes.perception --ros-args -r __ns:=/alice -p robot:=alice [-p detector:=aruco]``.
 """
 
 from __future__ import annotations
 
+import json
+import time
 import zlib
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
 from builtin_interfaces.msg import Time
-from coteam_interfaces.msg import ObjectDetections, SemanticMap
+from coteam_interfaces.msg import ObjectDetections, RobotStatus, SemanticMap
 from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
-from coteam.perception import SemanticMapFusion, SemanticObject
-from coteam_ros.convert import detections_from_msg, semantic_map_to_msg
-from coteam_ros.nodes import spin_node
+from coteam.observation import observation_from_dict, observation_to_dict
+from coteam.perception import Detection, SemanticMapFusion, SemanticObject
+from coteam.vision import ArucoDetector, CameraIntrinsics, MarkerCatalogue, RGBDFrame, detections_on_map
+from coteam_ros.convert import (
+    depth_from_msg,
+    detections_from_msg,
+    detections_to_msg,
+    intrinsics_from_msg,
+    rgb_from_msg,
+    semantic_map_to_msg,
+)
+from coteam_ros.episode import load_episode
+from coteam_ros.nodes import spin_node, wall_timer
+from coteam_ros.observations import CameraSightings, ObservationAssembler
+from coteam_ros.tf import TransformUnavailable, stamp_ns, transform_lookup
 
 NODE_NAME = "perception"
 DETECTIONS_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
@@ -66,6 +104,18 @@ SPHERE_SIZE_M = 0.25
 BOX_SIZE_M = 0.5
 LABEL_HEIGHT_M = 0.2
 UNCONFIRMED_ALPHA = 0.35
+DETECTORS = ("aruco",)  # what the node can run on images
+CAMERA_QOS = QoSProfile(depth=30, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+MAX_PENDING_FRAMES = 32  # frames waiting for their other half or their transform; older ones are dropped
+
+
+@dataclass
+class PendingFrame:
+    """Colour and depth of one stamp, as they arrive."""
+
+    received: float
+    rgb: Image | None = None
+    depth: Image | None = None
 
 
 def category_color(category: str, alpha: float = 1.0) -> ColorRGBA:
@@ -135,11 +185,171 @@ class PerceptionNode(Node):
         self._drawn: set[int] = set()
         self.map_publisher = self.create_publisher(SemanticMap, "semantic_map", MAP_QOS)
         self.marker_publisher = self.create_publisher(MarkerArray, "semantic_markers", MAP_QOS)
-        self.create_subscription(ObjectDetections, "detections", self._on_detections, DETECTIONS_QOS)
+        detector = self.declare_parameter("detector", "").value
+        if detector:
+            self._start_camera(detector)
+        else:
+            self.create_subscription(ObjectDetections, "detections", self._on_detections, DETECTIONS_QOS)
         self.get_logger().info(
-            f"perception for {self.robot or '(any robot)'}: min_confidence={self.fusion.min_confidence}, "
-            f"frame {self.frame_id}"
+            f"perception for {self.robot or '(any robot)'}: "
+            f"{f'{detector} on camera images' if detector else 'detections'}, "
+            f"min_confidence={self.fusion.min_confidence}, frame {self.frame_id}"
         )
+
+    # --- detecting in camera images ---------------------------------------------------------------------------
+    def _start_camera(self, detector: str) -> None:
+        if detector not in DETECTORS:
+            raise ValueError(f"detector must be one of {', '.join(DETECTORS)} (or empty), not {detector!r}")
+        robots = list(self.declare_parameter("robots", [self.robot or "alice"]).value)
+        setup = load_episode(
+            self.declare_parameter("suite", "cwah-test").value,
+            self.declare_parameter("episode", 0).value,
+            self.declare_parameter("seed", 0).value,
+            robots,
+            self.declare_parameter("scene_path", "").value,
+        )
+        scene = setup.scene
+        markers: str = self.declare_parameter("markers", "").value
+        if markers:
+            catalogue = MarkerCatalogue.from_file(markers)
+        else:
+            catalogue = MarkerCatalogue.of_objects({i.id: i.name for i in scene.items})
+        marker_size = float(self.declare_parameter("marker_size_m", 0.0).value)
+        depth_behind = float(self.declare_parameter("object_depth_m", 0.0).value)
+        self.detector = ArucoDetector(catalogue, marker_size or None, depth_behind)
+        self.floorplan = scene.floorplan
+        self.fixtures = ObservationAssembler(self.robot, scene)
+        self.categories = {i.name: i.category for i in scene.items}
+        self.fixture_reach_m = float(self.declare_parameter("fixture_reach_m", 0.6).value)
+        self.frame_wait_s = float(self.declare_parameter("frame_wait_s", 30.0).value)
+        self.map_frame = self.frame_id
+        self.transforms = transform_lookup(self)
+        self.intrinsics: dict[str, CameraIntrinsics] = {}
+        self.pending: dict[int, PendingFrame] = {}
+        self.frames_dropped = 0
+        self.detections_publisher = self.create_publisher(ObjectDetections, "detections", DETECTIONS_QOS)
+        self.create_subscription(CameraInfo, "camera/camera_info", self._on_camera_info, CAMERA_QOS)
+        self.create_subscription(Image, "camera/image_raw", lambda m: self._on_image(m, "rgb"), CAMERA_QOS)
+        self.create_subscription(Image, "camera/depth/image_raw", lambda m: self._on_image(m, "depth"), CAMERA_QOS)
+        self.sightings: CameraSightings | None = None
+        self.sim_status: tuple[RobotStatus, float] | None = None  # a status waiting for its frames, since when
+        if self.declare_parameter("status_from_cameras", False).value:
+            self.sightings = CameraSightings(self.fixtures)
+            self.status_publisher = self.create_publisher(RobotStatus, "status", MAP_QOS)
+            self.create_subscription(RobotStatus, "sim_status", self._on_sim_status, MAP_QOS)
+        wall_timer(self, 0.05, self._process_pending)
+
+    def _on_camera_info(self, message: CameraInfo) -> None:
+        try:
+            self.intrinsics[message.header.frame_id] = intrinsics_from_msg(message)
+        except ValueError as exc:
+            self.get_logger().warning(str(exc), throttle_duration_sec=10.0)
+
+    def _on_image(self, message: Image, kind: str) -> None:
+        frame = self.pending.setdefault(stamp_ns(message.header.stamp), PendingFrame(time.monotonic()))
+        setattr(frame, kind, message)
+        while len(self.pending) > MAX_PENDING_FRAMES:
+            self._drop(min(self.pending), "too many frames waiting")
+        self._process_pending()
+
+    def _drop(self, stamp: int, why: str) -> None:
+        del self.pending[stamp]
+        self.frames_dropped += 1
+        self.get_logger().warning(
+            f"camera frame at {stamp / 1e9:.6f} s dropped: {why} ({self.frames_dropped} so far)",
+            throttle_duration_sec=5.0,
+        )
+        if self.sightings is not None:
+            self.sightings.add(stamp, [])  # nothing seen in it: the step's status need not wait for it
+
+    def _on_sim_status(self, status: RobotStatus) -> None:
+        if status.robot != self.robot:
+            return
+        if self.sim_status is not None:
+            if status.step <= self.sim_status[0].step:
+                return
+            self._relay(give_up=True)  # a newer step: the older one goes out with what was detected
+        assert self.sightings is not None
+        self.sightings.expect(stamp_ns(t) for t in status.camera_stamps)
+        self.sim_status = (status, time.monotonic())
+        self._relay()
+
+    def _relay(self, give_up: bool = False) -> None:
+        """The waiting ``sim_status`` as the robot's ``status``, with the items detected in its frames, once every
+        frame has been detected in (or dropped), or now with ``give_up``."""
+        assert self.sightings is not None
+        if self.sim_status is None:
+            return
+        missing = self.sightings.missing()
+        if missing and not give_up:
+            return
+        status = self.sim_status[0]
+        if missing:
+            self.get_logger().warning(
+                f"step {status.step}: {len(missing)} camera frames never came within {self.frame_wait_s:g} s; "
+                "the status goes out with what was detected"
+            )
+        self.sim_status = None
+        try:
+            obs = observation_from_dict(json.loads(status.observation_json))
+        except ValueError as exc:
+            self.get_logger().error(f"sim_status for step {status.step} ignored: {exc}")
+            return
+        merged = self.sightings.merged(obs)
+        status.observation_json = json.dumps(observation_to_dict(merged))
+        self.status_publisher.publish(status)
+
+    def _process_pending(self) -> None:
+        """Detect in every complete frame whose transform is known, oldest first; relay a status whose frames are
+        all in, or that waited ``frame_wait_s``."""
+        self._detect_pending()
+        if self.sim_status is not None:
+            self._relay(give_up=time.monotonic() - self.sim_status[1] > self.frame_wait_s)
+
+    def _detect_pending(self) -> None:
+        for stamp in sorted(self.pending):
+            frame = self.pending[stamp]
+            if frame.rgb is None or frame.depth is None:
+                if time.monotonic() - frame.received > self.frame_wait_s:
+                    self._drop(stamp, "its colour or depth image never came")
+                continue
+            try:
+                self._detect(frame.rgb, frame.depth)
+            except TransformUnavailable as exc:
+                if time.monotonic() - frame.received > self.frame_wait_s:
+                    self._drop(stamp, f"no transform ({exc})")
+                continue
+            except ValueError as exc:
+                self._drop(stamp, str(exc))
+                continue
+            del self.pending[stamp]
+
+    def _detect(self, rgb_msg: Image, depth_msg: Image) -> None:
+        frame_id = rgb_msg.header.frame_id
+        intrinsics = self.intrinsics.get(frame_id)
+        if intrinsics is None:  # waited for like a transform: camera_info may come after the first images
+            raise TransformUnavailable(f"no camera_info for frame {frame_id!r} yet")
+        pose = self.transforms.lookup(self.map_frame, frame_id, rgb_msg.header.stamp).camera_pose()
+        rgb, depth = rgb_from_msg(rgb_msg), depth_from_msg(depth_msg)
+        if rgb.shape[:2] != depth.shape or depth.shape != (intrinsics.height, intrinsics.width):
+            raise ValueError(
+                f"colour {rgb.shape[1]} x {rgb.shape[0]}, depth {depth.shape[1]} x {depth.shape[0]} and "
+                f"camera_info {intrinsics.width} x {intrinsics.height} disagree"
+            )
+        found = self.detector.detect(RGBDFrame(rgb, depth, intrinsics, None))
+        step = self._observations
+        detections = [
+            replace(d, container=self.fixtures.fixture_near(d.position, self.fixture_reach_m))
+            for d in detections_on_map(found, pose, self.floorplan, step, self.categories)
+        ]
+        header = Header(stamp=rgb_msg.header.stamp, frame_id=self.map_frame)
+        room = self.floorplan.room_at((float(pose.origin[0]), float(pose.origin[1])))
+        self.detections_publisher.publish(
+            detections_to_msg(self.robot, detections, header, step=-1, room=room.name if room else "")
+        )
+        if self.sightings is not None:
+            self.sightings.add(stamp_ns(rgb_msg.header.stamp), detections)
+        self._fuse(detections, step, room.name if room else "", [], rgb_msg.header.stamp)
 
     def _on_detections(self, message: ObjectDetections) -> None:
         if self.robot and message.robot and message.robot != self.robot:
@@ -148,14 +358,17 @@ class PerceptionNode(Node):
             )
             return
         step = message.step if message.step >= 0 else self._observations
-        self._observations += 1
         detections = detections_from_msg(message, step)
-        rooms = list(message.explored_rooms) or sorted(
+        self._fuse(detections, step, message.room, list(message.explored_rooms), message.header.stamp)
+
+    def _fuse(self, detections: list[Detection], step: int, room: str, explored: list[str], stamp: Time) -> None:
+        """One observation into the map, then the map and its markers out."""
+        self._observations += 1
+        rooms = explored or sorted(
             {d.room for d in detections if d.room and d.confidence >= self.fusion.min_confidence}
         )
-        changed = self.fusion.update(detections, step, robot_room=message.room, explored_rooms=rooms)
+        changed = self.fusion.update(detections, step, robot_room=room, explored_rooms=rooms)
         now = self.get_clock().now().to_msg()
-        stamp = message.header.stamp
         seen_at = stamp if (stamp.sec, stamp.nanosec) != (0, 0) else now
         for object_id in changed:
             self._last_seen[object_id] = seen_at

@@ -51,7 +51,7 @@ from coteam.signing import Envelope, Signer, Verifier, robot_keys
 from coteam.skills import SkillOutcome
 from coteam_ros.episode import load_episode
 from coteam_ros.inbox import TeamInbox
-from coteam_ros.nodes import RETRY_S, call_later, spin_node
+from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
 
 NODE_NAME = "planner"
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -125,7 +125,7 @@ class PlannerNode(Node):
         self.team_publisher = self.create_publisher(TeamMessage, "/team/messages", TEAM_QOS)
         self.create_subscription(TeamMessage, "/team/messages", self._on_team_message, TEAM_QOS)
         self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
-        self.create_timer(0.1, self._on_timer)
+        wall_timer(self, 0.1, self._on_timer)
         signed = "signed messages" if self.signer else "unsigned messages"
         self.get_logger().info(
             f"planner for {self.robot}: {self.method} ({self.backend}), team {', '.join(robots)}, {signed}"

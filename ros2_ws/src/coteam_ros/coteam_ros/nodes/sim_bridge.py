@@ -5,8 +5,21 @@ simulation step ``status`` (``coteam_interfaces/RobotStatus``: the robot's obser
 ``odom`` (``nav_msgs/Odometry``) and ``detections`` (``coteam_interfaces/ObjectDetections``: an oracle detector,
 what the robot sees), and serves ``navigate_to_pose`` (the simulator's navigator, one primitive per step, with
 Nav2's interface: feedback every step, cancel, a newer goal preempts) and ``manipulate`` (one primitive in the
-next step). World topics: ``/map`` (``nav_msgs/OccupancyGrid``, latched) and ``/clock`` (simulated time: one
-benchmark clock unit lasts ``1 / tick_hz`` s).
+next step). World topics: ``/map`` (``nav_msgs/OccupancyGrid``, latched), ``/clock`` (simulated time: one
+benchmark clock unit lasts ``1 / tick_hz`` s) and the transforms (``coteam_ros.tf``): ``map -> <robot>/odom`` and
+``<robot>/camera_link -> <robot>/camera_optical_frame`` on ``/tf_static``, ``<robot>/odom -> <robot>/base_link`` at
+every step on ``/tf``.
+
+Cameras (parameter ``cameras``, for the visual suites): every step, each robot's head camera (``coteam_sim.camera``:
+C-WAH looks round its room in six views, TDW-MAT ahead) is published as ``camera/image_raw`` (``rgb8``),
+``camera/depth/image_raw`` (``32FC1``, metres) and ``camera/camera_info``, frame ``<robot>/camera_optical_frame``,
+one stamp per view (the step's stamp plus 1, 2, ... microseconds) with ``<robot>/odom -> <robot>/base_link`` and
+``<robot>/base_link -> <robot>/camera_link`` (the mount, turned by the head's pan) on ``/tf`` at that stamp. The
+robots' perception nodes detect the items. The bridge publishes no ``detections`` then, and it publishes the status
+as ``sim_status``: it lists only what the hand camera sees (items within reach,
+``coteam_sim.camera.VisualObservations``) and, in ``camera_stamps``, the frames of the step; the perception node
+adds what it detected in them and publishes the robot's ``status``. Camera topics and ``/tf`` are not latched, so
+the first step is published once every robot's perception node listens (or after ``startup_timeout_s``).
 
 Modes (parameter ``mode``):
 
@@ -48,6 +61,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
 from coteam.observation import Message, Observation, observation_to_dict
@@ -57,9 +71,18 @@ from coteam.skills import Manipulation, ManipulationKind, NavGoal, NavResult
 from coteam_harness.meter import EpisodeMeter
 from coteam_harness.results import EpisodeResult, write_results
 from coteam_harness.trace import TraceRecorder, journal_path
-from coteam_ros.convert import detections_to_msg, pose_to_nav_goal, yaw_quaternion
+from coteam_ros.convert import (
+    camera_info_to_msg,
+    depth_to_msg,
+    detections_to_msg,
+    pose_to_nav_goal,
+    rgb_to_msg,
+    yaw_quaternion,
+)
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
+from coteam_ros.tf import CAMERA_LINK_TO_OPTICAL, RigidTransform, TransformPublisher, camera_mount_transform
+from coteam_sim.camera import VisualObservations
 from coteam_sim.env import CoteamParallelEnv
 from coteam_sim.navigator import GoalNavigator, manipulation_primitive
 from coteam_sim.primitives import Primitive, PrimitiveKind
@@ -67,7 +90,10 @@ from coteam_sim.primitives import Primitive, PrimitiveKind
 NODE_NAME = "sim_bridge"
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 STREAM = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+# a step's views are a burst (six per robot in C-WAH): a reliable writer keeps several steps of them until read
+CAMERA_QOS = QoSProfile(depth=30, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 HANDS = {"": -1, "left": 0, "right": 1}
+VIEW_STAMP_NS = 1000  # a step's camera views are stamped this far apart, the first this far after the step's stamp
 RESULTS_GRACE_S = 2.0  # after the last step, time for in-flight decisions to arrive (0.5 s was too short under load)
 
 
@@ -93,12 +119,20 @@ class PendingManipulation:
 
 
 @dataclass
+class CameraPublishers:
+    image: Any
+    depth: Any
+    info: Any
+
+
+@dataclass
 class RobotSlot:
     name: str
     namespace: str
     status: Any
     odom: Any
     detections: Any
+    camera: CameraPublishers | None = None
     navigation: ActiveNavigation | None = None
     manipulation: PendingManipulation | None = None
     tick: StepTick | None = None
@@ -125,6 +159,7 @@ class SimBridgeNode(Node):
         self.trace_path: str = self.declare_parameter("trace_path", "").value
         self.tick_timeout_s: float = self.declare_parameter("tick_timeout_s", 5.0).value
         self.startup_timeout_s: float = self.declare_parameter("startup_timeout_s", 60.0).value
+        cameras: bool = self.declare_parameter("cameras", False).value
         if self.mode not in ("lockstep", "realtime"):
             raise ValueError(f"mode must be lockstep or realtime, not {self.mode!r}")
         if namespaces == [""]:
@@ -163,16 +198,24 @@ class SimBridgeNode(Node):
         self.created = time.monotonic()
         self.finished = False
         self.goals = DeferredGoals()
+        self.cameras = VisualObservations(self.sim.world, "oracle") if cameras else None
+        self.tf = TransformPublisher(self)
 
         self.robots: dict[str, RobotSlot] = {}
         for name, ns in zip(robots, namespaces, strict=True):
             slot = RobotSlot(
                 name,
                 ns,
-                self.create_publisher(RobotStatus, f"{ns}/status", LATCHED),
+                self.create_publisher(RobotStatus, f"{ns}/{'sim_status' if cameras else 'status'}", LATCHED),
                 self.create_publisher(Odometry, f"{ns}/odom", STREAM),
                 self.create_publisher(ObjectDetections, f"{ns}/detections", STREAM),
             )
+            if cameras:
+                slot.camera = CameraPublishers(
+                    self.create_publisher(Image, f"{ns}/camera/image_raw", CAMERA_QOS),
+                    self.create_publisher(Image, f"{ns}/camera/depth/image_raw", CAMERA_QOS),
+                    self.create_publisher(CameraInfo, f"{ns}/camera/camera_info", CAMERA_QOS),
+                )
             self.robots[name] = slot
             self.create_subscription(StepTick, f"{ns}/step_tick", lambda m, s=slot: self._on_tick(s, m), LATCHED)
             self.create_subscription(Decision, f"{ns}/decision", lambda m, s=slot: self._on_decision(s, m), STREAM)
@@ -197,7 +240,17 @@ class SimBridgeNode(Node):
         self.map_publisher = self.create_publisher(OccupancyGrid, "/map", LATCHED)
         self.clock_publisher = self.create_publisher(Clock, "/clock", STREAM)
         self.map_publisher.publish(self._occupancy_grid())
-        self._publish_step(obs)
+        self.tf.send_static(
+            t
+            for name in robots
+            for t in (
+                RigidTransform.identity().stamped("map", f"{name}/odom", self._stamp(0)),
+                CAMERA_LINK_TO_OPTICAL.stamped(f"{name}/camera_link", f"{name}/camera_optical_frame", self._stamp(0)),
+            )
+        )
+        self.first_step: dict[str, Observation] | None = obs  # published once the robots listen (cameras)
+        if self.cameras is None:
+            self._publish_first_step()
         period = 1.0 / self.tick_hz if self.mode == "realtime" else 0.05
         self.create_timer(period, self._on_timer)
         self.get_logger().info(
@@ -242,9 +295,16 @@ class SimBridgeNode(Node):
             o = obs[name]
             header = Header(stamp=stamp, frame_id="map")
             slot.odom.publish(self._odometry(o, header))
-            views = [detection_from_view(v, o.step, self.names) for v in o.visible]
-            room = self.names.get(o.room, "")
-            slot.detections.publish(detections_to_msg(name, views, header, step=o.step, room=room))
+            base = RigidTransform.of(o.position[0], o.position[1], yaw_deg=o.heading)
+            self.tf.send([base.stamped(f"{name}/odom", f"{name}/base_link", stamp)])
+            camera_stamps: list[Time] = []
+            if self.cameras is not None and slot.camera is not None:
+                camera_stamps = self._publish_camera(name, slot.camera, base, stamp)
+                o = self.cameras.observe(name, o, found=set())
+            else:
+                views = [detection_from_view(v, o.step, self.names) for v in o.visible]
+                room = self.names.get(o.room, "")
+                slot.detections.publish(detections_to_msg(name, views, header, step=o.step, room=room))
             public = replace(o, messages=tuple(Message(m.sender, "", m.step) for m in o.messages))
             slot.status.publish(
                 RobotStatus(
@@ -258,8 +318,32 @@ class SimBridgeNode(Node):
                     transport_rate=progress / goal_items if done else 0.0,
                     last_failure=o.last_failure,
                     observation_json=json.dumps(observation_to_dict(public)),
+                    camera_stamps=camera_stamps,
                 )
             )
+
+    def _publish_camera(self, name: str, publishers: CameraPublishers, base: RigidTransform, stamp: Time) -> list[Time]:
+        """The head camera's views of this step, each with the robot's pose and the mount at its stamp (a lookup
+        at a view's stamp must find both: TF does not extrapolate); their stamps."""
+        assert self.cameras is not None
+        stamps = []
+        base_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
+        for k, (pan, frame) in enumerate(self.cameras.frames(name)):
+            ns = base_ns + (k + 1) * VIEW_STAMP_NS  # never 0, which TF reads as 'the latest'
+            at = Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+            mount = camera_mount_transform(self.cameras.camera.mount, pan)
+            self.tf.send(
+                [
+                    base.stamped(f"{name}/odom", f"{name}/base_link", at),
+                    mount.stamped(f"{name}/base_link", f"{name}/camera_link", at),
+                ]
+            )
+            header = Header(stamp=at, frame_id=f"{name}/camera_optical_frame")
+            publishers.info.publish(camera_info_to_msg(frame.intrinsics, header))
+            publishers.depth.publish(depth_to_msg(frame.depth, header))
+            publishers.image.publish(rgb_to_msg(frame.rgb, header))
+            stamps.append(at)
+        return stamps
 
     def _odometry(self, o: Observation, header: Header) -> Odometry:
         return Odometry(
@@ -281,10 +365,27 @@ class SimBridgeNode(Node):
         if self.mode == "lockstep":
             self._step_if_all_ticked()
 
+    def _publish_first_step(self) -> None:
+        assert self.first_step is not None
+        obs, self.first_step = self.first_step, None
+        self.created = time.monotonic()  # the robots' start-up time counts from here
+        self._publish_step(obs)
+
+    def _cameras_heard(self) -> bool:
+        """Whether every robot's camera topics and ``/tf`` have a subscriber (its perception node)."""
+        publishers = [
+            p for s in self.robots.values() if s.camera for p in (s.camera.image, s.camera.depth, s.camera.info)
+        ]
+        return all(p.get_subscription_count() > 0 for p in publishers) and (self.tf.subscribers() >= len(self.robots))
+
     def _on_timer(self) -> None:
         if self.finished:
             return
         now = time.monotonic()
+        if self.first_step is not None:
+            if self._cameras_heard() or now - self.created > self.startup_timeout_s:
+                self._publish_first_step()
+            return
         if self.mode == "realtime":
             waiting = [s.name for s in self.robots.values() if not s.ever_ticked]
             if self.sim.steps == 0 and waiting and now - self.created < self.startup_timeout_s:

@@ -1,0 +1,141 @@
+"""Perception from cameras over real DDS: the sim bridge renders each robot's head camera (sensor_msgs/Image,
+CameraInfo) and publishes the TF chain; the robot's perception node looks the camera up through TF, detects the
+ArUco markers, builds its semantic map and adds what it saw to the robot's status, which the planner decides on.
+The same frames and detector as the in-process visual suite find the same items."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ros_isolation import isolate_ros, rclpy_session
+
+rclpy = pytest.importorskip("rclpy")
+
+from builtin_interfaces.msg import Time  # noqa: E402
+from coteam_interfaces.msg import ObjectDetections, RobotStatus, SemanticMap  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+
+from coteam.vision import CameraPose  # noqa: E402
+from coteam.world import Relation  # noqa: E402
+from coteam_ros.nodes.perception import PerceptionNode  # noqa: E402
+from coteam_ros.nodes.planner import PlannerNode  # noqa: E402
+from coteam_ros.nodes.sim_bridge import SimBridgeNode  # noqa: E402
+from coteam_ros.tf import TransformListener, stamp_ns  # noqa: E402
+from coteam_sim.camera import ITEM_SIZE_M, MARKER_SIZE_M, VisualObservations  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore:module 'sre_(parse|constants)' is deprecated:DeprecationWarning")
+
+SUITE, EPISODE, ROBOT = "cwah-test-visual", 3, "bob"  # bob's first views hold five goal items
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+TIMEOUT_S = 90.0
+
+
+def _episode() -> list[Parameter]:
+    return [
+        Parameter("suite", value=SUITE),
+        Parameter("episode", value=EPISODE),
+        Parameter("robots", value=["alice", "bob"]),
+    ]
+
+
+def test_camera_images_become_the_semantic_map_the_planner_uses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    isolate_ros(tmp_path, monkeypatch)
+    with rclpy_session() as nodes:
+        sizes = [Parameter("marker_size_m", value=MARKER_SIZE_M), Parameter("object_depth_m", value=ITEM_SIZE_M / 2)]
+        perception = {
+            name: PerceptionNode(
+                namespace=f"/{name}",
+                parameter_overrides=[
+                    Parameter("robot", value=name),
+                    Parameter("detector", value="aruco"),
+                    Parameter("status_from_cameras", value=True),
+                    *_episode(),
+                    *sizes,
+                ],
+            )
+            for name in ("alice", "bob")
+        }
+        planner = PlannerNode(
+            namespace=f"/{ROBOT}",
+            parameter_overrides=[
+                Parameter("robot", value=ROBOT),
+                Parameter("method", value="pce"),
+                Parameter("executor_timeout_s", value=600.0),
+                *_episode(),
+            ],
+        )
+        test = rclpy.create_node("camera_test")
+        tf = TransformListener(test)
+        maps: list[SemanticMap] = []
+        frames: list[ObjectDetections] = []
+        statuses: list[RobotStatus] = []
+        test.create_subscription(SemanticMap, f"/{ROBOT}/semantic_map", maps.append, LATCHED)
+        test.create_subscription(ObjectDetections, f"/{ROBOT}/detections", frames.append, 10)
+        test.create_subscription(RobotStatus, f"/{ROBOT}/status", statuses.append, LATCHED)
+        bridge = SimBridgeNode(
+            parameter_overrides=[
+                *_episode(),
+                Parameter("method", value="pce"),
+                Parameter("cameras", value=True),
+                Parameter("startup_timeout_s", value=60.0),
+            ]
+        )
+        nodes += [*perception.values(), planner, test, bridge]
+        executor = SingleThreadedExecutor()
+        for node in nodes:
+            executor.add_node(node)
+        world = bridge.sim.world
+        expected = VisualObservations(world, "aruco").detected(ROBOT)
+        assert len(expected) >= 3, "the scene should show the robot some items"
+
+        def remembered() -> set[int]:
+            return {i for i in expected if i in planner.brain.memory.objects}
+
+        def first_frames() -> list[ObjectDetections]:
+            stamps = {stamp_ns(t) for t in statuses[0].camera_stamps} if statuses else set()
+            return [f for f in frames if stamp_ns(f.header.stamp) in stamps]
+
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline and (remembered() != expected or len(first_frames()) < 6):
+            executor.spin_once(timeout_sec=0.05)
+        assert remembered() == expected, "the planner's memory holds what the robot's camera saw"
+
+        # the observation the planner decided on: each item on the fixture the world has it in
+        for item in expected:
+            view = planner.brain.memory.objects[item]
+            placement = world.placements[item]
+            assert (view.location, view.holder) == (placement.relation, placement.target)
+            assert view.location in (Relation.IN, Relation.ON)
+
+        # TF: the robot's pose, and the camera of each view where the renderer put it
+        status = statuses[0]
+        assert status.step == 0 and len(status.camera_stamps) == 6, "C-WAH: six views round the room"
+        agent = world.agents[ROBOT]
+        base = tf.lookup("map", f"{ROBOT}/base_link")
+        assert np.allclose(base.translation[:2], agent.position)
+        camera = VisualObservations(world, "aruco").camera
+        for k, stamp in enumerate(status.camera_stamps):
+            pose = tf.lookup("map", f"{ROBOT}/camera_optical_frame", stamp).camera_pose()
+            rendered = CameraPose.of_robot(agent.position, (agent.heading + 60 * k) % 360, camera.mount)
+            assert np.allclose(pose.rotation, rendered.rotation, atol=1e-9)
+            assert np.allclose(pose.origin, rendered.origin, atol=1e-9)
+        with pytest.raises(LookupError, match="nothing at or before"):
+            tf.lookup("map", f"{ROBOT}/camera_optical_frame", Time(sec=0, nanosec=1))
+
+        # one detections message per frame, and the semantic map of the same items, where the world has them
+        per_frame = first_frames()
+        assert len(per_frame) == 6
+        assert {o.object_id for f in per_frame for o in f.objects} == expected
+        fused = {o.object_id: o for o in maps[-1].objects}
+        assert expected <= set(fused)
+        for item in expected:
+            where = world.position_of(item)
+            seen = fused[item].position
+            assert math.dist((seen.x, seen.y), where) < 0.5, "on its fixture (items stand in a ring on it)"
