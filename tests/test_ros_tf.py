@@ -78,7 +78,7 @@ def test_a_panned_camera_is_the_robot_turned_by_the_pan() -> None:
 
 
 def test_transforms_round_trip_through_messages() -> None:
-    t = RigidTransform.of(1.5, -2.0, 0.3, yaw_deg=123.0, pitch_deg=-7.0)
+    t = RigidTransform.of(1.5, -2.0, 0.3, yaw_deg=123.0) @ camera_mount_transform(CameraMount(pitch_deg=-7.0), 40.0)
     back = RigidTransform.from_msg(t.stamped("a", "b", _t(4)).transform)
     assert np.allclose(back.rotation, t.rotation) and np.allclose(back.translation, t.translation)
     assert np.allclose((t @ t.inverse()).rotation, np.eye(3))

@@ -80,7 +80,7 @@ __all__ = [
 ]
 
 MODES = ("lockstep", "realtime")
-DETECTORS = ("aruco",)  # what the perception node runs on camera images (coteam_ros.nodes.perception)
+DETECTORS = ("aruco",)  # what the perception node runs on camera images (team YAML and the node's parameter)
 NAVIGATION = ("sim", "nav2")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # a robot name: one ROS name token
 _NAMESPACE = re.compile(r"^/([A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*)?$")

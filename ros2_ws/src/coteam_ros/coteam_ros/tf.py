@@ -63,10 +63,9 @@ class RigidTransform:
         return RigidTransform(np.eye(3), np.zeros(3))
 
     @staticmethod
-    def of(x: float = 0.0, y: float = 0.0, z: float = 0.0, yaw_deg: float = 0.0, pitch_deg: float = 0.0):
-        """A translation, then a rotation by yaw (about z) and pitch (about the rotated y), as REP 103 has them."""
-        rotation = euler2mat(math.radians(yaw_deg), math.radians(pitch_deg), 0.0, "rzyx")
-        return RigidTransform(rotation, np.array([x, y, z], float))
+    def of(x: float = 0.0, y: float = 0.0, z: float = 0.0, yaw_deg: float = 0.0) -> RigidTransform:
+        """A translation and a rotation by yaw about z (a robot's pose on the floor)."""
+        return RigidTransform(euler2mat(0.0, 0.0, math.radians(yaw_deg), "sxyz"), np.array([x, y, z], float))
 
     def __matmul__(self, other: RigidTransform) -> RigidTransform:
         """``self`` after ``other``: (a <- b) @ (b <- c) = (a <- c)."""
@@ -108,10 +107,10 @@ CAMERA_LINK_TO_OPTICAL = RigidTransform(LINK_TO_OPTICAL, np.zeros(3))  # camera_
 
 def camera_mount_transform(mount: CameraMount, pan_deg: float = 0.0) -> RigidTransform:
     """``camera_link -> base_link`` for a camera on ``mount``, turned by ``pan_deg`` about the base's vertical axis
-    (a pan head; 0 for a fixed camera). Composed with the robot's pose and :data:`CAMERA_LINK_TO_OPTICAL` it is
-    :meth:`coteam.vision.CameraPose.of_robot`."""
-    pan = RigidTransform.of(yaw_deg=pan_deg)
-    return pan @ RigidTransform.of(mount.x, mount.y, mount.z, pitch_deg=mount.pitch_deg)
+    (a pan head; 0 for a fixed camera): the core's own composition (:meth:`coteam.vision.CameraPose.of_robot` for a
+    robot at the origin facing ``pan_deg``), without the optical rotation."""
+    optical = CameraPose.of_robot((0.0, 0.0), pan_deg, mount)
+    return RigidTransform(optical.rotation, optical.origin) @ CAMERA_LINK_TO_OPTICAL.inverse()
 
 
 def stamp_ns(stamp: Time) -> int:

@@ -4,7 +4,7 @@ With a ``detector`` (``aruco``), it detects in the robot's RGB-D camera:
 
 * subscribes ``camera/image_raw`` (``rgb8`` or ``bgr8``), ``camera/depth/image_raw`` (``32FC1`` metres or ``16UC1``
   millimetres) and ``camera/camera_info`` (``sensor_msgs``), pairing colour and depth by stamp;
-* looks the camera's pose up through TF (``map_frame -> <image frame>`` at the image's stamp, ``coteam_ros.tf``;
+* looks the camera's pose up through TF (``frame_id -> <image frame>`` at the image's stamp, ``coteam_ros.tf``;
   a frame whose transform has not arrived waits up to ``frame_wait_s``);
 * runs the detector (``coteam.vision.ArucoDetector``: the markers of ``markers``, a YAML of marker id -> class
   name, or by default the task's objects with marker id = object id as the simulator prints them;
@@ -64,6 +64,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from coteam.observation import observation_from_dict, observation_to_dict
 from coteam.perception import Detection, SemanticMapFusion, SemanticObject
 from coteam.vision import ArucoDetector, CameraIntrinsics, MarkerCatalogue, RGBDFrame, detections_on_map
+from coteam_ros.config import DETECTORS
 from coteam_ros.convert import (
     depth_from_msg,
     detections_from_msg,
@@ -104,7 +105,6 @@ SPHERE_SIZE_M = 0.25
 BOX_SIZE_M = 0.5
 LABEL_HEIGHT_M = 0.2
 UNCONFIRMED_ALPHA = 0.35
-DETECTORS = ("aruco",)  # what the node can run on images
 CAMERA_QOS = QoSProfile(depth=30, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 MAX_PENDING_FRAMES = 32  # frames waiting for their other half or their transform; older ones are dropped
 
@@ -218,11 +218,10 @@ class PerceptionNode(Node):
         depth_behind = float(self.declare_parameter("object_depth_m", 0.0).value)
         self.detector = ArucoDetector(catalogue, marker_size or None, depth_behind)
         self.floorplan = scene.floorplan
-        self.fixtures = ObservationAssembler(self.robot, scene)
+        self.assembler = ObservationAssembler(self.robot, scene)
         self.categories = {i.name: i.category for i in scene.items}
         self.fixture_reach_m = float(self.declare_parameter("fixture_reach_m", 0.6).value)
         self.frame_wait_s = float(self.declare_parameter("frame_wait_s", 30.0).value)
-        self.map_frame = self.frame_id
         self.transforms = transform_lookup(self)
         self.intrinsics: dict[str, CameraIntrinsics] = {}
         self.pending: dict[int, PendingFrame] = {}
@@ -234,7 +233,7 @@ class PerceptionNode(Node):
         self.sightings: CameraSightings | None = None
         self.sim_status: tuple[RobotStatus, float] | None = None  # a status waiting for its frames, since when
         if self.declare_parameter("status_from_cameras", False).value:
-            self.sightings = CameraSightings(self.fixtures)
+            self.sightings = CameraSightings(self.assembler)
             self.status_publisher = self.create_publisher(RobotStatus, "status", MAP_QOS)
             self.create_subscription(RobotStatus, "sim_status", self._on_sim_status, MAP_QOS)
         wall_timer(self, 0.05, self._process_pending)
@@ -329,7 +328,7 @@ class PerceptionNode(Node):
         intrinsics = self.intrinsics.get(frame_id)
         if intrinsics is None:  # waited for like a transform: camera_info may come after the first images
             raise TransformUnavailable(f"no camera_info for frame {frame_id!r} yet")
-        pose = self.transforms.lookup(self.map_frame, frame_id, rgb_msg.header.stamp).camera_pose()
+        pose = self.transforms.lookup(self.frame_id, frame_id, rgb_msg.header.stamp).camera_pose()
         rgb, depth = rgb_from_msg(rgb_msg), depth_from_msg(depth_msg)
         if rgb.shape[:2] != depth.shape or depth.shape != (intrinsics.height, intrinsics.width):
             raise ValueError(
@@ -339,10 +338,10 @@ class PerceptionNode(Node):
         found = self.detector.detect(RGBDFrame(rgb, depth, intrinsics, None))
         step = self._observations
         detections = [
-            replace(d, container=self.fixtures.fixture_near(d.position, self.fixture_reach_m))
+            replace(d, container=self.assembler.fixture_near(d.position, self.fixture_reach_m))
             for d in detections_on_map(found, pose, self.floorplan, step, self.categories)
         ]
-        header = Header(stamp=rgb_msg.header.stamp, frame_id=self.map_frame)
+        header = Header(stamp=rgb_msg.header.stamp, frame_id=self.frame_id)
         room = self.floorplan.room_at((float(pose.origin[0]), float(pose.origin[1])))
         self.detections_publisher.publish(
             detections_to_msg(self.robot, detections, header, step=-1, room=room.name if room else "")
