@@ -1,5 +1,5 @@
-"""Test helpers for runs of the ROS 2 team over real DDS: a team file, the comparable part of a trace, waiting for a
-robot's step, and stopping a test's node and children."""
+"""Test helpers for runs of the ROS 2 team over real DDS: a team file, the comparable part of a trace, watching a
+robot's steps, and stopping a test's node and children."""
 
 from __future__ import annotations
 
@@ -28,21 +28,28 @@ def comparable(trace: dict) -> dict:
     }
 
 
-def wait_for_step(node, robot: str, step: int) -> list[int]:
-    """Spin ``node`` until ``robot``'s status reaches ``step`` (at most 60 s); the steps seen, a list that keeps
-    growing while ``node`` spins."""
-    import rclpy
-    from coteam_interfaces.msg import RobotStatus
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+class StatusSteps:
+    """The steps of ``robot``'s status as ``node`` sees them, a list that keeps growing while ``node`` spins.
+    Made before the team starts, so that the subscription is matched before the first step (a lockstep team plays
+    tens of steps a second: a subscriber that joins late sees the episode nearly over)."""
 
-    steps: list[int] = []
-    qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    node.create_subscription(RobotStatus, f"/{robot}/status", lambda m: steps.append(m.step), qos)
-    deadline = time.monotonic() + 60
-    while not (steps and steps[-1] >= step) and time.monotonic() < deadline:
-        rclpy.spin_once(node, timeout_sec=0.05)
-    assert steps and steps[-1] >= step, f"{robot} did not reach step {step}"
-    return steps
+    def __init__(self, node, robot: str) -> None:
+        from coteam_interfaces.msg import RobotStatus
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+        self.node, self.robot, self.seen = node, robot, []
+        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        node.create_subscription(RobotStatus, f"/{robot}/status", lambda m: self.seen.append(m.step), qos)
+
+    def reach(self, step: int) -> int:
+        """Spin until the status reaches ``step`` (at most 60 s); the step seen."""
+        import rclpy
+
+        deadline = time.monotonic() + 60
+        while not (self.seen and self.seen[-1] >= step) and time.monotonic() < deadline:
+            rclpy.spin_once(self.node, timeout_sec=0.01)
+        assert self.seen and self.seen[-1] >= step, f"{self.robot} did not reach step {step}"
+        return self.seen[-1]
 
 
 def shut_down(node, procs: dict[str, subprocess.Popen]) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ros_isolation import isolate_ros
-from ros_team_run import RUN_TIMEOUT_S, comparable, shut_down, wait_for_step, write_config
+from ros_team_run import RUN_TIMEOUT_S, StatusSteps, comparable, shut_down, write_config
 from talking import first_talking_episode
 
 rclpy = pytest.importorskip("rclpy")
@@ -50,16 +50,16 @@ def test_the_team_goes_on_when_a_planner_dies(tmp_path: Path, monkeypatch: pytes
     out = tmp_path / "out"
     out.mkdir()
     children = plan(load_config(config), tmp_path, results_path=out / "results.json")
-    procs = {c.label: subprocess.Popen(c.argv, env=child_env(), stdout=subprocess.DEVNULL) for c in children}
-    bridge = procs["sim_bridge@/"]
     rclpy.init()
     node = rclpy.create_node("kill_test")
+    bob = StatusSteps(node, "bob")
+    procs = {c.label: subprocess.Popen(c.argv, env=child_env(), stdout=subprocess.DEVNULL) for c in children}
+    bridge = procs["sim_bridge@/"]
     try:
-        steps = wait_for_step(node, "bob", 20)
-        assert bridge.poll() is None
+        killed_at = bob.reach(20)
         # killed first: a lockstep team plays tens of steps a second and could finish while the messages settle
         procs["planner@/bob"].send_signal(signal.SIGKILL)
-        killed_at = steps[-1]
+        assert bridge.poll() is None
         # A message whose payload is not JSON: alice's planner drops the payload and counts it.
         deep = QoSProfile(
             depth=300, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -144,18 +144,18 @@ def test_a_planner_says_once_that_its_executor_died_and_the_robot_idles(
         tmp_path,
         results_path=out / "results.json",
     )
+    rclpy.init()
+    node = rclpy.create_node("executor_kill_test")
+    alice = StatusSteps(node, "alice")
     log = (tmp_path / "alice_planner.log").open("w")
     procs = {}
     for c in children:
         argv = [*c.argv, "-p", "executor_timeout_s:=2.0"] if c.label == "planner@/alice" else c.argv
         err = log if c.label == "planner@/alice" else None
         procs[c.label] = subprocess.Popen(argv, env=child_env(), stdout=subprocess.DEVNULL, stderr=err)
-    rclpy.init()
-    node = rclpy.create_node("executor_kill_test")
     try:
-        steps = wait_for_step(node, "alice", 10)
+        killed_at = alice.reach(10)
         procs["executor@/alice"].send_signal(signal.SIGKILL)
-        killed_at = steps[-1]
         assert procs["sim_bridge@/"].wait(timeout=180) == 0, "the episode ends without alice's executor"
         assert procs["planner@/alice"].poll() is None, "alice's planner runs on"
     finally:
@@ -177,14 +177,14 @@ def test_a_killed_bridge_leaves_the_trace_of_the_steps_done(tmp_path: Path, monk
     out.mkdir()
     config = write_config(tmp_path / "team.yaml", "suite: cwah-test, episode: 0, mode: lockstep")
     children = plan(load_config(config), tmp_path, results_path=out / "results.json")
-    procs = {c.label: subprocess.Popen(c.argv, env=child_env(), stdout=subprocess.DEVNULL) for c in children}
     rclpy.init()
     node = rclpy.create_node("bridge_kill_test")
+    alice = StatusSteps(node, "alice")
+    procs = {c.label: subprocess.Popen(c.argv, env=child_env(), stdout=subprocess.DEVNULL) for c in children}
     try:
-        steps = wait_for_step(node, "alice", 20)
+        killed_at = alice.reach(20)
         procs["sim_bridge@/"].send_signal(signal.SIGKILL)
         assert procs["sim_bridge@/"].wait(timeout=10) == -signal.SIGKILL
-        killed_at = steps[-1]
         time.sleep(3.0)  # the robots go on waiting for a status that never comes
         robots = [p for label, p in procs.items() if label != "sim_bridge@/"]
         assert all(p.poll() is None for p in robots), "no robot node crashes without the bridge"
