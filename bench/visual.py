@@ -8,7 +8,8 @@ takes about 30 s, so all 24 with three methods take over half an hour).
 
 Each method plays every episode of each suite twice with two robots, seed 0: as the simulator shows the world
 (``cwah-test``, ``tdwmat-test``) and through the robots' cameras (``cwah-test-visual``, ``tdwmat-test-visual``:
-items only where the ArUco detector finds them, ``coteam_sim.camera.VisualObservations``). Reported: C-WAH mean
+items only as each robot's semantic map has them from its ArUco detections,
+``coteam_sim.camera.VisualObservations``). Reported: C-WAH mean
 steps (a failed episode counts the horizon), TDW-MAT mean transport rate, successes, and the wall time of the visual
 runs (median per episode, and the whole suite one episode after the other).
 """

@@ -20,11 +20,10 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E
 from std_msgs.msg import Header  # noqa: E402
 
 from coteam.observation import observation_from_dict  # noqa: E402
-from coteam.perception import Detection  # noqa: E402
+from coteam.perception import Detection, ObservationAssembler  # noqa: E402
 from coteam.world import Container, ObjectKind, Relation  # noqa: E402
 from coteam_ros.convert import detections_to_msg  # noqa: E402
 from coteam_ros.nodes.robot_state import RobotStateNode  # noqa: E402
-from coteam_ros.observations import ObservationAssembler  # noqa: E402
 from coteam_ros.tf import RigidTransform, TransformPublisher  # noqa: E402
 from coteam_sim.suites import get_suite  # noqa: E402
 

@@ -14,7 +14,7 @@ from geometry_msgs.msg import Quaternion
 from std_msgs.msg import Header
 
 from coteam.observation import ObjectView, Observation
-from coteam.perception import Detection
+from coteam.perception import CameraPerception, Detection, ObservationAssembler
 from coteam.vision import CameraIntrinsics, CameraMount, CameraPose
 from coteam.world import Container, ObjectKind, Relation
 from coteam_ros.convert import (
@@ -25,7 +25,7 @@ from coteam_ros.convert import (
     rgb_from_msg,
     rgb_to_msg,
 )
-from coteam_ros.observations import CameraSightings, ObservationAssembler
+from coteam_ros.observations import CameraSightings
 from coteam_ros.tf import (
     CAMERA_LINK_TO_OPTICAL,
     RigidTransform,
@@ -143,27 +143,31 @@ def test_images_and_camera_info_round_trip() -> None:
         intrinsics_from_msg(camera_info_to_msg(k, header).__class__())
 
 
-def test_camera_sightings_add_the_items_of_the_announced_frames_only() -> None:
+def test_camera_sightings_add_the_map_items_of_the_announced_frames_only() -> None:
     scene = get_suite("cwah-test").episodes()[0].build()
     container = next(c for c in scene.containers if isinstance(c, Container))
     room = scene.floorplan.room(container.room)
     a, b, c = scene.items[:3]
-    sightings = CameraSightings(ObservationAssembler("alice", scene))
+    camera = CameraPerception(ObservationAssembler("alice", scene))
+    sightings = CameraSightings(camera)
 
-    def seen(item) -> Detection:
-        return Detection(item.name, item.id, item.category, room.name, container.name, container.position, 1.0, 0)
+    def seen(item, dx: float = 0.0) -> Detection:
+        at = (container.position[0] + dx, container.position[1])
+        return Detection(item.name, item.id, item.category, room.name, "", at, 1.0, 0)
 
     shown = ObjectView(c.id, c.name, ObjectKind.ITEM, room.id, container.position, c.category, Relation.ON)
     obs = Observation("alice", 0, 0, (0.0, 0.0), 0, room.id, (None, None), visible=(shown,))
-    sightings.add(10, [seen(a)])  # a frame of an earlier step, nobody asked for
+    sightings.add(10, camera.frame([seen(a)], room.name)[1])  # a frame of an earlier step, nobody asked for
     sightings.expect([20, 21])
     assert sightings.missing() == [20, 21]
-    sightings.add(20, [seen(b), seen(c)])
-    sightings.add(21, [])
+    sightings.add(20, camera.frame([seen(b, 0.3), seen(c)], room.name)[1])
+    sightings.add(21, camera.frame([], room.name)[1])
     assert sightings.missing() == []
     merged = sightings.merged(obs)
     views = {v.id: v for v in merged.visible}
     assert set(views) == {b.id, c.id}, "the announced frames' items; the shown one kept as the status has it"
     assert views[c.id] is shown
+    # placed on the fixture within reach, where the map has it
     assert (views[b.id].location, views[b.id].holder, views[b.id].room) == (Relation.IN, container.id, room.id)
+    assert camera.fusion.get(b.id).container == container.name
     assert sightings.frames == {} and sightings.merged(obs) == obs, "frames are used once"

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from coteam.world import ObjectKind, Placement
+from coteam.world import ObjectKind, Placement, Relation
 from coteam_sim.camera import REACH_M, VisualObservations, stand_facing
 from coteam_sim.env import CoteamParallelEnv
 from coteam_sim.suites import get_suite
@@ -64,7 +64,7 @@ def test_held_items_pass_and_a_bad_detector_is_refused():
     item = world.scene.items[0].id
     world.placements[item] = Placement.held("alice", 0)
     o = env.sim.observe("alice")
-    assert item in {v.id for v in VisualObservations(world, "aruco").observe("alice", o, found=set()).visible}
+    assert item in {v.id for v in VisualObservations(world, "aruco").observe("alice", o).visible}
     with pytest.raises(ValueError, match="perception must be one of aruco, oracle"):
         VisualObservations(world, "telepathy")
 
@@ -86,3 +86,34 @@ def test_coteam_run_plays_a_visual_episode(tmp_path):
     )
     episode = json.loads((out / "results.json").read_text())["episodes"][0]
     assert episode["episode"] == "cwah-test-visual/0" and episode["success"]
+
+
+def test_the_planner_reads_the_fused_semantic_map():
+    """An item the head camera found reaches the observation as the robot's semantic map has it: on the floor, where
+    the detector put it (not where the world has it); with its map entry confirmed by the frame."""
+    env, _ = _reset("tdwmat-test")
+    world = env.sim.world
+    visual = VisualObservations(world, "aruco")
+    fp = world.scene.floorplan
+    checked = 0
+    for item, placement in sorted(world.placements.items()):
+        if placement.relation != Relation.FLOOR:
+            continue
+        x0, y0 = world.position_of(item)
+        for angle in range(0, 360, 30):  # stand 2 m from the item, in its room, facing it
+            x, y = x0 + 2.0 * math.cos(math.radians(angle)), y0 + 2.0 * math.sin(math.radians(angle))
+            room = fp.room_at((x, y))
+            if fp.is_free(*fp.cell_of((x, y))) and room is not None and room == fp.room_at((x0, y0)):
+                world.agents["alice"].position, world.agents["alice"].heading = (x, y), (angle + 180) % 360
+                break
+        else:
+            continue
+        seen = {v.id: v for v in visual({"alice": env.sim.observe("alice")})["alice"].visible}
+        if item not in seen:
+            continue  # something stands in the way
+        mapped = visual.perception["alice"].fusion.get(item)
+        assert mapped is not None and mapped.last_seen_step == visual.perception["alice"].frames - 1
+        assert seen[item].position == mapped.position != (x0, y0)
+        assert seen[item].location == Relation.FLOOR and math.dist(mapped.position, (x0, y0)) < 0.15
+        checked += 1
+    assert checked >= 3

@@ -21,13 +21,14 @@ then adds what a real sensor would, at the documented :data:`NOISE_LEVELS`, repr
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 
 import numpy as np
 
 from coteam.observation import ObjectView, Observation
+from coteam.perception import CameraPerception, ObservationAssembler
 from coteam.vision import (
     ArucoDetector,
     CameraIntrinsics,
@@ -37,6 +38,7 @@ from coteam.vision import (
     MarkerCatalogue,
     OracleDetector,
     RGBDFrame,
+    detections_on_map,
     marker_image,
 )
 from coteam.world import Item, ObjectKind, Relation, WorldState
@@ -393,11 +395,13 @@ REACH_M = 1.0  # what stands in or on a fixture this close the hand camera sees
 
 
 class VisualObservations:
-    """Observations as a robot with cameras has them (the visual suites): an item not held by a robot is in an
-    agent's observation only when its head camera's detector finds it this step, or it is in or on a fixture within
-    :data:`REACH_M` (the hand camera looks into what the robot works at). C-WAH agents see their whole room, so
-    the head camera (60°) looks round in :data:`CWAH_VIEWS` views; TDW-MAT agents see 90° ahead. Fixtures, rooms,
-    teammates and held items pass unchanged."""
+    """Observations as a robot with cameras has them (the visual suites). Each agent's head-camera frames go through
+    its perception (:class:`coteam.perception.CameraPerception`: the detector's detections put on the map and on
+    their fixtures, fused into the agent's semantic map), and an item not held by a robot is in the agent's
+    observation only as that map has it, when this step's frames confirmed it, or when it is in or on a fixture within
+    :data:`REACH_M` (the hand camera looks into what the robot works at). C-WAH agents see their whole room, so the
+    head camera (60°) looks round in :data:`CWAH_VIEWS` views; TDW-MAT agents see 90° ahead. Fixtures, rooms,
+    teammates and held items pass unchanged. The perception node does the same over ROS 2."""
 
     def __init__(self, world: WorldState, detector: str, camera: CameraSpec | None = None):
         if detector not in PERCEPTION:
@@ -410,12 +414,15 @@ class VisualObservations:
         self.offsets = tuple(360.0 * k / CWAH_VIEWS for k in range(CWAH_VIEWS)) if cwah else (0.0,)
         names = {i.id: i.name for i in world.scene.items}
         self.detector = item_detector(world) if detector == "aruco" else OracleDetector(names)
+        self.categories = {i.name: i.category for i in world.scene.items}
+        self.perception = {a: CameraPerception(ObservationAssembler(a, world.scene)) for a in world.agents}
 
     def __call__(self, observations: Mapping[str, Observation]) -> dict[str, Observation]:
         out = {}
         for agent, obs in observations.items():
             candidates = {v.id for v in obs.visible if self._needs_camera(agent, v)}
-            out[agent] = self.observe(agent, obs, self.detected(agent, candidates) if candidates else set())
+            confirmed = self.perceive(agent, candidates) if candidates else []
+            out[agent] = self.perception[agent].merged(self.observe(agent, obs), confirmed)
         return out
 
     def _needs_camera(self, agent: str, view: ObjectView) -> bool:
@@ -425,22 +432,41 @@ class VisualObservations:
         here = self.world.agents[agent].position
         return view.holder < 0 or math.dist(self.world.position_of(view.holder), here) > REACH_M
 
-    def observe(self, agent: str, obs: Observation, found: set[int]) -> Observation:
-        """``obs`` with the items ``found`` by the head camera and those at hand; held items and everything that is
-        not an item pass unchanged. With nothing ``found``, what the hand camera alone shows (the sim bridge's
-        status when the robots' perception nodes detect in the head camera's images)."""
-        kept = tuple(v for v in obs.visible if v.id in found or not self._needs_camera(agent, v))
-        return replace(obs, visible=kept)
+    def observe(self, agent: str, obs: Observation) -> Observation:
+        """``obs`` as the hand camera alone shows it: held items, the items at hand and everything that is not an
+        item (the sim bridge's status when the robots' perception nodes detect in the head camera's images)."""
+        return replace(obs, visible=tuple(v for v in obs.visible if not self._needs_camera(agent, v)))
 
     def frames(self, agent: str) -> list[tuple[float, Frame]]:
         """The head camera's views now, each with the camera's pan from the robot's heading in degrees."""
         heading = self.world.agents[agent].heading
         return [(pan, render(self.world, agent, self.camera, heading=(heading + pan) % 360)) for pan in self.offsets]
 
+    def perceive(self, agent: str, among: set[int] | None = None) -> list[int]:
+        """Fuse what the agent's head camera detects now into its semantic map: the ids of the map objects this
+        step's frames added or confirmed (``among`` as in :meth:`detected`)."""
+        perception = self.perception[agent]
+        room = self.world.scene.floorplan.room_at(self.world.agents[agent].position)
+        confirmed: list[int] = []
+        for frame in self._views(agent, among):
+            found = [d for d in self.detector.detect(frame) if self.world.is_item(d.object_id)]
+            on_map = detections_on_map(found, frame.pose, self.world.scene.floorplan, 0, self.categories)
+            confirmed += perception.frame(on_map, room.name if room else "")[1]
+        return confirmed
+
     def detected(self, agent: str, among: set[int] | None = None) -> set[int]:
-        """The items the agent's head camera's detector finds now; with ``among``, only views in which one of those
-        items' boxes lies are rendered (a view that cannot show one cannot find one: the result for them is the
-        same, much faster, as the renderer tests each box only inside its screen rectangle too)."""
+        """The items the agent's head camera's detector finds now (nothing is fused)."""
+        return {
+            d.object_id
+            for frame in self._views(agent, among)
+            for d in self.detector.detect(frame)
+            if self.world.is_item(d.object_id)
+        }
+
+    def _views(self, agent: str, among: set[int] | None) -> Iterator[Frame]:
+        """The head camera's views now; with ``among``, only those in which one of those items' boxes lies (a view
+        that cannot show one cannot find one: the detections are the same, much faster, as the renderer tests each
+        box only inside its screen rectangle too)."""
         agent_state = self.world.agents[agent]
         watched = []
         if among is not None:
@@ -450,13 +476,10 @@ class VisualObservations:
                 for lo, hi, kind, oid in zip(boxes.lo, boxes.hi, boxes.kind, boxes.object_id, strict=True)
                 if kind == KIND_ITEM and oid in among
             ]
-        found: set[int] = set()
         for pan in self.offsets:
             heading = (agent_state.heading + pan) % 360
             if among is not None:
                 pose = CameraPose.of_robot(agent_state.position, heading, self.camera.mount)
                 if not any(_screen_rect(lo, hi, pose, self.camera.intrinsics) for lo, hi in watched):
                     continue
-            frame = render(self.world, agent, self.camera, heading=heading)
-            found |= {d.object_id for d in self.detector.detect(frame) if self.world.is_item(d.object_id)}
-        return found
+            yield render(self.world, agent, self.camera, heading=heading)

@@ -37,12 +37,13 @@ Fusion rules (one :meth:`SemanticMapFusion.update` per observation):
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from coteam.observation import ObjectView
-from coteam.world import ObjectKind, Relation, Vec2, distance
+from coteam.observation import ObjectView, Observation
+from coteam.world import Container, ObjectKind, Relation, Scene, Vec2, distance
 
 JSON_FORMAT = 1
 
@@ -194,6 +195,11 @@ class SemanticMapFusion:
                 del self._objects[oid]
         return sorted(changed)
 
+    def rooms_seen(self, detections: Iterable[Detection]) -> list[str]:
+        """The rooms in which ``detections`` include one this map accepts (explored, for a detector that does not
+        say which rooms it explored)."""
+        return sorted({d.room for d in detections if d.room and d.confidence >= self.min_confidence})
+
     def _associate(self, det: Detection) -> int:
         """The remembered object of ``det``'s category nearest to it within the radius, or a new anonymous id."""
         near = [
@@ -277,3 +283,142 @@ class SemanticMapFusion:
     @classmethod
     def from_json(cls, text: str) -> SemanticMapFusion:
         return cls.from_dict(json.loads(text))
+
+
+class ObservationAssembler:
+    """Builds a robot's :class:`Observation` from its pose and its detections, with the task's catalogue for the
+    object kinds and the fixtures' names. ROS-free, so it is tested without DDS."""
+
+    def __init__(self, robot: str, scene: Scene, hands: int = 2) -> None:
+        self.robot = robot
+        self.floorplan = scene.floorplan
+        self.hands = hands
+        self.fixtures = {f.id: f for f in (*scene.containers, *scene.surfaces)}
+        self.fixtures_named: dict[str, list[int]] = {}
+        for f in self.fixtures.values():
+            self.fixtures_named.setdefault(f.name, []).append(f.id)
+        self.items = {i.id: i for i in scene.items}
+        self.room_ids = {r.name: r.id for r in self.floorplan.rooms}
+
+    def view(self, det: Any) -> ObjectView | None:
+        """The observation's view of one detection; None for ids outside the catalogue."""
+        room = self.room_ids.get(det.room, -1)
+        if room < 0 and (at := self.floorplan.room_at(det.position)) is not None:
+            room = at.id
+        if det.object_id in self.fixtures:
+            fixture = self.fixtures[det.object_id]
+            if isinstance(fixture, Container):
+                return ObjectView(
+                    fixture.id,
+                    fixture.name,
+                    ObjectKind.CONTAINER,
+                    room,
+                    det.position,
+                    is_open=getattr(det, "is_open", None),
+                )
+            return ObjectView(fixture.id, fixture.name, ObjectKind.SURFACE, room, det.position)
+        item = self.items.get(det.object_id)
+        if item is None:
+            return None
+        holder = self.fixture_named(det.container, det.position)
+        if det.holder:
+            location = Relation.HELD
+        elif holder >= 0:
+            location = Relation.IN if isinstance(self.fixtures[holder], Container) else Relation.ON
+        else:
+            location = Relation.FLOOR
+        # an item in or on a fixture is where the fixture is (as the simulator has it: skills walk to the fixture)
+        position = self.fixtures[holder].position if location in (Relation.IN, Relation.ON) else det.position
+        return ObjectView(
+            item.id,
+            item.name,
+            ObjectKind.ITEM,
+            room,
+            position,
+            item.category,
+            location=location,
+            holder=holder if location in (Relation.IN, Relation.ON) else -1,
+            held_by=det.holder,
+            capacity=item.capacity,
+        )
+
+    def fixture_near(self, position: tuple[float, float], reach_m: float) -> str:
+        """The name of the fixture nearest to ``position`` within ``reach_m`` (what an item seen there stands on or
+        in); "" for none."""
+        near = [(math.dist(f.position, position), f.name) for f in self.fixtures.values()]
+        distance, name = min(near, default=(math.inf, ""))
+        return name if distance <= reach_m else ""
+
+    def fixture_named(self, name: str, near: tuple[float, float]) -> int:
+        """The id of the fixture called ``name`` (the nearest to ``near`` when several are); -1 for none."""
+        ids = self.fixtures_named.get(name, [])
+        if not ids:
+            return -1
+        return min(ids, key=lambda i: math.dist(self.fixtures[i].position, near))
+
+    def observation(self, step: int, position: tuple[float, float], heading: float, detections: list) -> Observation:
+        views: dict[int, ObjectView] = {}
+        for det in detections:  # the latest sighting of each object wins
+            view = self.view(det)
+            if view is not None:
+                views[view.id] = view
+        held = sorted(v.id for v in views.values() if v.held_by == self.robot)[: self.hands]
+        holding = tuple(held) + (None,) * (self.hands - len(held))
+        room = self.floorplan.room_at(position)
+        return Observation(
+            agent=self.robot,
+            step=step,
+            frames=step,
+            position=position,
+            heading=round(heading) % 360,
+            room=room.id if room else -1,
+            holding=holding,
+            visible=tuple(views[k] for k in sorted(views)),
+            view_headings=(round(heading) % 360,),
+        )
+
+
+class CameraPerception:
+    """What a robot's head camera adds to its observations, the same in process (the visual suites) and in the
+    perception node: each frame's detections are put on the fixture they stand on or in (within ``fixture_reach_m``)
+    and fused into the robot's semantic map (:class:`SemanticMapFusion`); the map's objects that a step's frames
+    confirmed become the item views of that step's observation (:meth:`merged`). So the planner reads the fused map,
+    not the detector's raw output: an item is where the map has it, under the map's id (an anonymous one for a
+    class-only detection), with the fused confidence deciding whether it is there at all (``min_confidence``).
+
+    The map's steps count the frames fused (0, 1, ...): frames, not simulation steps, order its sightings."""
+
+    def __init__(
+        self, assembler: ObservationAssembler, fusion: SemanticMapFusion | None = None, fixture_reach_m: float = 0.6
+    ) -> None:
+        self.assembler = assembler
+        self.fusion = fusion if fusion is not None else SemanticMapFusion()
+        self.fixture_reach_m = fixture_reach_m
+        self.frames = 0
+
+    def frame(self, detections: Iterable[Detection], room: str) -> tuple[list[Detection], list[int]]:
+        """Fuse one frame's detections (map frame, in their rooms) seen from ``room``: the detections as placed on
+        their fixtures, and the ids of the map objects they added or confirmed."""
+        step = self.frames
+        self.frames += 1
+        placed = [
+            replace(
+                d, step=step, container=d.container or self.assembler.fixture_near(d.position, self.fixture_reach_m)
+            )
+            for d in detections
+        ]
+        return placed, self.fusion.update(placed, step, robot_room=room, explored_rooms=self.fusion.rooms_seen(placed))
+
+    def merged(self, obs: Observation, confirmed: Iterable[int]) -> Observation:
+        """``obs`` with the items of the map objects ``confirmed`` (ids from :meth:`frame`) that it does not already
+        show (the hand camera's, held items)."""
+        shown = {v.id for v in obs.visible}
+        added: dict[int, ObjectView] = {}
+        for object_id in confirmed:
+            obj = self.fusion.get(object_id)
+            view = None if obj is None else self.assembler.view(obj)
+            if view is not None and view.kind == ObjectKind.ITEM and view.id not in shown:
+                added[view.id] = view
+        if not added:
+            return obs
+        return replace(obs, visible=tuple(sorted((*obs.visible, *added.values()), key=lambda v: v.id)))

@@ -14,7 +14,9 @@ With a ``detector`` (``aruco``), it detects in the robot's RGB-D camera:
 * publishes them as ``detections`` (one message per frame, stamped as the frame, also when empty) and fuses them;
 * in simulation (``status_from_cameras``) it stands between the sim bridge and the robot's planner and executor:
   it subscribes the bridge's ``sim_status`` (what the robot's hand camera sees, and the stamps of the step's camera
-  frames, ``camera_stamps``), adds the items it detected in those frames (``coteam_ros.observations.CameraSightings``)
+  frames, ``camera_stamps``), adds the items of its semantic map those frames confirmed, as the map has them
+  (``coteam.perception.CameraPerception``, ``coteam_ros.observations.CameraSightings``: the planner reads the fused
+  map, as in the in-process visual suites)
   and publishes the result as the robot's ``status``, once every frame is detected in (or after ``frame_wait_s``
   with what came). On a real robot the robot_state node builds the status from ``detections``.
 
@@ -49,7 +51,7 @@ import json
 import time
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from builtin_interfaces.msg import Time
 from coteam_interfaces.msg import ObjectDetections, RobotStatus, SemanticMap
@@ -62,7 +64,7 @@ from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from coteam.observation import observation_from_dict, observation_to_dict
-from coteam.perception import Detection, SemanticMapFusion, SemanticObject
+from coteam.perception import CameraPerception, Detection, ObservationAssembler, SemanticMapFusion, SemanticObject
 from coteam.vision import ArucoDetector, CameraIntrinsics, MarkerCatalogue, RGBDFrame, detections_on_map
 from coteam_ros.config import DETECTORS
 from coteam_ros.convert import (
@@ -75,7 +77,7 @@ from coteam_ros.convert import (
 )
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer
-from coteam_ros.observations import CameraSightings, ObservationAssembler
+from coteam_ros.observations import CameraSightings
 from coteam_ros.tf import TransformUnavailable, stamp_ns, transform_lookup
 
 NODE_NAME = "perception"
@@ -218,9 +220,12 @@ class PerceptionNode(Node):
         depth_behind = float(self.declare_parameter("object_depth_m", 0.0).value)
         self.detector = ArucoDetector(catalogue, marker_size or None, depth_behind)
         self.floorplan = scene.floorplan
-        self.assembler = ObservationAssembler(self.robot, scene)
+        self.camera = CameraPerception(
+            ObservationAssembler(self.robot, scene),
+            self.fusion,
+            float(self.declare_parameter("fixture_reach_m", 0.6).value),
+        )
         self.categories = {i.name: i.category for i in scene.items}
-        self.fixture_reach_m = float(self.declare_parameter("fixture_reach_m", 0.6).value)
         self.frame_wait_s = float(self.declare_parameter("frame_wait_s", 30.0).value)
         self.transforms = transform_lookup(self)
         self.intrinsics: dict[str, CameraIntrinsics] = {}
@@ -233,7 +238,7 @@ class PerceptionNode(Node):
         self.sightings: CameraSightings | None = None
         self.sim_status: tuple[RobotStatus, float] | None = None  # a status waiting for its frames, since when
         if self.declare_parameter("status_from_cameras", False).value:
-            self.sightings = CameraSightings(self.assembler)
+            self.sightings = CameraSightings(self.camera)
             self.status_publisher = self.create_publisher(RobotStatus, "status", MAP_QOS)
             self.create_subscription(RobotStatus, "sim_status", self._on_sim_status, MAP_QOS)
         wall_timer(self, 0.05, self._process_pending)
@@ -336,19 +341,16 @@ class PerceptionNode(Node):
                 f"camera_info {intrinsics.width} x {intrinsics.height} disagree"
             )
         found = self.detector.detect(RGBDFrame(rgb, depth, intrinsics, None))
-        step = self._observations
-        detections = [
-            replace(d, container=self.assembler.fixture_near(d.position, self.fixture_reach_m))
-            for d in detections_on_map(found, pose, self.floorplan, step, self.categories)
-        ]
-        header = Header(stamp=rgb_msg.header.stamp, frame_id=self.frame_id)
-        room = self.floorplan.room_at((float(pose.origin[0]), float(pose.origin[1])))
-        self.detections_publisher.publish(
-            detections_to_msg(self.robot, detections, header, step=-1, room=room.name if room else "")
+        at = self.floorplan.room_at((float(pose.origin[0]), float(pose.origin[1])))
+        room = at.name if at else ""
+        detections, confirmed = self.camera.frame(
+            detections_on_map(found, pose, self.floorplan, self.camera.frames, self.categories), room
         )
+        header = Header(stamp=rgb_msg.header.stamp, frame_id=self.frame_id)
+        self.detections_publisher.publish(detections_to_msg(self.robot, detections, header, step=-1, room=room))
         if self.sightings is not None:
-            self.sightings.add(stamp_ns(rgb_msg.header.stamp), detections)
-        self._fuse(detections, step, room.name if room else "", [], rgb_msg.header.stamp)
+            self.sightings.add(stamp_ns(rgb_msg.header.stamp), confirmed)
+        self._published(confirmed, rgb_msg.header.stamp)
 
     def _on_detections(self, message: ObjectDetections) -> None:
         if self.robot and message.robot and message.robot != self.robot:
@@ -363,10 +365,11 @@ class PerceptionNode(Node):
     def _fuse(self, detections: list[Detection], step: int, room: str, explored: list[str], stamp: Time) -> None:
         """One observation into the map, then the map and its markers out."""
         self._observations += 1
-        rooms = explored or sorted(
-            {d.room for d in detections if d.room and d.confidence >= self.fusion.min_confidence}
-        )
-        changed = self.fusion.update(detections, step, robot_room=room, explored_rooms=rooms)
+        rooms = explored or self.fusion.rooms_seen(detections)
+        self._published(self.fusion.update(detections, step, robot_room=room, explored_rooms=rooms), stamp)
+
+    def _published(self, changed: list[int], stamp: Time) -> None:
+        """The map and its markers out after an update that added or confirmed ``changed``, seen at ``stamp``."""
         now = self.get_clock().now().to_msg()
         seen_at = stamp if (stamp.sec, stamp.nanosec) != (0, 0) else now
         for object_id in changed:

@@ -31,10 +31,10 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
 
 from coteam.observation import observation_to_dict
+from coteam.perception import ObservationAssembler
 from coteam_ros.convert import detections_from_msg
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer
-from coteam_ros.observations import ObservationAssembler
 from coteam_ros.tf import TransformUnavailable, transform_lookup
 
 NODE_NAME = "robot_state"

@@ -300,7 +300,7 @@ class SimBridgeNode(Node):
             camera_stamps: list[Time] = []
             if self.cameras is not None and slot.camera is not None:
                 camera_stamps = self._publish_camera(name, slot.camera, base, stamp)
-                o = self.cameras.observe(name, o, found=set())
+                o = self.cameras.observe(name, o)
             else:
                 views = [detection_from_view(v, o.step, self.names) for v in o.visible]
                 room = self.names.get(o.room, "")
