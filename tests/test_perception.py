@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -184,3 +185,43 @@ def test_a_place_seen_empty_loses_confidence_until_it_is_forgotten():
     assert 21 not in fusion
     with pytest.raises(ValueError, match="empty_decay"):
         SemanticMapFusion(empty_decay=1.0)
+
+
+def _two_apples_scene():
+    from coteam.world import Benchmark, Container, FloorPlan, Item, Room, Scene, Task
+
+    rows = tuple("." * 20 for _ in range(10))
+    floorplan = FloorPlan(0.5, rows, (Room(1, "kitchen", 0, 0, 20, 10),))
+    fridge, cabinet = Container(2, "fridge", 1, (1.0, 1.0)), Container(3, "cabinet", 1, (8.0, 4.0))
+    items = (Item(10, "apple", "food"), Item(11, "apple", "food"), Item(12, "wine", "food"))
+    task = Task("t", Benchmark.CWAH, (), "", 10)
+    return Scene("apples", Benchmark.CWAH, 0, floorplan, (fridge, cabinet), (), items, {}, (), task)
+
+
+def test_class_only_sightings_stand_for_task_instances_and_the_hand_camera_corrects_them():
+    from coteam.observation import Observation
+    from coteam.perception import CameraPerception, ObservationAssembler
+
+    scene = _two_apples_scene()
+    camera = CameraPerception(ObservationAssembler("alice", scene))
+    empty = Observation("alice", 0, 0, (5.0, 2.0), 0, 1, (None, None), visible=())
+
+    def apple(x: float, y: float) -> Detection:
+        return Detection("apple", -1, "food", "kitchen", "", (x, y), 1.0, 0)
+
+    _, near_fridge = camera.frame([apple(1.2, 1.0)], "kitchen")
+    _, near_cabinet = camera.frame([apple(8.0, 4.3)], "kitchen")
+    seen = camera.merged(empty, near_fridge + near_cabinet)
+    views = {v.id: v for v in seen.visible}
+    assert set(views) == {10, 11}, "two apples seen from afar: the task's two apples, one each"
+    assert (views[10].holder, views[11].holder) == (2, 3), "each on the fixture it was seen on"
+    _, again = camera.frame([apple(1.1, 1.0)], "kitchen")
+    assert [v.id for v in camera.merged(empty, again).visible] == [10], "a binding holds"
+    # at the cabinet the hand camera shows apple 10 there: the sighting there stands for 10, the other is released
+    at_hand = ObjectView(10, "apple", ObjectKind.ITEM, 1, (8.0, 4.0), "food", Relation.IN, 3)
+    _, there = camera.frame([apple(8.0, 4.2)], "kitchen")
+    assert camera.merged(replace(empty, visible=(at_hand,)), there).visible == (at_hand,)
+    assert camera.bound == {near_cabinet[0]: 10}
+    assert [v.id for v in camera.merged(empty, again).visible] == [11], "the fridge's apple is the other one"
+    _, third = camera.frame([apple(15.0, 4.0)], "kitchen")
+    assert camera.merged(empty, third).visible == (), "no third apple in the task: not shown"

@@ -139,3 +139,31 @@ def test_camera_images_become_the_semantic_map_the_planner_uses(tmp_path: Path, 
             where = world.position_of(item)
             seen = fused[item].position
             assert math.dist((seen.x, seen.y), where) < 0.5, "on its fixture (items stand in a ring on it)"
+
+
+def test_the_perception_node_runs_the_configured_detector(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """``color`` detects the classes in the colours the simulator paints them (or a colours file's); ``onnx`` needs its
+    model and class names, and says so in one line."""
+    from coteam.vision import ArucoDetector, ColorDetector
+    from coteam_sim.suites import get_suite
+
+    isolate_ros(tmp_path, monkeypatch)
+
+    def node(*params: Parameter) -> PerceptionNode:
+        return PerceptionNode(
+            namespace="/alice", parameter_overrides=[Parameter("robot", value="alice"), *_episode(), *params]
+        )
+
+    colours = tmp_path / "colours.yaml"
+    colours.write_text("apple: [200, 30, 30]\n")
+    with rclpy_session() as nodes:
+        nodes.append(node(Parameter("detector", value="aruco")))
+        nodes.append(node(Parameter("detector", value="color")))
+        nodes.append(node(Parameter("detector", value="color"), Parameter("colours", value=str(colours))))
+        aruco, sim_colours, file_colours = (n.detector for n in nodes)
+        assert isinstance(aruco, ArucoDetector) and isinstance(sim_colours, ColorDetector)
+        scene = get_suite(SUITE).episodes()[EPISODE].build()
+        assert {name for name, _ in sim_colours.classes} == {i.name for i in scene.items}
+        assert [name for name, _ in file_colours.classes] == ["apple"]
+        with pytest.raises(ValueError, match="detector onnx needs the parameters model"):
+            node(Parameter("detector", value="onnx"))

@@ -138,6 +138,15 @@ def test_defaults_and_number_coercion(tmp_path: Path) -> None:
         ("sim", "perception", "sonar", "perception.detector", "expected one of aruco"),
         ("sim", "perception", {"detector": "aruco", "markers": "m.yaml"}, "perception.markers", "only on hardware"),
         ("sim", "perception", {"detector": "aruco", "range": 3}, "perception.range", "unknown key"),
+        (
+            "sim",
+            "perception",
+            {"detector": "color", "markers": "m.yaml"},
+            "perception.markers",
+            "only with detector aruco",
+        ),
+        ("sim", "perception", {"detector": "color", "colours": "c.yaml"}, "perception.colours", "only on hardware"),
+        ("sim", "perception", "onnx", "perception.model", "required"),
         ("sim", "world.suite", ..., "world.suite", "required"),
         ("sim", "world", [1, 2], "world", "expected a mapping"),
         ("sim", "team.method", "telepathy", "team.method", "expected one of"),
@@ -298,6 +307,33 @@ def test_perception_from_cameras(tmp_path: Path) -> None:
     markers.write_text("apple: 12\n")
     with pytest.raises(ConfigError, match=r"perception\.markers: .*maps marker ids to class names"):
         load_config(_write(tmp_path, hw))
+
+
+def test_class_only_detectors_in_the_team_file(tmp_path: Path) -> None:
+    """``color`` in a world uses the simulator's class colours, on hardware a colours file; ``onnx`` needs a model
+    file and its class names. Each goes to the perception node as its parameters."""
+    specs = {s.fqn: s for s in node_list(parse_config(_edit(SIM_DOC, "perception", "color"), "inline"))}
+    perception = specs["/alice/perception"].parameters
+    assert perception["detector"] == "color" and perception["status_from_cameras"] is True
+    assert not {"colours", "markers", "marker_size_m"} & set(perception)
+    colours = tmp_path / "colours.yaml"
+    colours.write_text("apple: [200, 30, 30]\ncup: [30, 30, 200]\n")
+    hw = _edit(HW_DOC, "perception", {"detector": "color", "colours": "colours.yaml"})
+    specs = {s.fqn: s for s in node_list(load_config(_write(tmp_path, hw)))}
+    assert specs["/robot1/perception"].parameters["colours"] == str(colours)
+    colours.write_text("apple: red\n")
+    with pytest.raises(ConfigError, match=r"perception\.colours: .*RGB triples"):
+        load_config(_write(tmp_path, hw))
+    model = tmp_path / "detector.onnx"
+    model.write_bytes(b"onnx")
+    onnx = _edit(HW_DOC, "perception", {"detector": "onnx", "model": "detector.onnx", "classes": ["apple", "cup"]})
+    specs = {s.fqn: s for s in node_list(load_config(_write(tmp_path, onnx)))}
+    perception = specs["/robot1/perception"].parameters
+    assert (perception["model"], perception["classes"]) == (str(model), ["apple", "cup"])
+    with pytest.raises(ConfigError, match=r"perception\.classes: required"):
+        load_config(_write(tmp_path, _edit(HW_DOC, "perception", {"detector": "onnx", "model": "detector.onnx"})))
+    with pytest.raises(ConfigError, match=r"perception\.model: no such file"):
+        load_config(_write(tmp_path, _edit(onnx, "perception.model", "missing.onnx")))
 
 
 class _NestedConfig(MethodConfig):

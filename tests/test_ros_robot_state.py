@@ -65,6 +65,7 @@ def test_robot_state_node_publishes_status_from_tf_and_detections(
 ) -> None:
     isolate_ros(tmp_path, monkeypatch)
     container, item, _, room = _catalogue()
+    other = next(i for i in SCENE.items if i.name != item.name)
     with rclpy_session() as nodes:
         node = RobotStateNode(
             namespace="/robot1",
@@ -94,17 +95,22 @@ def test_robot_state_node_publishes_status_from_tf_and_detections(
         while time.monotonic() < deadline and seen is None:
             tf.send([RigidTransform.of(x - 1.0, y, yaw_deg=180.0).stamped("robot1/odom", "robot1/base_link", Time())])
             sighting = Detection(item.name, item.id, item.category, room.name, container.name, (x, y), 1.0, 0)
-            detections.publish(detections_to_msg("robot1", [sighting], Header(frame_id="map")))
+            by_class = Detection(other.name, -1, other.category, room.name, container.name, (x, y), 1.0, 0)
+            detections.publish(detections_to_msg("robot1", [sighting, by_class], Header(frame_id="map")))
             executor.spin_once(timeout_sec=0.05)
             for status in statuses:
                 obs = observation_from_dict(json.loads(status.observation_json))
-                if obs.visible:
+                if len(obs.visible) == 2:
                     seen = (status, obs)
         assert seen is not None, "no status with the detected object"
         status, obs = seen
         assert status.robot == "robot1" and status.ready and not status.episode_done
         assert (obs.position, obs.heading, obs.room) == ((x, y), 180, room.id)
-        assert [v.id for v in obs.visible] == [item.id] and obs.visible[0].location == Relation.IN
+        views = {v.id: v for v in obs.visible}
+        assert views[item.id].location == Relation.IN
+        # the class-only detection stands for one of the task's objects of its class, on the same fixture
+        (bound,) = (v for v in obs.visible if v.id != item.id)
+        assert bound.name == other.name and SCENE.item(bound.id).name == other.name and bound.holder == container.id
         steps = [s.step for s in statuses]
         assert steps == sorted(steps)
 

@@ -65,7 +65,7 @@ def test_held_items_pass_and_a_bad_detector_is_refused():
     world.placements[item] = Placement.held("alice", 0)
     o = env.sim.observe("alice")
     assert item in {v.id for v in VisualObservations(world, "aruco").observe("alice", o).visible}
-    with pytest.raises(ValueError, match="perception must be one of aruco, oracle"):
+    with pytest.raises(ValueError, match="perception must be one of aruco, color, oracle"):
         VisualObservations(world, "telepathy")
 
 
@@ -117,3 +117,45 @@ def test_the_planner_reads_the_fused_semantic_map():
         assert seen[item].location == Relation.FLOOR and math.dist(mapped.position, (x0, y0)) < 0.15
         checked += 1
     assert checked >= 3
+
+
+def test_a_class_only_detector_shows_the_planner_items_of_the_task_where_they_are():
+    """With the colour detector (classes, not instances) an item seen from afar reaches the observation as one of the
+    task's items of its class, on the fixture where an item of that class stands."""
+    env, _ = _reset("cwah-test")
+    world = env.sim.world
+    visual = VisualObservations(world, "color")
+    surfaces = [s.id for s in world.scene.surfaces]
+    shown = 0
+    for fixture in surfaces:
+        if not stand_facing(world, "alice", fixture, 2.5):
+            continue
+        for v in visual({"alice": env.sim.observe("alice")})["alice"].visible:
+            if v.kind != ObjectKind.ITEM or v.held_by:
+                continue
+            there = {world.scene.item(i).name for i, p in world.placements.items() if p.target == v.holder}
+            assert v.name in there and world.scene.item(v.id).name == v.name
+            shown += 1
+    assert shown >= 3 and visual.perception["alice"].bound
+
+
+def test_coteam_run_sees_through_a_class_only_detector(tmp_path):
+    from coteam.cli import main
+
+    out = tmp_path / "run"
+    argv = [
+        "run",
+        "--suite",
+        "cwah-test",
+        "--team",
+        "pce",
+        "--episodes",
+        "0",
+        "--perception",
+        "color",
+        "--out",
+        str(out),
+    ]
+    assert main([*argv, "--quiet"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["meta"]["perception"] == "color" and results["episodes"][0]["success"]

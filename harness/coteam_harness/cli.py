@@ -8,6 +8,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from coteam_harness.results import EpisodeResult, ResultsLog, summarize
 from coteam_harness.runner import method_params, run_episode
 from coteam_harness.trace import journal_path
 from coteam_harness.yamlfile import load_yaml
+from coteam_sim.camera import PERCEPTION
 from coteam_sim.suites import SUITES, EpisodeSpec, get_suite
 
 console = Console(width=None if sys.stdout.isatty() else 132)  # full tables in logs and pipes
@@ -128,6 +130,9 @@ def run_suite(
     trace journal left in ``traces/``; the process then exits with 128 + the signal number."""
     team_obj = make_team(team, params)  # validated once, before any episode; reset (not rebuilt) per episode
     meta = {"team": team, "agents": agents, "params": method_params(team_obj), "seed": seed}
+    seen_by = {spec.perception for spec in specs if spec.perception}
+    if seen_by:
+        meta["perception"] = ",".join(sorted(seen_by))
     log = ResultsLog(out, meta, planned=len(specs), resume=resume)
     done = log.done
     running: EpisodeSpec | None = None
@@ -238,7 +243,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.backend is not None:
         params["backend"] = args.backend
     specs = select_episodes(args.suite, args.episodes, args.seed)
-    out = Path(args.out or f"runs/{args.suite}-{args.team}-x{args.agents}")
+    if args.perception:
+        specs = [replace(spec, perception=args.perception) for spec in specs]
+    out = Path(
+        args.out or f"runs/{args.suite}-{args.team}-x{args.agents}{f'-{args.perception}' if args.perception else ''}"
+    )
     results = run_suite(specs, args.team, args.agents, params, out, args.seed, quiet=args.quiet, resume=args.resume)
     console.print(results_table(results, f"{args.suite} · {args.team} · {args.agents} agent(s)"))
     console.print(f"results: {out / 'results.json'}\ntraces:  {out / 'traces'}")
@@ -409,6 +418,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
         "--resume", action="store_true", help="keep the episodes a stopped run of the same settings finished in --out"
+    )
+    p.add_argument(
+        "--perception",
+        choices=PERCEPTION,
+        help="see items through the robots' cameras with this detector (any suite; the visual suites use aruco)",
     )
     p.set_defaults(func=_cmd_run)
 

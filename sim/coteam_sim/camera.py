@@ -21,7 +21,7 @@ then adds what a real sensor would, at the documented :data:`NOISE_LEVELS`, repr
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 
@@ -38,6 +38,7 @@ from coteam.vision import (
     MarkerCatalogue,
     OracleDetector,
     RGBDFrame,
+    class_colours,
     detections_on_map,
     marker_image,
 )
@@ -132,17 +133,6 @@ def item_detector(world: WorldState) -> ArucoDetector:
     """The ArUco detector for this world's items: their markers and sizes, centres half a cube behind a face."""
     catalogue = MarkerCatalogue.of_objects({i.id: i.name for i in world.scene.items})
     return ArucoDetector(catalogue, marker_size_m=MARKER_SIZE_M, depth_behind_m=ITEM_SIZE_M / 2)
-
-
-def class_colours(names: Iterable[str]) -> dict[str, tuple[int, int, int]]:
-    """A saturated colour per item class of a scene: hues spread evenly over the classes in name order, so that the
-    colour detector tells them apart (a scene has a few dozen classes at most)."""
-    import cv2
-
-    classes = sorted(set(names))
-    hues = np.array([[[round(180 * k / max(1, len(classes))), 230, 230] for k in range(len(classes))]], np.uint8)
-    rgb = cv2.cvtColor(hues, cv2.COLOR_HSV2RGB)[0]
-    return {name: (int(r), int(g), int(b)) for name, (r, g, b) in zip(classes, rgb, strict=True)}
 
 
 def colour_detector(world: WorldState) -> ColorDetector:
@@ -389,7 +379,7 @@ def with_noise(frame: Frame, noise: CameraNoise, rng: np.random.Generator) -> Fr
     return replace(frame, rgb=np.clip(np.rint(rgb), 0, 255).astype(np.uint8), depth=depth)
 
 
-PERCEPTION = ("aruco", "oracle")  # the detectors a visual suite can run (they know object identities)
+PERCEPTION = ("aruco", "color", "oracle")  # the detectors a visual suite can run (color knows classes only)
 CWAH_VIEWS = 6  # a C-WAH robot sees its whole room: its camera looks round in this many views
 REACH_M = 1.0  # what stands in or on a fixture this close the hand camera sees
 
@@ -413,7 +403,13 @@ class VisualObservations:
         self.camera = camera or CameraSpec(fov_deg=60.0 if cwah else 90.0)
         self.offsets = tuple(360.0 * k / CWAH_VIEWS for k in range(CWAH_VIEWS)) if cwah else (0.0,)
         names = {i.id: i.name for i in world.scene.items}
-        self.detector = item_detector(world) if detector == "aruco" else OracleDetector(names)
+        self.detector: ArucoDetector | ColorDetector | OracleDetector = (
+            item_detector(world)
+            if detector == "aruco"
+            else colour_detector(world)
+            if detector == "color"
+            else OracleDetector(names)
+        )
         self.categories = {i.name: i.category for i in world.scene.items}
         self.perception = {a: CameraPerception(ObservationAssembler(a, world.scene)) for a in world.agents}
 
@@ -449,13 +445,14 @@ class VisualObservations:
         room = self.world.scene.floorplan.room_at(self.world.agents[agent].position)
         confirmed: list[int] = []
         for frame in self._views(agent, among):
-            found = [d for d in self.detector.detect(frame) if self.world.is_item(d.object_id)]
+            found = [d for d in self.detector.detect(frame) if d.object_id < 0 or self.world.is_item(d.object_id)]
             on_map = detections_on_map(found, frame.pose, self.world.scene.floorplan, 0, self.categories)
             confirmed += perception.frame(on_map, room.name if room else "")[1]
         return confirmed
 
     def detected(self, agent: str, among: set[int] | None = None) -> set[int]:
-        """The items the agent's head camera's detector finds now (nothing is fused)."""
+        """The items the agent's head camera's detector finds now (nothing is fused; a class-only detector finds no
+        instance)."""
         return {
             d.object_id
             for frame in self._views(agent, among)

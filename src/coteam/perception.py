@@ -342,6 +342,10 @@ class ObservationAssembler:
             capacity=item.capacity,
         )
 
+    def instances(self, name: str) -> list[int]:
+        """The ids of the task's objects of class ``name``, lowest first."""
+        return sorted(i for i, item in self.items.items() if item.name == name)
+
     def fixture_near(self, position: tuple[float, float], reach_m: float) -> str:
         """The name of the fixture nearest to ``position`` within ``reach_m`` (what an item seen there stands on or
         in); "" for none."""
@@ -383,8 +387,14 @@ class CameraPerception:
     perception node: each frame's detections are put on the fixture they stand on or in (within ``fixture_reach_m``)
     and fused into the robot's semantic map (:class:`SemanticMapFusion`); the map's objects that a step's frames
     confirmed become the item views of that step's observation (:meth:`merged`). So the planner reads the fused map,
-    not the detector's raw output: an item is where the map has it, under the map's id (an anonymous one for a
-    class-only detection), with the fused confidence deciding whether it is there at all (``min_confidence``).
+    not the detector's raw output: an item is where the map has it, with the fused confidence deciding whether it is
+    there at all (``min_confidence``).
+
+    A class-only detector (``color``, ``onnx``) gives the map anonymous objects; the planner acts on the task's
+    object instances, so each anonymous object is bound, once and for good, to an instance of its class that no
+    other map object stands for (the lowest such id). The binding is a label: when two objects of a class look alike
+    it can swap them, and the robot finds out at the fixture (the hand camera shows which one is there) -- a real
+    robot's gripper takes the object at the place, whatever its label.
 
     The map's steps count the frames fused (0, 1, ...): frames, not simulation steps, order its sightings."""
 
@@ -395,6 +405,7 @@ class CameraPerception:
         self.fusion = fusion if fusion is not None else SemanticMapFusion()
         self.fixture_reach_m = fixture_reach_m
         self.frames = 0
+        self.bound: dict[int, int] = {}  # anonymous map id -> the task's object id it stands for
 
     def frame(self, detections: Iterable[Detection], room: str) -> tuple[list[Detection], list[int]]:
         """Fuse one frame's detections (map frame, in their rooms) seen from ``room``: the detections as placed on
@@ -416,9 +427,45 @@ class CameraPerception:
         added: dict[int, ObjectView] = {}
         for object_id in confirmed:
             obj = self.fusion.get(object_id)
-            view = None if obj is None else self.assembler.view(obj)
+            if obj is None:
+                continue
+            if obj.object_id < 0 and (here := self._shown_there(obj, obs)) is not None:
+                self._bind(obj.object_id, here)  # the hand camera tells which instance it is
+                continue
+            instance = self.instance(obj)
+            view = None if instance is None else self.assembler.view(replace(obj, object_id=instance))
             if view is not None and view.kind == ObjectKind.ITEM and view.id not in shown:
                 added[view.id] = view
         if not added:
             return obs
         return replace(obs, visible=tuple(sorted((*obs.visible, *added.values()), key=lambda v: v.id)))
+
+    def instance(self, obj: SemanticObject) -> int | None:
+        """The task's object id ``obj`` stands for (its own, or the binding of an anonymous object); None when every
+        instance of its class is taken by other map objects."""
+        if obj.object_id >= 0 or obj.object_id in self.bound:
+            return self.bound.get(obj.object_id, obj.object_id)
+        taken = set(self.bound.values()) | {o.object_id for o in self.fusion.objects() if o.object_id >= 0}
+        free = [i for i in self.assembler.instances(obj.name) if i not in taken]
+        if not free:
+            return None
+        self._bind(obj.object_id, free[0])
+        return free[0]
+
+    def _bind(self, anonymous: int, instance: int) -> None:
+        """``anonymous`` stands for ``instance`` from now on (and no other anonymous object does)."""
+        self.bound = {a: i for a, i in self.bound.items() if i != instance}
+        self.bound[anonymous] = instance
+
+    def _shown_there(self, obj: SemanticObject, obs: Observation) -> int | None:
+        """The id of an item of ``obj``'s class that ``obs`` already shows where the map has ``obj`` (on the same
+        fixture, or within the association radius)."""
+        holder = self.assembler.fixture_named(obj.container, obj.position) if obj.container else -1
+        for v in obs.visible:
+            if v.kind != ObjectKind.ITEM or v.name != obj.name:
+                continue
+            if (holder >= 0 and v.holder == holder) or distance(
+                v.position, obj.position
+            ) <= self.fusion.association_radius_m:
+                return v.id
+        return None

@@ -296,6 +296,36 @@ class ColorDetector:
         return out
 
 
+def class_colours(names: Iterable[str]) -> dict[str, tuple[int, int, int]]:
+    """A saturated colour per item class of a scene: hues spread evenly over the classes in name order, so that the
+    colour detector tells them apart (a scene has a few dozen classes at most). The simulator paints its items' tops
+    in these colours, so a robot that knows the task's classes knows them too."""
+    import cv2
+
+    classes = sorted(set(names))
+    hues = np.array([[[round(180 * k / max(1, len(classes))), 230, 230] for k in range(len(classes))]], np.uint8)
+    rgb = cv2.cvtColor(hues, cv2.COLOR_HSV2RGB)[0]
+    return {name: (int(r), int(g), int(b)) for name, (r, g, b) in zip(classes, rgb, strict=True)}
+
+
+def load_class_colours(path: str | Path) -> dict[str, tuple[int, int, int]]:
+    """A YAML mapping of class names to RGB colours (``apple: [200, 30, 30]``): the colours of the untagged objects
+    a robot's colour detector looks for."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: cannot read the class colours ({exc})") from None
+
+    def rgb(value: object) -> bool:
+        return isinstance(value, list) and len(value) == 3 and all(isinstance(x, int) and 0 <= x <= 255 for x in value)
+
+    if not isinstance(data, dict) or not data or not all(isinstance(k, str) and rgb(v) for k, v in data.items()):
+        raise ValueError(f"{path}: class colours map class names to RGB triples of 0-255, e.g. 'apple: [200, 30, 30]'")
+    return {k: (v[0], v[1], v[2]) for k, v in data.items()}
+
+
 class OnnxDetector:
     """A YOLO-format object detector in an ONNX file the user supplies, run with OpenCV's ``dnn`` module.
 

@@ -33,6 +33,10 @@ A file describes one team run::
                             #   with a world the simulator's (marker id = object id)
       marker_size_m: 0.05   #   the printed markers' side and how far behind a marker the object's centre is (with a
       object_depth_m: 0.04  #   world: the simulator's); without them a detection is the marker's centre
+      # detector: color     # untagged objects by class colour: `colours: colours.yaml` (class: [r, g, b]) on
+                            #   hardware; with a world the colours the simulator paints the classes in
+      # detector: onnx      # a YOLO-format model: `model: detector.onnx` and `classes: [apple, cup, ...]`
+                            #   (color and onnx know classes, not instances: see docs/ros2.md)
     security:         # optional; signed team messages (coteam.signing), on by default
       sign: true            # each planner signs what it sends and believes only signed, new messages of the team
       keystore: keys        # `coteam keys init CONFIG` makes it (relative to this file); with a world a missing
@@ -80,7 +84,12 @@ __all__ = [
 ]
 
 MODES = ("lockstep", "realtime")
-DETECTORS = ("aruco",)  # what the perception node runs on camera images (team YAML and the node's parameter)
+DETECTORS = ("aruco", "color", "onnx")  # what the perception node runs on camera images (YAML and node parameter)
+DETECTOR_KEYS = {  # the perception keys of each detector
+    "aruco": ("markers", "marker_size_m", "object_depth_m"),
+    "color": ("colours",),
+    "onnx": ("model", "classes"),
+}
 NAVIGATION = ("sim", "nav2")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # a robot name: one ROS name token
 _NAMESPACE = re.compile(r"^/([A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*)?$")
@@ -159,9 +168,12 @@ class PerceptionConfig:
     """``perception``: detection in the robots' cameras (see the module docstring)."""
 
     detector: str
-    markers: str = ""  # absolute path of the marker catalogue; "" with a world (the simulator's markers)
-    marker_size_m: float = 0.0  # 0: unknown (a detection is the marker's centre)
+    markers: str = ""  # aruco: absolute path of the marker catalogue; "" with a world (the simulator's markers)
+    marker_size_m: float = 0.0  # aruco: 0 = unknown (a detection is the marker's centre)
     object_depth_m: float = 0.0
+    colours: str = ""  # color: absolute path of the class colours; "" with a world (the simulator's)
+    model: str = ""  # onnx: absolute path of the model
+    classes: tuple[str, ...] = ()  # onnx: the model's class names, in its output order
 
 
 @dataclass(frozen=True)
@@ -368,8 +380,31 @@ def _parse_perception(top: _Reader, source: str, world: WorldConfig | None) -> P
         return _sim_perception(detector) if detector else None
     if isinstance(data, str):
         data = {"detector": data}
-    r = _Reader(source, data, "perception", ("detector", "markers", "marker_size_m", "object_depth_m"))
+    r = _Reader(source, data, "perception", ("detector", *(k for keys in DETECTOR_KEYS.values() for k in keys)))
     detector = r.text("detector", None, DETECTORS)
+    for other, keys in DETECTOR_KEYS.items():
+        for key in keys:
+            if other != detector and r.has(key):
+                raise r.error(r.key(key), f"only with detector {other}")
+    if detector == "onnx":
+        model = _existing_file(r, "model", source)
+        classes = r.data.get("classes")
+        if not isinstance(classes, list) or not classes or not all(isinstance(c, str) and c for c in classes):
+            raise r.error(r.key("classes"), "required: the model's class names in its output order, e.g. [apple, cup]")
+        return PerceptionConfig(detector, model=model, classes=tuple(classes))
+    if detector == "color":
+        if world is not None:
+            if r.has("colours"):
+                raise r.error(r.key("colours"), "only on hardware (with a world, the simulator paints the classes)")
+            return PerceptionConfig(detector)
+        colours = _existing_file(r, "colours", source)
+        from coteam.vision import load_class_colours
+
+        try:
+            load_class_colours(colours)
+        except ValueError as exc:
+            raise r.error(r.key("colours"), str(exc)) from None
+        return PerceptionConfig(detector, colours=colours)
     if world is not None:
         if r.has("markers"):
             raise r.error(r.key("markers"), "only on hardware (with a world, the simulator prints the markers)")
@@ -389,6 +424,16 @@ def _parse_perception(top: _Reader, source: str, world: WorldConfig | None) -> P
     size = r.number("marker_size_m", math.inf) if r.has("marker_size_m") else 0.0
     depth = r.number("object_depth_m", math.inf) if r.has("object_depth_m") else 0.0
     return PerceptionConfig(detector, str(markers), size, depth)
+
+
+def _existing_file(r: _Reader, key: str, source: str) -> str:
+    """The absolute path of the file ``key`` names (relative to the team file), which must exist."""
+    if not r.has(key):
+        raise r.error(r.key(key), "required")
+    path = (Path(source).parent / r.text(key)).resolve()
+    if not path.is_file():
+        raise r.error(r.key(key), f"no such file: {path}")
+    return str(path)
 
 
 def _sim_perception(detector: str) -> PerceptionConfig:
@@ -613,6 +658,10 @@ def node_list(cfg: TeamConfig, endpoints: Mapping[str, Mapping[str, str]] | None
             perception["marker_size_m"] = pc.marker_size_m
         if pc.object_depth_m:
             perception["object_depth_m"] = pc.object_depth_m
+        if pc.colours:
+            perception["colours"] = pc.colours
+        if pc.model:
+            perception.update(model=pc.model, classes=list(pc.classes))
     for robot in cfg.robots:
         remappings = list(robot.remap.items())
         teammates = [n for n in names if n != robot.name]

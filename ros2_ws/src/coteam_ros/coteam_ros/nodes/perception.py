@@ -1,6 +1,6 @@
 """The perception node: a robot's camera images or detections fused into its semantic map (``coteam.perception``).
 
-With a ``detector`` (``aruco``), it detects in the robot's RGB-D camera:
+With a ``detector`` (``aruco``, ``color`` or ``onnx``), it detects in the robot's RGB-D camera:
 
 * subscribes ``camera/image_raw`` (``rgb8`` or ``bgr8``), ``camera/depth/image_raw`` (``32FC1`` metres or ``16UC1``
   millimetres) and ``camera/camera_info`` (``sensor_msgs``), pairing colour and depth by stamp;
@@ -9,8 +9,12 @@ With a ``detector`` (``aruco``), it detects in the robot's RGB-D camera:
 * runs the detector (``coteam.vision.ArucoDetector``: the markers of ``markers``, a YAML of marker id -> class
   name, or by default the task's objects with marker id = object id as the simulator prints them;
   ``marker_size_m`` and ``object_depth_m``, when set, place a detection at the centre of the object behind its
-  marker), puts the detections on the map, in their rooms, and on the fixture within ``fixture_reach_m``
-  (``coteam.vision.detections_on_map``);
+  marker; ``coteam.vision.ColorDetector``: untagged objects by class colour, the YAML ``colours`` of class name ->
+  RGB, or by default the colours the simulator paints the task's classes in; ``coteam.vision.OnnxDetector``: the
+  YOLO-format ``model`` with its ``classes``), puts the detections on the map, in their rooms, and on the fixture
+  within ``fixture_reach_m`` (``coteam.vision.detections_on_map``). ``color`` and ``onnx`` know classes, not
+  instances: the map associates their detections by class and distance, and each such object stands for one of the
+  task's objects of its class (``coteam.perception.CameraPerception``);
 * publishes them as ``detections`` (one message per frame, stamped as the frame, also when empty) and fuses them;
 * in simulation (``status_from_cameras``) it stands between the sim bridge and the robot's planner and executor:
   it subscribes the bridge's ``sim_status`` (what the robot's hand camera sees, and the stamps of the step's camera
@@ -33,7 +37,8 @@ detector). Either way, topics relative to the robot's namespace:
 Parameters: ``robot`` (this robot's name; detections from another robot are ignored), ``min_confidence``
 (detections below it are ignored), ``frame_id`` of the published map (default "map"), ``forget_after_steps``
 (drop objects not seen for more than that many observations; -1, the default, keeps them); with a detector also
-``detector``, ``markers``, ``marker_size_m``, ``object_depth_m``, ``fixture_reach_m``, ``frame_wait_s``,
+``detector``, ``markers``, ``marker_size_m``, ``object_depth_m``, ``colours``, ``model``, ``classes``,
+``fixture_reach_m``, ``frame_wait_s``,
 ``status_from_cameras`` (above) and ``robots``, ``suite`` / ``episode`` / ``seed`` / ``scene_path`` (the task: its
 floor plan, fixtures and objects, see ``coteam_ros.episode``).
 
@@ -58,6 +63,7 @@ from coteam_interfaces.msg import ObjectDetections, RobotStatus, SemanticMap
 from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import ColorRGBA, Header
@@ -65,7 +71,19 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from coteam.observation import observation_from_dict, observation_to_dict
 from coteam.perception import CameraPerception, Detection, ObservationAssembler, SemanticMapFusion, SemanticObject
-from coteam.vision import ArucoDetector, CameraIntrinsics, MarkerCatalogue, RGBDFrame, detections_on_map
+from coteam.vision import (
+    ArucoDetector,
+    CameraIntrinsics,
+    ColorDetector,
+    Detector,
+    MarkerCatalogue,
+    OnnxDetector,
+    RGBDFrame,
+    class_colours,
+    detections_on_map,
+    load_class_colours,
+)
+from coteam.world import Scene
 from coteam_ros.config import DETECTORS
 from coteam_ros.convert import (
     depth_from_msg,
@@ -211,14 +229,7 @@ class PerceptionNode(Node):
             self.declare_parameter("scene_path", "").value,
         )
         scene = setup.scene
-        markers: str = self.declare_parameter("markers", "").value
-        if markers:
-            catalogue = MarkerCatalogue.from_file(markers)
-        else:
-            catalogue = MarkerCatalogue.of_objects({i.id: i.name for i in scene.items})
-        marker_size = float(self.declare_parameter("marker_size_m", 0.0).value)
-        depth_behind = float(self.declare_parameter("object_depth_m", 0.0).value)
-        self.detector = ArucoDetector(catalogue, marker_size or None, depth_behind)
+        self.detector = self._detector(detector, scene)
         self.floorplan = scene.floorplan
         self.camera = CameraPerception(
             ObservationAssembler(self.robot, scene),
@@ -242,6 +253,28 @@ class PerceptionNode(Node):
             self.status_publisher = self.create_publisher(RobotStatus, "status", MAP_QOS)
             self.create_subscription(RobotStatus, "sim_status", self._on_sim_status, MAP_QOS)
         wall_timer(self, 0.05, self._process_pending)
+
+    def _detector(self, kind: str, scene: Scene) -> Detector:
+        """The detector ``kind`` as its parameters configure it (by default the simulator's markers and colours)."""
+        if kind == "color":
+            colours: str = self.declare_parameter("colours", "").value
+            return ColorDetector(load_class_colours(colours) if colours else class_colours(i.name for i in scene.items))
+        if kind == "onnx":
+            model: str = self.declare_parameter("model", "").value
+            classes = self.declare_parameter("classes", Parameter.Type.STRING_ARRAY).value
+            if not model or not classes:
+                raise ValueError(
+                    "detector onnx needs the parameters model (an ONNX file) and classes (its class names)"
+                )
+            return OnnxDetector(model, list(classes))
+        markers: str = self.declare_parameter("markers", "").value
+        if markers:
+            catalogue = MarkerCatalogue.from_file(markers)
+        else:
+            catalogue = MarkerCatalogue.of_objects({i.id: i.name for i in scene.items})
+        marker_size = float(self.declare_parameter("marker_size_m", 0.0).value)
+        depth_behind = float(self.declare_parameter("object_depth_m", 0.0).value)
+        return ArucoDetector(catalogue, marker_size or None, depth_behind)
 
     def _on_camera_info(self, message: CameraInfo) -> None:
         try:

@@ -6,7 +6,8 @@ In simulation the sim bridge publishes each robot's status; on a real robot this
   robot's localisation publishes ``map -> odom``, its odometry ``odom -> base_link``);
 * subscribes ``detections`` (``coteam_interfaces/ObjectDetections``; object ids of the task's object catalogue,
   ``container`` = name of the fixture holding the object, ``holder`` = this robot's name for what is in its
-  gripper, ``open_state`` for containers);
+  gripper, ``open_state`` for containers); a class-only detection (object id -1, e.g. the ``color`` or ``onnx``
+  detector) is fused and stands for one of the task's objects of its class (``coteam.perception.CameraPerception``);
 * publishes ``status`` (``coteam_interfaces/RobotStatus``, latched): step = number of statuses so far, clock = the
   same, always ready, the observation as JSON -- position and heading from the pose, room from the task's
   floor plan, visible objects from the detections received since the previous status (the previous batch again
@@ -31,7 +32,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
 
 from coteam.observation import observation_to_dict
-from coteam.perception import ObservationAssembler
+from coteam.perception import CameraPerception, ObservationAssembler
 from coteam_ros.convert import detections_from_msg
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer
@@ -57,6 +58,8 @@ class RobotStateNode(Node):
         self.base_frame: str = self.declare_parameter("base_frame", f"{self.robot}/base_link").value
         setup = load_episode(suite, episode, seed, robots, scene_path)
         self.assembler = ObservationAssembler(self.robot, setup.scene, hands)
+        self.camera = CameraPerception(self.assembler)  # class-only detections: fused, bound to the task's objects
+        self.confirmed: list[int] = []  # map objects of class-only detections confirmed since the last status
         self.transforms = transform_lookup(self)
         self.detections: list = []  # received since the last status
         self.latest: list = []  # the last non-empty batch
@@ -71,7 +74,9 @@ class RobotStateNode(Node):
     def _on_detections(self, message: ObjectDetections) -> None:
         if message.robot and message.robot != self.robot:
             return
-        self.detections.extend(detections_from_msg(message, self.step))
+        detections = detections_from_msg(message, self.step)
+        self.detections.extend(d for d in detections if d.object_id >= 0)
+        self.confirmed += self.camera.frame([d for d in detections if d.object_id < 0], message.room)[1]
 
     def _publish(self) -> None:
         try:
@@ -84,7 +89,8 @@ class RobotStateNode(Node):
         if self.detections:
             self.latest = self.detections
         obs = self.assembler.observation(self.step, position, heading, self.latest)  # no news: the last batch
-        self.detections = []
+        obs = self.camera.merged(obs, self.confirmed)
+        self.detections, self.confirmed = [], []
         now = self.get_clock().now().to_msg()
         self.publisher.publish(
             RobotStatus(
