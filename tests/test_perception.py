@@ -209,19 +209,19 @@ def test_class_only_sightings_stand_for_task_instances_and_the_hand_camera_corre
     def apple(x: float, y: float) -> Detection:
         return Detection("apple", -1, "food", "kitchen", "", (x, y), 1.0, 0)
 
-    _, near_fridge = camera.frame([apple(1.2, 1.0)], "kitchen")
-    _, near_cabinet = camera.frame([apple(8.0, 4.3)], "kitchen")
+    near_fridge = camera.frame([apple(1.2, 1.0)], "kitchen").confirmed
+    near_cabinet = camera.frame([apple(8.0, 4.3)], "kitchen").confirmed
     seen = camera.merged(empty, near_fridge + near_cabinet)
     views = {v.id: v for v in seen.visible}
     assert set(views) == {10, 11}, "two apples seen from afar: the task's two apples, one each"
     assert (views[10].holder, views[11].holder) == (2, 3), "each on the fixture it was seen on"
-    _, again = camera.frame([apple(1.1, 1.0)], "kitchen")
+    again = camera.frame([apple(1.1, 1.0)], "kitchen").confirmed
     assert [v.id for v in camera.merged(empty, again).visible] == [10], "a binding holds"
     # at the cabinet the hand camera shows apple 10 there: the sighting there stands for 10, the other is released
     at_hand = ObjectView(10, "apple", ObjectKind.ITEM, 1, (8.0, 4.0), "food", Relation.IN, 3)
-    _, there = camera.frame([apple(8.0, 4.2)], "kitchen")
+    there = camera.frame([apple(8.0, 4.2)], "kitchen").confirmed
     assert camera.merged(replace(empty, visible=(at_hand,)), there).visible == (at_hand,)
     assert camera.bound == {near_cabinet[0]: 10}
     assert [v.id for v in camera.merged(empty, again).visible] == [11], "the fridge's apple is the other one"
-    _, third = camera.frame([apple(15.0, 4.0)], "kitchen")
+    third = camera.frame([apple(15.0, 4.0)], "kitchen").confirmed
     assert camera.merged(empty, third).visible == (), "no third apple in the task: not shown"

@@ -157,11 +157,11 @@ def test_camera_sightings_add_the_map_items_of_the_announced_frames_only() -> No
 
     shown = ObjectView(c.id, c.name, ObjectKind.ITEM, room.id, container.position, c.category, Relation.ON)
     obs = Observation("alice", 0, 0, (0.0, 0.0), 0, room.id, (None, None), visible=(shown,))
-    sightings.add(10, camera.frame([seen(a)], room.name)[1])  # a frame of an earlier step, nobody asked for
+    sightings.add(10, camera.frame([seen(a)], room.name))  # a frame of an earlier step, nobody asked for
     sightings.expect([20, 21])
     assert sightings.missing() == [20, 21]
-    sightings.add(20, camera.frame([seen(b, 0.3), seen(c)], room.name)[1])
-    sightings.add(21, camera.frame([], room.name)[1])
+    sightings.add(20, camera.frame([seen(b, 0.3), seen(c)], room.name))
+    sightings.add(21, camera.frame([], room.name))
     assert sightings.missing() == []
     merged = sightings.merged(obs)
     views = {v.id: v for v in merged.visible}

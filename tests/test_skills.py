@@ -4,6 +4,7 @@ JSON form: the pieces the in-process runner and the ROS nodes share."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -25,6 +26,8 @@ def test_observation_json_round_trip(suite: str) -> None:
     obs = sim.observe("bob")
     assert obs.visible and obs.teammates and obs.messages == (Message("alice", "héllo, I'm in the kitchen", 0),)
     assert observation_from_dict(json.loads(json.dumps(observation_to_dict(obs)))) == obs
+    camera = replace(obs, complete_fixtures=(5, 7), seen_empty=(23,))  # a camera's view
+    assert observation_from_dict(json.loads(json.dumps(observation_to_dict(camera)))) == camera
 
 
 def test_observation_from_malformed_json_names_the_problem() -> None:

@@ -159,3 +159,43 @@ def test_coteam_run_sees_through_a_class_only_detector(tmp_path):
     assert main([*argv, "--quiet"]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["meta"]["perception"] == "color" and results["episodes"][0]["success"]
+
+
+def test_an_item_the_camera_misses_is_remembered_until_its_place_is_seen_empty():
+    """Through a camera, an item not detected may still be there: the memory keeps it when the detector misses it,
+    and forgets it once a frame sees past its place (the depth there lies beyond it): a teammate put it away."""
+    from coteam.memory import AgentMemory
+
+    env, _ = _reset("cwah-test")
+    sim, world = env.sim, env.sim.world
+    visual = VisualObservations(world, "aruco")
+    memory = AgentMemory("alice", sim.benchmark, sim.scene.floorplan, sim.scene.task)
+    memory.objects.update({v.id: v for v in sim.landmarks()})
+
+    def look() -> None:
+        memory.update(visual({"alice": sim.observe("alice")})["alice"])
+
+    for surface in world.scene.surfaces:
+        on_it = [i for i, p in sorted(world.placements.items()) if p.target == surface.id]
+        if not on_it or not stand_facing(world, "alice", surface.id, 2.5):
+            continue
+        look()
+        seen = [i for i in on_it if i in memory.objects]
+        if seen:
+            break
+    else:
+        pytest.fail("no item seen on a surface")
+    item = seen[0]
+    detector = visual.detector
+    visual.detector = type("Blind", (), {"detect": staticmethod(lambda frame: [])})()  # misses everything
+    look()
+    assert item in memory.objects, "a missed detection is no evidence: the item is still where it was seen"
+    visual.detector = detector
+    elsewhere = next(
+        c for c in world.scene.containers if c.room != world.scene.fixture(world.placements[item].target).room
+    )
+    world.placements[item] = Placement(Relation.IN, elsewhere.id)  # a teammate put it away in another room
+    obs = visual({"alice": sim.observe("alice")})["alice"]
+    assert item in obs.seen_empty and obs.complete_fixtures is not None
+    memory.update(obs)
+    assert item not in memory.objects, "its place seen empty: gone"

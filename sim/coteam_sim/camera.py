@@ -21,9 +21,9 @@ then adds what a real sensor would, at the documented :data:`NOISE_LEVELS`, repr
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, partial
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from coteam.vision import (
     class_colours,
     detections_on_map,
     marker_image,
+    places_seen_empty,
 )
 from coteam.world import Item, ObjectKind, Relation, WorldState
 
@@ -417,8 +418,8 @@ class VisualObservations:
         out = {}
         for agent, obs in observations.items():
             candidates = {v.id for v in obs.visible if self._needs_camera(agent, v)}
-            confirmed = self.perceive(agent, candidates) if candidates else []
-            out[agent] = self.perception[agent].merged(self.observe(agent, obs), confirmed)
+            confirmed, emptied = self.perceive(agent, candidates)
+            out[agent] = self.perception[agent].merged(self.observe(agent, obs), confirmed, emptied)
         return out
 
     def _needs_camera(self, agent: str, view: ObjectView) -> bool:
@@ -430,25 +431,46 @@ class VisualObservations:
 
     def observe(self, agent: str, obs: Observation) -> Observation:
         """``obs`` as the hand camera alone shows it: held items, the items at hand and everything that is not an
-        item (the sim bridge's status when the robots' perception nodes detect in the head camera's images)."""
-        return replace(obs, visible=tuple(v for v in obs.visible if not self._needs_camera(agent, v)))
+        item (the sim bridge's status when the robots' perception nodes detect in the head camera's images); a
+        camera's view, complete only for the fixtures at hand whose contents it sees (surfaces, open containers)."""
+        here = self.world.agents[agent].position
+        at_hand = tuple(
+            f.id
+            for f in (*self.world.scene.containers, *self.world.scene.surfaces)
+            if math.dist(f.position, here) <= REACH_M and self.world.is_open.get(f.id, True)
+        )
+        kept = tuple(v for v in obs.visible if not self._needs_camera(agent, v))
+        return replace(obs, visible=kept, complete_fixtures=at_hand)
 
     def frames(self, agent: str) -> list[tuple[float, Frame]]:
         """The head camera's views now, each with the camera's pan from the robot's heading in degrees."""
         heading = self.world.agents[agent].heading
         return [(pan, render(self.world, agent, self.camera, heading=(heading + pan) % 360)) for pan in self.offsets]
 
-    def perceive(self, agent: str, among: set[int] | None = None) -> list[int]:
+    def perceive(self, agent: str, among: set[int] | None = None) -> tuple[list[int], list[int]]:
         """Fuse what the agent's head camera detects now into its semantic map: the ids of the map objects this
-        step's frames added or confirmed (``among`` as in :meth:`detected`)."""
+        step's frames added or confirmed, and of those whose place they saw empty. ``among`` as in :meth:`detected`;
+        the views that can show a place the map remembers are rendered too (to see it empty)."""
         perception = self.perception[agent]
         room = self.world.scene.floorplan.room_at(self.world.agents[agent].position)
+        remembered = [
+            (o.position[0], o.position[1], o.height_m)
+            for o in perception.fusion.objects()
+            if o.height_m is not None and not o.holder
+        ]
         confirmed: list[int] = []
-        for frame in self._views(agent, among):
+        emptied: list[int] = []
+        for frame in self._views(agent, among, remembered):
             found = [d for d in self.detector.detect(frame) if d.object_id < 0 or self.world.is_item(d.object_id)]
             on_map = detections_on_map(found, frame.pose, self.world.scene.floorplan, 0, self.categories)
-            confirmed += perception.frame(on_map, room.name if room else "")[1]
-        return confirmed
+            fused = perception.frame(
+                on_map,
+                room.name if room else "",
+                partial(places_seen_empty, pose=frame.pose, intrinsics=frame.intrinsics, depth=frame.depth),
+            )
+            confirmed += fused.confirmed
+            emptied += fused.seen_empty
+        return confirmed, emptied
 
     def detected(self, agent: str, among: set[int] | None = None) -> set[int]:
         """The items the agent's head camera's detector finds now (nothing is fused; a class-only detector finds no
@@ -460,15 +482,17 @@ class VisualObservations:
             if self.world.is_item(d.object_id)
         }
 
-    def _views(self, agent: str, among: set[int] | None) -> Iterator[Frame]:
-        """The head camera's views now; with ``among``, only those in which one of those items' boxes lies (a view
-        that cannot show one cannot find one: the detections are the same, much faster, as the renderer tests each
-        box only inside its screen rectangle too)."""
+    def _views(
+        self, agent: str, among: set[int] | None, points: Iterable[tuple[float, float, float]] = ()
+    ) -> Iterator[Frame]:
+        """The head camera's views now; with ``among``, only those in which one of those items' boxes or one of
+        ``points`` lies (a view that cannot show one cannot find one: the detections are the same, much faster, as
+        the renderer tests each box only inside its screen rectangle too)."""
         agent_state = self.world.agents[agent]
-        watched = []
+        watched = [(p, p) for p in points]
         if among is not None:
             boxes = scene_boxes(self.world, agent)
-            watched = [
+            watched += [
                 (lo, hi)
                 for lo, hi, kind, oid in zip(boxes.lo, boxes.hi, boxes.kind, boxes.object_id, strict=True)
                 if kind == KIND_ITEM and oid in among

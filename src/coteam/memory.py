@@ -116,8 +116,18 @@ class AgentMemory:
         )
 
     def _forget_missing(self, obs: Observation) -> None:
-        """Drop remembered items that should be visible now but are not (someone moved them)."""
+        """Drop remembered items that should be visible now but are not (someone moved them). Through a camera
+        (``complete_fixtures`` set) an item not detected may still be there: only those whose place was seen empty
+        and those remembered in or on a fixture shown completely are dropped."""
         visible = {v.id: v for v in obs.visible}
+        if obs.complete_fixtures is not None:
+            for oid, view in list(self.objects.items()):
+                if view.kind != ObjectKind.ITEM or oid in visible or view.held_by:
+                    continue
+                at_hand = view.location in (Relation.IN, Relation.ON) and view.holder in obs.complete_fixtures
+                if at_hand or oid in obs.seen_empty:
+                    del self.objects[oid]
+            return
         for oid, view in list(self.objects.items()):
             if view.kind != ObjectKind.ITEM or oid in visible or view.room != obs.room:
                 continue

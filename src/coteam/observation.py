@@ -62,6 +62,12 @@ class Observation:
     ready: bool = True
     # Headings (degrees) this observation covered, for room-exploration bookkeeping (TDW-MAT field of view).
     view_headings: tuple[int, ...] = field(default=())
+    # None: the simulator's complete view of what the agent can see (an item it would show and does not is gone).
+    # A tuple: a camera's view, where an item not shown may just not have been detected; only the contents of these
+    # fixtures are shown completely (the hand camera's, at reach).
+    complete_fixtures: tuple[int, ...] | None = None
+    # With a camera's view: the items whose remembered place the camera looked through and saw empty.
+    seen_empty: tuple[int, ...] = ()
 
 
 # --- JSON form (what the ROS sim bridge publishes as a robot's status) ---------------------------------------------
@@ -89,6 +95,8 @@ def observation_to_dict(obs: Observation) -> dict[str, Any]:
         "last_failure": obs.last_failure,
         "ready": obs.ready,
         "view_headings": list(obs.view_headings),
+        "complete_fixtures": None if obs.complete_fixtures is None else list(obs.complete_fixtures),
+        "seen_empty": list(obs.seen_empty),
     }
 
 
@@ -123,6 +131,8 @@ def observation_from_dict(d: dict[str, Any]) -> Observation:
             last_failure=str(d["last_failure"]),
             ready=bool(d["ready"]),
             view_headings=tuple(int(h) for h in d["view_headings"]),
+            complete_fixtures=None if d.get("complete_fixtures") is None else tuple(map(int, d["complete_fixtures"])),
+            seen_empty=tuple(int(i) for i in d.get("seen_empty", ())),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"malformed observation: {exc!r}") from None

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -62,6 +62,7 @@ class Detection:
     step: int  # simulation step of the observation
     holder: str = ""  # robot holding the object ("" when none); ObjectView.held_by
     is_open: bool | None = None  # containers: open or closed; None when not a container or unknown
+    height_m: float | None = None  # height of the object's centre above the floor (map z); None when unknown
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class SemanticObject:
     # First step at which the robot was in ``room`` after ``last_seen_step`` without detecting the object;
     # -1 while the last sighting is unchallenged.
     unconfirmed_since: int = -1
+    height_m: float | None = None  # height of its centre above the floor at the last sighting; None when unknown
 
     @classmethod
     def from_detection(cls, detection: Detection) -> SemanticObject:
@@ -93,6 +95,7 @@ class SemanticObject:
             last_seen_step=detection.step,
             holder=detection.holder,
             confidence=detection.confidence,
+            height_m=detection.height_m,
         )
 
 
@@ -382,13 +385,27 @@ class ObservationAssembler:
         )
 
 
+LookedThrough = Callable[[Mapping[int, tuple[float, float, float]]], list[int]]
+
+
+@dataclass(frozen=True)
+class FusedFrame:
+    """One camera frame fused into the semantic map (:meth:`CameraPerception.frame`)."""
+
+    detections: list[Detection]  # as placed on their fixtures
+    confirmed: list[int]  # map objects the frame added or confirmed
+    seen_empty: list[int]  # map objects whose place the frame saw past
+
+
 class CameraPerception:
     """What a robot's head camera adds to its observations, the same in process (the visual suites) and in the
     perception node: each frame's detections are put on the fixture they stand on or in (within ``fixture_reach_m``)
     and fused into the robot's semantic map (:class:`SemanticMapFusion`); the map's objects that a step's frames
     confirmed become the item views of that step's observation (:meth:`merged`). So the planner reads the fused map,
     not the detector's raw output: an item is where the map has it, with the fused confidence deciding whether it is
-    there at all (``min_confidence``).
+    there at all (``min_confidence``). A frame that sees past a remembered place (its depth image, e.g.
+    :func:`coteam.vision.places_seen_empty`) lowers the map's confidence in what was there and lists it in the
+    observation's ``seen_empty``: the memory forgets such items, and keeps those a frame merely missed.
 
     A class-only detector (``color``, ``onnx``) gives the map anonymous objects; the planner acts on the task's
     object instances, so each anonymous object is bound, once and for good, to an instance of its class that no
@@ -407,9 +424,12 @@ class CameraPerception:
         self.frames = 0
         self.bound: dict[int, int] = {}  # anonymous map id -> the task's object id it stands for
 
-    def frame(self, detections: Iterable[Detection], room: str) -> tuple[list[Detection], list[int]]:
-        """Fuse one frame's detections (map frame, in their rooms) seen from ``room``: the detections as placed on
-        their fixtures, and the ids of the map objects they added or confirmed."""
+    def frame(
+        self, detections: Iterable[Detection], room: str, looked_through: LookedThrough | None = None
+    ) -> FusedFrame:
+        """Fuse one frame's detections (map frame, in their rooms) seen from ``room``. ``looked_through`` (given the
+        frame's depth image, e.g. :func:`coteam.vision.places_seen_empty`) says which remembered places, id -> map
+        point, the frame saw past: their objects were not there (:meth:`SemanticMapFusion.seen_empty`)."""
         step = self.frames
         self.frames += 1
         placed = [
@@ -418,11 +438,21 @@ class CameraPerception:
             )
             for d in detections
         ]
-        return placed, self.fusion.update(placed, step, robot_room=room, explored_rooms=self.fusion.rooms_seen(placed))
+        confirmed = self.fusion.update(placed, step, robot_room=room, explored_rooms=self.fusion.rooms_seen(placed))
+        emptied: list[int] = []
+        if looked_through is not None:
+            places = {
+                o.object_id: (o.position[0], o.position[1], o.height_m)
+                for o in self.fusion.objects()
+                if o.height_m is not None and not o.holder and o.object_id not in confirmed
+            }
+            emptied = looked_through(places) if places else []
+            self.fusion.seen_empty(emptied, step)
+        return FusedFrame(placed, confirmed, emptied)
 
-    def merged(self, obs: Observation, confirmed: Iterable[int]) -> Observation:
+    def merged(self, obs: Observation, confirmed: Iterable[int], emptied: Iterable[int] = ()) -> Observation:
         """``obs`` with the items of the map objects ``confirmed`` (ids from :meth:`frame`) that it does not already
-        show (the hand camera's, held items)."""
+        show (the hand camera's, held items), and the task's objects of the map objects ``emptied`` as seen empty."""
         shown = {v.id for v in obs.visible}
         added: dict[int, ObjectView] = {}
         for object_id in confirmed:
@@ -436,9 +466,15 @@ class CameraPerception:
             view = None if instance is None else self.assembler.view(replace(obj, object_id=instance))
             if view is not None and view.kind == ObjectKind.ITEM and view.id not in shown:
                 added[view.id] = view
-        if not added:
+        gone = {self.bound.get(i, i) for i in emptied} - shown - set(added)
+        gone = sorted(i for i in gone if i >= 0 and i not in obs.seen_empty)
+        if not added and not gone:
             return obs
-        return replace(obs, visible=tuple(sorted((*obs.visible, *added.values()), key=lambda v: v.id)))
+        return replace(
+            obs,
+            visible=tuple(sorted((*obs.visible, *added.values()), key=lambda v: v.id)),
+            seen_empty=(*obs.seen_empty, *gone),
+        )
 
     def instance(self, obj: SemanticObject) -> int | None:
         """The task's object id ``obj`` stands for (its own, or the binding of an anonymous object); None when every

@@ -490,12 +490,13 @@ def detections_on_map(
     class name to its category. A detection outside every room is left out."""
     out = []
     for d in found:
-        x, y, _ = pose.to_map(np.array(d.point))
+        x, y, z = pose.to_map(np.array(d.point))
         room = floorplan.room_at((float(x), float(y)))
         if room is None:
             continue
         category = (categories or {}).get(d.name, "")
-        out.append(Detection(d.name, d.object_id, category, room.name, "", (float(x), float(y)), d.confidence, step))
+        at = (float(x), float(y))
+        out.append(Detection(d.name, d.object_id, category, room.name, "", at, d.confidence, step, height_m=float(z)))
     return out
 
 

@@ -69,7 +69,7 @@ def detection_to_msg(detection: Detection) -> ci.DetectedObject:
         category=detection.category,
         room=detection.room,
         container=detection.container,
-        position=point_to_msg(detection.position),
+        position=point_to_msg(detection.position, detection.height_m or 0.0),  # z 0: height unknown
         confidence=float(detection.confidence),
         holder=detection.holder,
         open_state=_OPEN_STATE[detection.is_open],
@@ -87,6 +87,7 @@ def detection_from_msg(obj: ci.DetectedObject, step: int) -> Detection:
         position=point_from_msg(obj.position),
         confidence=float(obj.confidence),
         step=step,
+        height_m=obj.position.z or None,
         holder=obj.holder,
         is_open={ci.DetectedObject.OPEN: True, ci.DetectedObject.CLOSED: False}.get(obj.open_state),
     )

@@ -1,4 +1,4 @@
-"""The camera frames of a sim-bridge status, and what the robot's perception confirmed in them.
+"""The camera frames of a sim-bridge status, and what the robot's perception confirmed (or saw empty) in them.
 
 :class:`CameraSightings` collects, per camera frame (by stamp), the ids of the semantic-map objects the frame's
 detections added or confirmed (``coteam.perception.CameraPerception``) and adds those objects, as the map has them,
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from coteam.observation import Observation
-from coteam.perception import CameraPerception
+from coteam.perception import CameraPerception, FusedFrame
 
 KEPT_FRAMES = 256  # frames whose sightings are kept while their status is awaited
 
@@ -23,11 +23,11 @@ class CameraSightings:
 
     def __init__(self, perception: CameraPerception) -> None:
         self.perception = perception
-        self.frames: dict[int, list[int]] = {}
+        self.frames: dict[int, FusedFrame] = {}
         self.expected: tuple[int, ...] = ()
 
-    def add(self, stamp_ns: int, confirmed: list[int]) -> None:
-        self.frames[stamp_ns] = confirmed
+    def add(self, stamp_ns: int, fused: FusedFrame) -> None:
+        self.frames[stamp_ns] = fused
         if len(self.frames) > KEPT_FRAMES:
             for old in sorted(self.frames)[: len(self.frames) - KEPT_FRAMES]:
                 if old not in self.expected:
@@ -40,9 +40,10 @@ class CameraSightings:
         return [t for t in self.expected if t not in self.frames]
 
     def merged(self, obs: Observation) -> Observation:
-        """``obs`` with the map's items that the expected frames confirmed and that it does not already show; the
-        frames are then forgotten."""
-        confirmed = [i for t in self.expected for i in self.frames.pop(t, [])]
-        self.frames = {t: ids for t, ids in self.frames.items() if t > max(self.expected, default=-1)}
+        """``obs`` with the map's items that the expected frames confirmed and that it does not already show, and
+        those whose places they saw empty; the frames are then forgotten."""
+        fused = [f for f in (self.frames.pop(t, None) for t in self.expected) if f is not None]
+        self.frames = {t: f for t, f in self.frames.items() if t > max(self.expected, default=-1)}
         self.expected = ()
-        return self.perception.merged(obs, confirmed)
+        confirmed = [i for f in fused for i in f.confirmed]
+        return self.perception.merged(obs, confirmed, [i for f in fused for i in f.seen_empty])

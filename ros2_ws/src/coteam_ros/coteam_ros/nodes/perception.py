@@ -57,6 +57,7 @@ import time
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 
 from builtin_interfaces.msg import Time
 from coteam_interfaces.msg import ObjectDetections, RobotStatus, SemanticMap
@@ -70,7 +71,14 @@ from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from coteam.observation import observation_from_dict, observation_to_dict
-from coteam.perception import CameraPerception, Detection, ObservationAssembler, SemanticMapFusion, SemanticObject
+from coteam.perception import (
+    CameraPerception,
+    Detection,
+    FusedFrame,
+    ObservationAssembler,
+    SemanticMapFusion,
+    SemanticObject,
+)
 from coteam.vision import (
     ArucoDetector,
     CameraIntrinsics,
@@ -82,6 +90,7 @@ from coteam.vision import (
     class_colours,
     detections_on_map,
     load_class_colours,
+    places_seen_empty,
 )
 from coteam.world import Scene
 from coteam_ros.config import DETECTORS
@@ -297,7 +306,7 @@ class PerceptionNode(Node):
             throttle_duration_sec=5.0,
         )
         if self.sightings is not None:
-            self.sightings.add(stamp, [])  # nothing seen in it: the step's status need not wait for it
+            self.sightings.add(stamp, FusedFrame([], [], []))  # nothing seen in it: the status need not wait for it
 
     def _on_sim_status(self, status: RobotStatus) -> None:
         if status.robot != self.robot:
@@ -376,14 +385,16 @@ class PerceptionNode(Node):
         found = self.detector.detect(RGBDFrame(rgb, depth, intrinsics, None))
         at = self.floorplan.room_at((float(pose.origin[0]), float(pose.origin[1])))
         room = at.name if at else ""
-        detections, confirmed = self.camera.frame(
-            detections_on_map(found, pose, self.floorplan, self.camera.frames, self.categories), room
+        fused = self.camera.frame(
+            detections_on_map(found, pose, self.floorplan, self.camera.frames, self.categories),
+            room,
+            partial(places_seen_empty, pose=pose, intrinsics=intrinsics, depth=depth),
         )
         header = Header(stamp=rgb_msg.header.stamp, frame_id=self.frame_id)
-        self.detections_publisher.publish(detections_to_msg(self.robot, detections, header, step=-1, room=room))
+        self.detections_publisher.publish(detections_to_msg(self.robot, fused.detections, header, step=-1, room=room))
         if self.sightings is not None:
-            self.sightings.add(stamp_ns(rgb_msg.header.stamp), confirmed)
-        self._published(confirmed, rgb_msg.header.stamp)
+            self.sightings.add(stamp_ns(rgb_msg.header.stamp), fused)
+        self._published(fused.confirmed, rgb_msg.header.stamp)
 
     def _on_detections(self, message: ObjectDetections) -> None:
         if self.robot and message.robot and message.robot != self.robot:

@@ -76,7 +76,7 @@ class RobotStateNode(Node):
             return
         detections = detections_from_msg(message, self.step)
         self.detections.extend(d for d in detections if d.object_id >= 0)
-        self.confirmed += self.camera.frame([d for d in detections if d.object_id < 0], message.room)[1]
+        self.confirmed += self.camera.frame([d for d in detections if d.object_id < 0], message.room).confirmed
 
     def _publish(self) -> None:
         try:
