@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -12,7 +14,8 @@ from hypothesis import strategies as st
 
 from coteam.actions import HighLevelAction, ObjectRef, Verb
 from coteam.memory import AgentMemory
-from coteam.skills import SkillOutcome
+from coteam.observation import Observation
+from coteam.skills import CAMERA_EXPLORE_M, SkillOutcome
 from coteam.world import AgentStart, Placement, Relation, Scene
 from coteam_harness.executor import SkillExecutor
 from coteam_sim.engine import Simulator
@@ -25,23 +28,30 @@ K = PrimitiveKind
 class Harness:
     """A simulator plus, per agent, a memory fed by observations and a skill executor."""
 
-    def __init__(self, scene: Scene, agents: tuple[str, ...] = ("alice", "bob"), *, full: bool = False):
+    def __init__(
+        self, scene: Scene, agents: tuple[str, ...] = ("alice", "bob"), *, full: bool = False, camera: bool = False
+    ):
         self.scene = scene
+        self.camera = camera  # observations as a camera has them (partial: Observation.complete_fixtures)
         self.sim = Simulator(scene, agents, seed=0, full_observability=full)
         self.memory: dict[str, AgentMemory] = {}
         self.executor: dict[str, SkillExecutor] = {}
         for a in agents:
             m = AgentMemory(a, scene.benchmark, scene.floorplan, scene.task)
             m.objects.update({v.id: v for v in self.sim.landmarks()})
-            m.update(self.sim.observe(a))
+            m.update(self.observe(a))
             self.memory[a] = m
             self.executor[a] = SkillExecutor(scene.benchmark, self.sim.nav, self.sim.config)
 
     def step(self, actions: dict[str, Primitive]) -> dict[str, str]:
         results = self.sim.step(actions)
         for a, m in self.memory.items():
-            m.update(self.sim.observe(a))
+            m.update(self.observe(a))
         return results
+
+    def observe(self, agent: str) -> Observation:
+        obs = self.sim.observe(agent)
+        return replace(obs, complete_fixtures=()) if self.camera else obs
 
     def run(
         self, agent: str, action: HighLevelAction, limit: int = 3000
@@ -204,6 +214,24 @@ def test_cwah_explore_reaches_and_reveals_each_room() -> None:
         assert set(failures) <= {""}
         assert h.memory["alice"].room == room.id
         assert h.memory["alice"].is_explored(room.id)
+
+
+@pytest.mark.parametrize("camera", [False, True])
+def test_cwah_explore_through_a_camera_walks_on_to_the_room_centre(camera: bool) -> None:
+    """C-WAH shows a room whole on entering it; a camera's detector reaches a few metres, so exploring through one
+    ends near the room's centre."""
+    scene = get_suite("cwah-test").episodes()[5].build()
+    h = Harness(scene, camera=camera)
+    far = [r for r in scene.floorplan.rooms if r.id != h.memory["alice"].room]
+    distances = []
+    for room in far:
+        outcome, _, _ = h.run("alice", HighLevelAction(Verb.EXPLORE, ref(scene, room.id)))
+        assert outcome.success and h.memory["alice"].room == room.id
+        distances.append(math.dist(h.memory["alice"].position, scene.floorplan.room_center(room.id)))
+    if camera:
+        assert max(distances) <= CAMERA_EXPLORE_M
+    else:
+        assert max(distances) > CAMERA_EXPLORE_M, "entering is enough"
 
 
 # --- TDW-MAT ---------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from coteam.vision import (
     CameraMount,
     CameraPose,
     CatalogueEntry,
+    ImageDetection,
     MarkerCatalogue,
     OracleDetector,
     RGBDFrame,
@@ -290,3 +291,12 @@ def test_a_marker_catalogue_file_names_the_printed_markers(tmp_path):
             MarkerCatalogue.from_file(tmp_path / "bad.yaml")
     with pytest.raises(ValueError, match="cannot read"):
         MarkerCatalogue.from_file(tmp_path / "missing.yaml")
+
+
+def test_a_detection_without_a_finite_position_is_left_out(world: WorldState):
+    """A degenerate marker pose or depth gives a NaN point: it is not put on the map (nor does it stop the frame)."""
+    pose = CameraPose.of_robot(world.agents["alice"].position, 0.0, CameraSpec().mount)
+    good = ImageDetection(1, "apple", (320.0, 240.0), 1.0, (0.0, 0.0, 1.0), 1.0, "aruco")
+    bad = ImageDetection(2, "apple", (320.0, 240.0), 1.0, (float("nan"), 0.0, 1.0), 1.0, "aruco")
+    on_map = detections_on_map([bad, good], pose, world.scene.floorplan, 0)
+    assert [d.object_id for d in on_map] == [1] and on_map[0].height_m is not None

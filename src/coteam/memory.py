@@ -64,6 +64,8 @@ class AgentMemory:
     sent: list[Message] = field(default_factory=list)  # my own messages
     actions: list[ActionRecord] = field(default_factory=list)
     last_failure: str = ""
+    # Whether the agent sees through a camera (the last observation was partial: ``Observation.complete_fixtures``).
+    camera_view: bool = False
     # Item names the common-sense tables (coteam.priors) do not know -> the category a model named for them
     # (the hybrid backend asks once per name; "misc": none fits).
     learned_categories: dict[str, str] = field(default_factory=dict)
@@ -76,6 +78,7 @@ class AgentMemory:
         self.holding = obs.holding
         self.room_visits[obs.room] = obs.step
         self.last_failure = obs.last_failure
+        self.camera_view = obs.complete_fixtures is not None
         self._forget_missing(obs)
         for view in obs.visible:
             self.objects[view.id] = view

@@ -32,6 +32,8 @@ from coteam.observation import ObjectView
 from coteam.physics import Physics
 from coteam.world import Benchmark, ObjectKind, Relation, Vec2
 
+CAMERA_EXPLORE_M = 1.0  # C-WAH through a camera: exploring a room ends this close to its centre
+
 
 @dataclass(frozen=True)
 class NavGoal:
@@ -224,8 +226,16 @@ class SkillRunner:
             raise SkillFailed("not reachable")
 
     def _cwah_explore(self, room_id: int) -> Skill:
+        """Walk into the room: C-WAH shows a room whole to whoever is in it. Through a camera, whose detector finds
+        small things only a few metres away, walk on to the room's centre, from where its views round the room reach
+        every part of it."""
         m = self._mem()
-        yield from self._drive(lambda: NavGoal(m.floorplan.room_center(room_id)), lambda: m.room == room_id)
+        center = m.floorplan.room_center(room_id)
+
+        def arrived() -> bool:
+            return m.room == room_id and (not m.camera_view or math.dist(m.position, center) <= CAMERA_EXPLORE_M)
+
+        yield from self._drive(lambda: NavGoal(center), arrived)
         if m.room != room_id:
             raise SkillFailed("not reachable")
 

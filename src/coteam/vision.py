@@ -487,10 +487,12 @@ def detections_on_map(
 ) -> list[Detection]:
     """``found`` in one frame, put on the map (the optical-frame point through ``pose``) and in the room the floor
     plan has there, as the semantic map takes them (:class:`coteam.perception.Detection`); ``categories`` maps a
-    class name to its category. A detection outside every room is left out."""
+    class name to its category. A detection outside every room, or without a finite position, is left out."""
     out = []
     for d in found:
         x, y, z = pose.to_map(np.array(d.point))
+        if not np.isfinite((x, y, z)).all():
+            continue  # a degenerate marker pose or depth: no place to put it
         room = floorplan.room_at((float(x), float(y)))
         if room is None:
             continue
