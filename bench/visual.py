@@ -59,7 +59,7 @@ def section(command: str, runs: list[tuple[str, list[str]]]) -> str:
         f"Produced by `{command}`: every episode, two robots, seed 0, as the simulator shows it and through the "
         "robots' cameras (the `-visual` suites; definitions in the script's docstring and docs/simulator.md). A C-WAH "
         "episode that fails counts the horizon (250 steps). Wall times on this 2-core machine, in process; a visual "
-        "run renders only the views in which an item it has to decide about stands.",
+        "run renders only the views in which an item it has to decide about, or a place its map remembers, stands.",
         "",
         *rows,
     ]
