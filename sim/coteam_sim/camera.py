@@ -447,10 +447,10 @@ class VisualObservations:
         heading = self.world.agents[agent].heading
         return [(pan, render(self.world, agent, self.camera, heading=(heading + pan) % 360)) for pan in self.offsets]
 
-    def perceive(self, agent: str, among: set[int] | None = None) -> tuple[list[int], list[int]]:
+    def perceive(self, agent: str, among: set[int]) -> tuple[list[int], list[int]]:
         """Fuse what the agent's head camera detects now into its semantic map: the ids of the map objects this
-        step's frames added or confirmed, and of those whose place they saw empty. ``among`` as in :meth:`detected`;
-        the views that can show a place the map remembers are rendered too (to see it empty)."""
+        step's frames added or confirmed, and of those whose place they saw empty. Only the views that can show one
+        of the items ``among`` or a place the map remembers (to see it empty) are rendered."""
         perception = self.perception[agent]
         room = self.world.scene.floorplan.room_at(self.world.agents[agent].position)
         remembered = [
