@@ -5,9 +5,9 @@
 Measures: raw simulator primitive throughput per benchmark; wall time and peak memory of whole test-suite runs
 (each in its own process, one core); the calibration of the rule-based, MCTS, random and oracle teams against the
 published baseline numbers; the paper-style comparison of every method on both suites (with the papers' talk,
-travel and balance metrics); scaling with 2-4 agents; how fast a wrong switch fails; PCE decision latency and
-LLM-path token use; the symbolic planner against mhp and the oracle (bench/symbolic_planner.py); CoBel-World's talk,
-quality and ablations (bench/cobel.py); the ROS 2 team stack (bench/ros_team.py; skip with --skip-ros).
+travel and balance metrics); scaling with 2-4 agents; how fast a wrong switch fails; PCE's LLM-path token use; the
+symbolic planner against mhp and the oracle, and its time per decision (bench/symbolic_planner.py); CoBel-World's
+talk, quality and ablations (bench/cobel.py); the ROS 2 team stack (bench/ros_team.py; skip with --skip-ros).
 """
 
 from __future__ import annotations
@@ -124,19 +124,6 @@ def timed_run(suite: str, team: str, agents: int) -> dict:
         saved = json.loads((Path(out) / "results.json").read_text())
     episodes = [EpisodeResult(**e) for e in saved["episodes"]]
     return {**saved["summary"], "wall_s": wall, "peak_mb": peak_kb / 1024, "results": episodes}
-
-
-def pce_latency(suite: str) -> dict:
-    """Symbolic PCE per-decision latency over a whole suite (two agents), in this process, after one warm-up
-    episode (imports and first distance fields are not decisions)."""
-    run_episode(get_suite(suite).episodes()[0].build(), "pce", n_agents=2)
-    results = [run_episode(spec.build(), "pce", n_agents=2) for spec in get_suite(suite).episodes()]
-    return {
-        "suite": suite,
-        "median_ms": statistics.median(r.decision_ms_median for r in results),
-        "p95_ms": max(r.decision_ms_p95 for r in results),
-        "decisions": sum(r.decisions for r in results),
-    }
 
 
 def pce_llm_tokens(episodes: int = 3) -> dict:
@@ -295,20 +282,13 @@ def main() -> int:
         "|---|---|---|---|",
         *[f"| {m} | {s:.2f} | {code} | `{msg}` |" for m, s, code, msg in errors],
     ]
-    latencies = [pce_latency(suite) for suite in ("cwah-test", "tdwmat-test")]
-    print("pce latency", latencies, flush=True)
     llm = pce_llm_tokens()
     print("pce llm", llm["tokens_per_episode"], flush=True)
     lines += [
         "",
         "## PCE decisions",
         "",
-        *[
-            f"Symbolic PCE on {lat['suite']} (2 agents, {lat['decisions']} decisions): median {lat['median_ms']:.1f} "
-            f"ms per decision (median of the episodes' medians), p95 {lat['p95_ms']:.1f} ms (worst episode's p95), "
-            "after a warm-up episode; target p95 < 50 ms."
-            for lat in latencies
-        ],
+        "Symbolic PCE's time per decision is in the section on the symbolic planner below.",
         "",
         "PCE on the LLM path (a real `openai` client, the loopback OpenAI-compatible server and a scripted model "
         "that answers every role with valid JSON; token counts are the server's `usage`, checked equal to the "

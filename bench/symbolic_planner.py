@@ -10,9 +10,12 @@ section of the same title in the markdown file.
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 from coteam.registry import make_team
 from coteam.world import Benchmark
@@ -73,6 +76,30 @@ def _compare(
     return (metric(runs["pce"]), metric(runs["mhp"]), metric(runs["oracle"])), summarize(runs["pce"])["messages"]
 
 
+def decision_latency(suite: str) -> dict[str, float]:
+    """Symbolic PCE's seconds per decision over a whole test suite (two agents, one process), after a warm-up
+    episode (imports are not decisions): the median, the 95th percentile over every decision, and the worst
+    episode's own 95th percentile."""
+    specs = get_suite(suite).episodes()
+    team = make_team("pce")
+    run_episode(specs[0].build(), team, n_agents=2)
+    seconds: list[float] = []
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec in specs:
+            trace = Path(tmp) / "trace.json"
+            r = run_episode(spec.build(), team, n_agents=2, episode_name=spec.name, trace_path=trace)
+            seconds += [d["seconds"] for d in json.loads(trace.read_text())["decisions"]]
+            worst = max(worst, r.decision_ms_p95)
+    seconds.sort()
+    return {
+        "decisions": len(seconds),
+        "median_ms": 1000 * statistics.median(seconds),
+        "p95_ms": 1000 * seconds[min(len(seconds) - 1, int(0.95 * len(seconds)))],
+        "worst_episode_p95_ms": worst,
+    }
+
+
 def section(command: str) -> str:
     cwah_test = get_suite("cwah-test").episodes()
     tdw_test = get_suite("tdwmat-test").episodes()
@@ -130,6 +157,21 @@ def section(command: str) -> str:
     for ablation in ABLATIONS:
         rs = _run(cwah_test, "pce", 2, {"ablation": ablation})
         lines.append(f"| {ablation} | {_steps(rs):.1f} | {summarize(rs)['messages']:.1f} |")
+        print(lines[-1], flush=True)
+    lines += [
+        "",
+        "Symbolic PCE's time per decision (2 agents, the whole test suite in one process on this 2-core machine, "
+        "after a warm-up episode; target: p95 under 50 ms):",
+        "",
+        "| suite | decisions | median ms | p95 ms | worst episode's p95 ms |",
+        "|---|---|---|---|---|",
+    ]
+    for suite in ("cwah-test", "tdwmat-test"):
+        lat = decision_latency(suite)
+        lines.append(
+            f"| {suite} | {lat['decisions']:.0f} | {lat['median_ms']:.1f} | {lat['p95_ms']:.1f} | "
+            f"{lat['worst_episode_p95_ms']:.1f} |"
+        )
         print(lines[-1], flush=True)
     lines += ["", *READING]
     return "\n".join(lines) + "\n"

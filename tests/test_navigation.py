@@ -40,6 +40,16 @@ def test_distance_field_matches_astar_length():
     assert nav.path_length((1.5, 1.5), (7.5, 3.5)) == pytest.approx(length)
 
 
+def test_cell_distance_reads_whichever_end_has_a_field():
+    nav = NavGrid(PLAN)
+    expected = nav.distance_field((1, 1))[(7, 3)]
+    fresh = NavGrid(PLAN)
+    assert fresh.cell_distance((7, 3), (1, 1)) == pytest.approx(expected)  # no field yet: computed from (7, 3)
+    assert fresh.cell_distance((2, 3), (7, 3)) == pytest.approx(nav.distance_field((2, 3))[(7, 3)])  # (7, 3)'s field
+    assert fresh.cell_distance((1, 1), (0, 0)) is None  # a wall cell is never reached
+    assert nav.neighbours((0, 0)) == ()
+
+
 def test_unreachable_goal_raises_and_is_infinite():
     walled = FloorPlan(1.0, ("#####", "#.#.#", "#####"), (Room(1, "a", 0, 0, 5, 3),))
     nav = NavGrid(walled)

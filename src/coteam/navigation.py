@@ -38,11 +38,17 @@ class NavGrid:
         }
         self._fields: OrderedDict[Cell, dict[Cell, float]] = OrderedDict()
         self._cache_size = cache_size
+        # Each free cell's moves, worked out once: distance fields are a hot path of the value model.
+        self._moves = {cell: tuple(self._reachable_moves(cell)) for cell in self._free}
 
     def is_free(self, cell: Cell) -> bool:
         return cell in self._free
 
-    def neighbours(self, cell: Cell) -> Iterator[tuple[Cell, float]]:
+    def neighbours(self, cell: Cell) -> tuple[tuple[Cell, float], ...]:
+        """The cells one move away from ``cell`` and the moves' lengths in cells (none for a blocked cell)."""
+        return self._moves.get(cell, ())
+
+    def _reachable_moves(self, cell: Cell) -> Iterator[tuple[Cell, float]]:
         x, y = cell
         for dx, dy, cost in _STEPS:
             nxt = (x + dx, y + dy)
@@ -69,19 +75,30 @@ class NavGrid:
             return cached
         dist: dict[Cell, float] = {start: 0.0}
         heap = [(0.0, start)]
+        pop, push, moves, inf = heapq.heappop, heapq.heappush, self._moves, math.inf
         while heap:
-            d, cell = heapq.heappop(heap)
+            d, cell = pop(heap)
             if d > dist[cell]:
                 continue
-            for nxt, cost in self.neighbours(cell):
+            for nxt, cost in moves.get(cell, ()):
                 nd = d + cost
-                if nd < dist.get(nxt, math.inf):
+                if nd < dist.get(nxt, inf):
                     dist[nxt] = nd
-                    heapq.heappush(heap, (nd, nxt))
+                    push(heap, (nd, nxt))
         self._fields[start] = dist
         if len(self._fields) > self._cache_size:
             self._fields.popitem(last=False)
         return dist
+
+    def cell_distance(self, a: Cell, b: Cell) -> float | None:
+        """Shortest path length in cells between two cells (None when unconnected), from whichever end already
+        has a cached distance field (paths are symmetric), else from ``a``."""
+        field = self._fields.get(b)
+        if field is None:
+            field = self.distance_field(a)
+            return field.get(b)
+        self._fields.move_to_end(b)
+        return field.get(a)
 
     def path_length(self, a: Vec2, b: Vec2) -> float:
         """Travel distance in metres from ``a`` to ``b`` along the grid; ``inf`` when unreachable."""

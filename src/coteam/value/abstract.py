@@ -210,7 +210,7 @@ class Geometry:
         key = (ca, cb) if ca <= cb else (cb, ca)
         d = self._dist.get(key)
         if d is None:
-            cells = self.nav.distance_field(key[0]).get(key[1])
+            cells = self.nav.cell_distance(key[0], key[1])
             d = self._dist[key] = UNREACHABLE_M if cells is None else cells * self.cell_size
         return d
 

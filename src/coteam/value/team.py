@@ -75,7 +75,7 @@ class ValueConfig:
     """Constants of the team value model (tuned on ``cwah`` / ``tdwmat`` seeds 101-110, see docs/benchmarks.md)."""
 
     particles: int = 16  # belief particles per decision (common to every option: differences are not noise)
-    prediction_particles: int = 8  # the first of them used to predict a teammate's choice
+    prediction_particles: int = 4  # the first of them used to predict a teammate's choice (8 was no better)
     flow_weight: float = 1.0  # C-WAH: weight of the mean delivery step next to the last one
     max_events: int = 60  # abstract actions simulated per rollout, all robots together
     unfinished_steps: float = 30.0  # C-WAH: steps charged per unit still undelivered when a rollout stops
@@ -155,6 +155,8 @@ class ValueModel:
         self._leaders: list[tuple[Robot, Key | None]] | None = None
         self._masks: dict[tuple, list[bool]] = {}
         fields = self.model.ROBOT_FIELDS
+        self._starts: dict[str, tuple] = {}
+        self._hands_index = fields.index("held" if self.cwah else "hand")
         self._t_index = fields.index("t")
         self._dead_index = fields.index("dead") if "dead" in fields else -1
 
@@ -258,13 +260,17 @@ class ValueModel:
         return self._choices[cache_key]
 
     def _start(self, robot: Robot) -> tuple:
-        """A robot's fields at time 0 (mine exactly as in the root state, a teammate's from the belief)."""
-        if robot is self.me:
-            fields = list(self.model.robot(self.model.root))
-            hands = self.model.ROBOT_FIELDS.index("held" if self.cwah else "hand")
-            fields[hands] = list(fields[hands])
-            return tuple(fields)
-        return self.model.start(robot.position, list(robot.held), robot.carrier)
+        """A robot's fields at time 0 (mine exactly as in the root state, a teammate's from the belief), with a
+        list of its own for the hands (a rollout changes them)."""
+        base = self._starts.get(robot.name)
+        if base is None:
+            if robot is self.me:
+                base = self.model.robot(self.model.root)
+            else:
+                base = self.model.start(robot.position, list(robot.held), robot.carrier)
+            self._starts[robot.name] = base
+        h = self._hands_index
+        return (*base[:h], list(base[h]), *base[h + 1 :])
 
     # --- outcomes ------------------------------------------------------------------------------------------
     def key(self, option: ActionOption) -> Key | None:
@@ -313,9 +319,9 @@ class ValueModel:
     ) -> tuple[float, float]:
         """One team rollout; ``steps``, when given, collects ``robot``'s actions (the rollout stops after
         ``max_steps`` of them)."""
-        model, cfg = self.model, self.config
+        model, cfg, cwah = self.model, self.config, self.cwah
+        put, get, advance = model.put_robot, model.robot, model.step
         team = [*others, (robot, key)]
-        names = [r.name for r, _ in team]
         states = [self._start(r) for r, _ in team]
         deliveries: list[float] = []
         me = len(team) - 1
@@ -323,31 +329,33 @@ class ValueModel:
         def act(i: int, k: Key) -> None:
             if steps is not None and i == me:
                 steps.append(k)
-            model.put_robot(s, states[i])
+            put(s, states[i])
             before = s.delivered
-            model.step(s, k)
-            states[i] = model.robot(s)
-            if self.cwah and s.delivered > before:
+            advance(s, k)
+            states[i] = get(s)
+            if cwah and s.delivered > before:
                 deliveries.extend([s.t] * int(s.delivered - before))
 
         for i, (_, k) in enumerate(team[:-1]):
             if k is not None:
                 act(i, k)
         if delay:
-            model.put_robot(s, states[me])
+            put(s, states[me])
             s.t += delay
-            states[me] = model.robot(s)
+            states[me] = get(s)
         act(me, key)
-        duration = states[me][self._t_index]
-        # Whichever robot is free first acts next (ties: name order); robots with nothing to do drop out.
         ti, dead = self._t_index, self._dead_index
-        active = [i for i in range(len(team)) if dead < 0 or not states[i][dead]]
-        active.sort(key=lambda j: names[j])
+        duration = states[me][ti]
+        # Whichever robot is free first acts next (ties: name order); robots with nothing to do drop out.
+        active = sorted((i for i in range(len(team)) if dead < 0 or not states[i][dead]), key=lambda j: team[j][0].name)
         for _ in range(cfg.max_events):
             if not active or self._finished(s, states) or (steps is not None and len(steps) >= max_steps):
                 break
-            i = min(active, key=lambda j: states[j][ti])
-            model.put_robot(s, states[i])
+            i = active[0]
+            for j in active:
+                if states[j][ti] < states[i][ti]:
+                    i = j
+            put(s, states[i])
             k = model.default(s)
             if k is None:
                 active.remove(i)
