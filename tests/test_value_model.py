@@ -166,3 +166,34 @@ def test_an_announced_action_already_done_binds_nobody():
     world.placements[23] = Placement.held("bob", 0)
     assert bound(put) == {"bob": ("put", target)}  # he carries a fork to its target
     assert bound("[gograb] <fork> (23)") == {}  # he holds it already
+
+
+def test_a_full_carrier_far_from_the_bed_is_scored_without_clipping():
+    """TDW-MAT: holding a loaded carrier and an item, every option's G stays below 1 and G - C still orders the
+    options by team value (G used to be clipped at 1 here, so a long transport ranked below a detour worth less)."""
+    scene = get_suite("tdwmat-test").episodes()[0].build()
+    sim = Simulator(scene, ("alice", "bob"))
+    world = sim.world
+    carrier = next(i for i in scene.items if i.is_carrier)
+    goal = [i for i in scene.items if i.name in scene.task.needed_names() and not i.is_carrier][:4]
+    alice = world.agents["alice"]
+    alice.hands = [carrier.id, goal[0].id]
+    world.placements[carrier.id] = Placement.held("alice", 0)
+    world.placements[goal[0].id] = Placement.held("alice", 1)
+    for item in goal[1:]:
+        world.placements[item.id] = Placement(Relation.IN, carrier.id)
+    bed = world.fixture(scene.task.predicates[0].target)
+    alice.position = max(
+        (scene.floorplan.room_center(r.id) for r in scene.floorplan.rooms),
+        key=lambda c: math.dist(c, bed.position),
+    )
+    value, ctx = _value(pce_brain(sim, "alice"))
+    scored = []
+    for o in ctx.options:
+        outcome = value.outcome(o)
+        if outcome is not None:
+            g, c = value.scores(outcome)
+            assert 0.0 <= g < 1.0 and 0.0 <= c < 1.0
+            scored.append((value.value(outcome), g - c, o))
+    by_value = [u for _, u, _ in sorted(scored, key=lambda x: -x[0])]
+    assert by_value == sorted(by_value, reverse=True)

@@ -28,9 +28,10 @@ numbers from it). Per decision:
    particles when none is in ``S``), with ``d(a)`` my first action's duration. C-WAH, with the team time
    ``T = −V`` and its scale ``Z = (1 + w_flow) · (steps left + unfinished_steps · units left)``:
    ``G = 1 − (T(a|S) − d(a)) / Z`` and ``C = d(a) / Z``, so ``G − C = 1 − T(a|S) / Z`` ranks actions by expected
-   team time. TDW-MAT, where ``V`` already prices time (the budget and the late discount):
-   ``C = d(a) / frames left`` and ``G = V(a|S) / (item_value · units left) + C``, so ``G − C`` ranks actions by
-   expected team value. Both are clamped to [0, 1].
+   team time. TDW-MAT, where ``V`` already prices time (the budget and the late discount), with the scale
+   ``Z = item_value · units at stake + frames left`` (units still wanted, held, or in my carrier):
+   ``G = (V(a|S) + d(a)) / Z`` and ``C = d(a) / Z``, so ``G − C = V(a|S) / Z`` ranks actions by expected team
+   value. Both stay within [0, 1] (clamped as a guard only).
 6. **Messages.** A message is worth sending only when it changes a teammate's choice: for each teammate whose
    own best first action (planning as in 4, without me) is the target I would take, or is a target I could take
    over, the model compares the team value when I announce that target (one message, then the target; the
@@ -143,12 +144,10 @@ class ValueModel:
             self.time_left = max(1.0, m.task.horizon - m.step)
         else:
             self.time_left = max(1.0, float(m.task.horizon - m.frames))
-        # C-WAH team time ranges up to (1 + w_flow) x (time left + unfinished_steps per unit left): the scale of G, C.
-        units = sum(self.model.root.want.values()) + len(self.model.root.held if self.cwah else ())
-        self.time_scale = (1.0 + config.flow_weight) * (self.time_left + config.unfinished_steps * units)
         held = [v for v in m.held_items() if v.name in self.model.root.want]
         self.me = Robot(m.agent, m.position, tuple(v.name for v in held if v.capacity == 0), _carrying(m))
         self.teammates = self._teammates()
+        self.scale = self._score_scale()
         self.announced = self._announced()
         self._outcomes: dict[tuple, Outcome] = {}
         self._choices: dict[tuple, list[Key]] = {}
@@ -159,6 +158,17 @@ class ValueModel:
         self._hands_index = fields.index("held" if self.cwah else "hand")
         self._t_index = fields.index("t")
         self._dead_index = fields.index("dead") if "dead" in fields else -1
+
+    def _score_scale(self) -> float:
+        """``Z``, the scale of G and C (module docstring, point 5). C-WAH: the team time can reach (1 + w_flow) x
+        (time left + unfinished_steps per unit left). TDW-MAT: the value at stake (every unit still wanted, held or
+        in my carrier) plus the frames left, so that ``G = (V + d) / Z`` stays within [0, 1]."""
+        root = self.model.root
+        if self.cwah:
+            units = sum(root.want.values()) + len(root.held)  # type: ignore[union-attr]
+            return (1.0 + self.config.flow_weight) * (self.time_left + self.config.unfinished_steps * units)
+        units = sum(root.want.values()) + root.load + sum(len(r.held) for r in (self.me, *self.teammates))  # type: ignore[union-attr]
+        return self.model.cost.tdw_item_value * units + self.time_left
 
     # --- who is in the rollouts ----------------------------------------------------------------------------
     def _teammates(self) -> list[Robot]:
@@ -442,13 +452,8 @@ class ValueModel:
         value = self._mean(outcome.values, keep)
         if duration is None:
             duration = self._mean(outcome.durations, keep)
-        if self.cwah:
-            cost = duration / self.time_scale
-            gain = 1.0 + (value + duration) / self.time_scale
-        else:
-            cost = duration / self.time_left
-            units = sum(self.model.root.want.values()) + len(self.me.held)
-            gain = value / (self.model.cost.tdw_item_value * max(1, units)) + cost
+        cost = duration / self.scale
+        gain = (1.0 if self.cwah else 0.0) + (value + duration) / self.scale
         return min(1.0, max(0.0, gain)), min(1.0, max(0.0, cost))
 
     # --- messages ------------------------------------------------------------------------------------------
