@@ -111,6 +111,17 @@ def test_the_recorded_real_model_runs_replay_offline():
         assert got == recorded[method], method
 
 
+def test_the_recorded_full_real_model_episodes_replay_offline(tmp_path):
+    """bench/local_llm_episodes.py's full episodes, replayed from their transcripts: the same results."""
+    from local_llm_episodes import EPISODES, RESULT_FIELDS, episode, replay_params
+
+    recorded = json.loads((EPISODES / "results.json").read_text())
+    for method in recorded["runs"]:
+        params = replay_params(method, tmp_path / f"{method}.jsonl")
+        result = run_episode(episode(), make_team(method, params), n_agents=AGENTS)
+        assert {k: getattr(result, k) for k in RESULT_FIELDS} == recorded[method], method
+
+
 def test_coteam_launch_serves_one_local_model_for_the_team_and_stops_it():
     from coteam_ros.config import parse_config
     from coteam_ros.launcher import local_models
