@@ -14,8 +14,10 @@ can be run one at a time; the section (replaced on each run) shows every recorde
 An episode takes hours with this model on 2 cores, so a run is resumable: every answer also goes into a response
 cache (``.<method>-cache.sqlite``, not committed), and a run that was stopped leaves its transcript so far, which
 the next run loads into the cache. Re-running the same command then replays the answered calls at once and asks
-the model from where it stopped (temperature 0: the same requests). The wall time of a resumed run is estimated
-as its calls times the seconds per call the model took in the last run.
+the model from where it stopped (temperature 0: the same requests). Each run of the command is a segment, kept in
+``.<method>-segments.json``: its start, the calls it asked the model and their tokens, and once it ended (finished,
+or stopped: the time of its last answer) its seconds. The wall time of an episode played in several segments is
+estimated as its tokens times the seconds per token the model took over the segments.
 """
 
 from __future__ import annotations
@@ -46,6 +48,38 @@ TIMEOUT_S = 300  # per request: late in an episode the prompts are long, and thi
 
 def transcript_path(method: str) -> Path:
     return EPISODES / f"{method}.jsonl.gz"
+
+
+def live_calls(transcript: Path) -> tuple[int, int]:
+    """The calls of a transcript that the model answered (not the response cache), and their tokens."""
+    calls = tokens = 0
+    if transcript.exists():
+        for line in transcript.read_text().splitlines():
+            e = json.loads(line)
+            if not e["cached"]:
+                calls += 1
+                tokens += int(e["usage"]["total_tokens"])
+    return calls, tokens
+
+
+def close_segment(segments: Path, transcript: Path, end: float) -> None:
+    """Record the open segment's model calls and tokens (``transcript``) and seconds (its start to ``end``)."""
+    runs = json.loads(segments.read_text()) if segments.exists() else []
+    if runs and "seconds" not in runs[-1]:
+        calls, tokens = live_calls(transcript)
+        runs[-1].update(live_calls=calls, live_tokens=tokens, seconds=round(end - runs[-1]["started"], 1))
+        segments.write_text(json.dumps(runs, indent=1) + "\n")
+
+
+def open_segment(segments: Path) -> None:
+    runs = json.loads(segments.read_text()) if segments.exists() else []
+    segments.write_text(json.dumps([*runs, {"started": time.time()}], indent=1) + "\n")
+
+
+def seconds_per_token(segments: Path) -> float:
+    """Wall seconds per token the model read or wrote, over the ended segments that asked it."""
+    runs = [r for r in json.loads(segments.read_text()) if r.get("live_tokens")]
+    return sum(r["seconds"] for r in runs) / max(1, sum(r["live_tokens"] for r in runs))
 
 
 def seed_cache(cache: Path, *transcripts: Path) -> int:
@@ -86,8 +120,9 @@ def section(command: str, methods: tuple[str, ...] = METHODS) -> str:
         recorded["model"] = server.model_name
         for method in methods:
             plain, partial = EPISODES / f"{method}.jsonl", EPISODES / f".{method}-partial.jsonl"
-            cache = EPISODES / f".{method}-cache.sqlite"
+            cache, segments = EPISODES / f".{method}-cache.sqlite", EPISODES / f".{method}-segments.json"
             if plain.exists():  # a stopped run's calls: kept for the next runs to resume from
+                close_segment(segments, plain, plain.stat().st_mtime)
                 with partial.open("a") as out:
                     out.write(plain.read_text())
                 plain.unlink()
@@ -95,18 +130,17 @@ def section(command: str, methods: tuple[str, ...] = METHODS) -> str:
             params = {**llm_params(server.base_url, server.model_name, "auto"), "transcript": str(plain)}
             params.update(timeout_s=TIMEOUT_S, cache=str(cache))
             trace = EPISODES / f".{method}-trace.json"
-            start = time.perf_counter()
+            open_segment(segments)
             result = run_episode(episode(), make_team(method, params), n_agents=AGENTS, trace_path=trace)
-            wall = time.perf_counter() - start
-            live = sum(1 for line in plain.read_text().splitlines() if not json.loads(line)["cached"])
-            if resumed:  # the calls answered from the cache took the model about as long as the live ones
-                wall = wall / max(1, live) * result.llm_calls
+            close_segment(segments, plain, time.time())
+            # One segment: its wall time; several: the calls answered from the cache took as long per token.
+            wall = seconds_per_token(segments) * result.tokens
             sources: Counter[str] = Counter()
             decisions = load_trace(trace)["decisions"]
             for d in decisions:
                 sources.update(e["source"] for e in d["rationale"].get("roles", {}).values())
             trace.unlink()
-            with plain.open("rb") as src, gzip.open(transcript_path(method), "wb", mtime=0) as dst:
+            with plain.open("rb") as src, gzip.GzipFile(transcript_path(method), "wb", mtime=0) as dst:
                 shutil.copyfileobj(src, dst)
             plain.unlink()
             recorded[method] = {k: getattr(result, k) for k in RESULT_FIELDS}
@@ -118,6 +152,7 @@ def section(command: str, methods: tuple[str, ...] = METHODS) -> str:
             }
             partial.unlink(missing_ok=True)
             cache.unlink(missing_ok=True)
+            segments.unlink()
             print(method, recorded[method], rows[method], flush=True)
             results.write_text(json.dumps(recorded, indent=2) + "\n")
     lines = [
@@ -128,7 +163,9 @@ def section(command: str, methods: tuple[str, ...] = METHODS) -> str:
         f"llama-cpp-python's server on loopback, {SUITE} episode {EPISODE} played to the end, {AGENTS} agents, "
         f"every role asked with its narrowed schema (json_object + schema), temperature 0, no retries, {TIMEOUT_S} s "
         "per request, the machine otherwise idle. Role answers: "
-        "how many the model's answer was used for, and how many fell back to the symbolic answer.",
+        "how many the model's answer was used for, and how many fell back to the symbolic answer. A wall time marked "
+        "~ is an episode played in several sittings: its tokens times the seconds per token the model took in the "
+        "sittings' measured part.",
         "",
         "| method | steps | transport rate | decisions | LLM calls | tokens | role answers used / fallbacks | "
         "wall | s per decision |",
