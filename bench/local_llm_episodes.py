@@ -23,6 +23,7 @@ estimated as its tokens times the seconds per token the model took over the segm
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import shutil
@@ -50,16 +51,21 @@ def transcript_path(method: str) -> Path:
     return EPISODES / f"{method}.jsonl.gz"
 
 
+def transcript_entries(transcript: Path) -> list[dict[str, Any]]:
+    """The calls of a transcript (none when it does not exist); a last line cut short by a stopped run is left out."""
+    if not transcript.exists():
+        return []
+    lines = transcript.read_text().splitlines()
+    entries = [json.loads(line) for line in lines[:-1]]
+    with contextlib.suppress(json.JSONDecodeError):
+        entries += [json.loads(line) for line in lines[-1:]]
+    return entries
+
+
 def live_calls(transcript: Path) -> tuple[int, int]:
     """The calls of a transcript that the model answered (not the response cache), and their tokens."""
-    calls = tokens = 0
-    if transcript.exists():
-        for line in transcript.read_text().splitlines():
-            e = json.loads(line)
-            if not e["cached"]:
-                calls += 1
-                tokens += int(e["usage"]["total_tokens"])
-    return calls, tokens
+    live = [e for e in transcript_entries(transcript) if not e["cached"]]
+    return len(live), sum(int(e["usage"]["total_tokens"]) for e in live)
 
 
 def close_segment(segments: Path, transcript: Path, end: float) -> None:
@@ -76,10 +82,16 @@ def open_segment(segments: Path) -> None:
     segments.write_text(json.dumps([*runs, {"started": time.time()}], indent=1) + "\n")
 
 
-def seconds_per_token(segments: Path) -> float:
-    """Wall seconds per token the model read or wrote, over the ended segments that asked it."""
-    runs = [r for r in json.loads(segments.read_text()) if r.get("live_tokens")]
-    return sum(r["seconds"] for r in runs) / max(1, sum(r["live_tokens"] for r in runs))
+def episode_wall(segments: Path, tokens: int) -> float | None:
+    """The wall time of an episode of ``tokens`` model tokens: its one segment's seconds, or, played in several,
+    its tokens times the seconds per token of the segments that asked the model (None when none was measured)."""
+    runs = json.loads(segments.read_text())
+    if len(runs) == 1:
+        return float(runs[0]["seconds"])
+    asked = [r for r in runs if r.get("live_tokens")]
+    if not asked:
+        return None
+    return tokens * sum(r["seconds"] for r in asked) / sum(r["live_tokens"] for r in asked)
 
 
 def seed_cache(cache: Path, *transcripts: Path) -> int:
@@ -89,8 +101,7 @@ def seed_cache(cache: Path, *transcripts: Path) -> int:
         for path in transcripts:
             if not path.exists():
                 continue
-            for line in path.read_text().splitlines():
-                e = json.loads(line)
+            for e in transcript_entries(path):
                 key = cache_key(e["model"], e["messages"], {**e["sampling"], **e["params"]})
                 u = e["usage"]
                 usage = Usage(int(u["prompt_tokens"]), int(u["completion_tokens"]), bool(u.get("estimated", False)))
@@ -133,8 +144,7 @@ def section(command: str, methods: tuple[str, ...] = METHODS) -> str:
             open_segment(segments)
             result = run_episode(episode(), make_team(method, params), n_agents=AGENTS, trace_path=trace)
             close_segment(segments, plain, time.time())
-            # One segment: its wall time; several: the calls answered from the cache took as long per token.
-            wall = seconds_per_token(segments) * result.tokens
+            wall = episode_wall(segments, result.tokens)
             sources: Counter[str] = Counter()
             decisions = load_trace(trace)["decisions"]
             for d in decisions:
@@ -146,7 +156,7 @@ def section(command: str, methods: tuple[str, ...] = METHODS) -> str:
             recorded[method] = {k: getattr(result, k) for k in RESULT_FIELDS}
             rows[method] = {
                 "decisions": len(decisions),
-                "wall_s": round(wall, 1),
+                "wall_s": None if wall is None else round(wall, 1),
                 "wall_estimated": bool(resumed),
                 "sources": dict(sources),
             }
@@ -177,11 +187,16 @@ def section(command: str, methods: tuple[str, ...] = METHODS) -> str:
             continue
         r, run_ = recorded[method], rows[method]
         s = Counter(run_["sources"])
+        wall_s = run_["wall_s"]
+        timing = (
+            "n/a | n/a"
+            if wall_s is None
+            else f"{'~' if run_['wall_estimated'] else ''}{wall_s / 60:.0f} min | "
+            f"{wall_s / max(1, run_['decisions']):.1f}"
+        )
         lines.append(
             f"| {method} | {r['steps']} | {r['transport_rate']:.2f} | {run_['decisions']} | {r['llm_calls']} | "
-            f"{r['tokens']:,} | {s['llm']} / {s['fallback'] + s['deadline']} | "
-            f"{'~' if run_.get('wall_estimated') else ''}{run_['wall_s'] / 60:.0f} min | "
-            f"{run_['wall_s'] / max(1, run_['decisions']):.1f} |"
+            f"{r['tokens']:,} | {s['llm']} / {s['fallback'] + s['deadline']} | {timing} |"
         )
     lines += [
         "",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from coteam.registry import make_team
 from coteam.world import Benchmark
-from coteam_harness.results import EpisodeResult, summarize
+from coteam_harness.results import EpisodeResult, p95, summarize
 from coteam_harness.runner import run_episode
 from coteam_sim.suites import EpisodeSpec, fresh_episode, get_suite
 
@@ -105,11 +105,10 @@ def decision_latency(suite: str) -> dict[str, float]:
             r = run_episode(spec.build(), team, n_agents=2, episode_name=spec.name, trace_path=trace)
             seconds += [d["seconds"] for d in json.loads(trace.read_text())["decisions"]]
             worst = max(worst, r.decision_ms_p95)
-    seconds.sort()
     return {
         "decisions": len(seconds),
         "median_ms": 1000 * statistics.median(seconds),
-        "p95_ms": 1000 * seconds[min(len(seconds) - 1, int(0.95 * len(seconds)))],
+        "p95_ms": 1000 * p95(seconds),
         "worst_episode_p95_ms": worst,
     }
 

@@ -123,22 +123,29 @@ def test_the_recorded_full_real_model_episodes_replay_offline(tmp_path):
 
 
 def test_an_episode_played_in_sittings_is_timed_per_model_token(tmp_path):
-    """bench/local_llm_episodes.py: a stopped sitting is closed at its last answer; the replayed one asks nothing."""
-    from local_llm_episodes import close_segment, open_segment, seconds_per_token
+    """bench/local_llm_episodes.py: a stopped sitting is closed at its last answer (a line it left cut short does not
+    count), a replayed one asks nothing; one sitting is timed by the clock, several per model token."""
+    from local_llm_episodes import close_segment, episode_wall, open_segment
 
     segments, transcript = tmp_path / "segments.json", tmp_path / "t.jsonl"
     calls = [(True, 500), (False, 300), (False, 100)]  # (answered from the cache, tokens)
-    transcript.write_text("".join(json.dumps({"cached": c, "usage": {"total_tokens": t}}) + "\n" for c, t in calls))
+    transcript.write_text(
+        "".join(json.dumps({"cached": c, "usage": {"total_tokens": t}}) + "\n" for c, t in calls) + '{"cach'
+    )
     open_segment(segments)
     start = json.loads(segments.read_text())[0]["started"]
     close_segment(segments, transcript, start + 40.0)  # stopped: its last answer came 40 s in
     close_segment(segments, transcript, start + 99.0)  # already closed: unchanged
+    assert episode_wall(segments, 900) == 40.0  # one sitting: its own time, whatever the cache answered
     open_segment(segments)
     close_segment(segments, tmp_path / "none.jsonl", start + 60.0)  # everything from the cache
     first, second = json.loads(segments.read_text())
     assert (first["live_calls"], first["live_tokens"], first["seconds"]) == (2, 400, 40.0)
     assert second["live_calls"] == 0
-    assert seconds_per_token(segments) == 0.1
+    assert episode_wall(segments, 900) == 90.0  # 0.1 s per token the model handled
+    unmeasured = tmp_path / "unmeasured.json"
+    unmeasured.write_text(json.dumps([{"started": 0, "live_calls": 0, "live_tokens": 0, "seconds": 5}] * 2))
+    assert episode_wall(unmeasured, 900) is None
 
 
 def test_coteam_launch_serves_one_local_model_for_the_team_and_stops_it():

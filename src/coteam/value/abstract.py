@@ -211,7 +211,8 @@ class Geometry:
         d = self._dist.get(key)
         if d is None:
             cells = self.nav.cell_distance(key[0], key[1])
-            d = self._dist[key] = UNREACHABLE_M if cells is None else cells * self.cell_size
+            # Rounded: summed from either end, a path's length can differ in its last digit (ties stay ties).
+            d = self._dist[key] = UNREACHABLE_M if cells is None else round(cells * self.cell_size, 9)
         return d
 
     def entry(self, pos: Vec2, room_id: int) -> tuple[float, Vec2]:

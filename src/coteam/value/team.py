@@ -31,7 +31,8 @@ numbers from it). Per decision:
    team time. TDW-MAT, where ``V`` already prices time (the budget and the late discount), with the scale
    ``Z = item_value · units at stake + frames left`` (units still wanted, held, or in my carrier):
    ``G = (V(a|S) + d(a)) / Z`` and ``C = d(a) / Z``, so ``G − C = V(a|S) / Z`` ranks actions by expected team
-   value. Both stay within [0, 1] (clamped as a guard only).
+   value. Both are clamped to [0, 1], which only matters near the end (my first action outlasting the time left,
+   or the team done before it ends).
 6. **Messages.** A message is worth sending only when it changes a teammate's choice: for each teammate whose
    own best first action (planning as in 4, without me) is the target I would take, or is a target I could take
    over, the model compares the team value when I announce that target (one message, then the target; the
