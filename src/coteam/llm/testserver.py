@@ -92,6 +92,9 @@ class LoopbackOpenAIServer:
     def start(self) -> LoopbackOpenAIServer:
         if self._httpd is not None:
             return self
+        # The tokenizer takes a second to load and holds the interpreter meanwhile: load it before the first request,
+        # or that request (and the client's next one) can miss a short client timeout.
+        estimate_tokens("warm up")
         server = self
 
         class Handler(BaseHTTPRequestHandler):
