@@ -23,7 +23,6 @@ estimated as its tokens times the seconds per token the model took over the segm
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gzip
 import json
 import shutil
@@ -35,6 +34,7 @@ from typing import Any
 
 from coteam.llm import Completion, ResponseCache, Usage, cache_key
 from coteam.llm.local import LocalLLMServer
+from coteam.llm.transcript import load_transcript
 from coteam.registry import make_team
 from coteam_harness.runner import run_episode
 from coteam_harness.trace import load_trace
@@ -52,14 +52,8 @@ def transcript_path(method: str) -> Path:
 
 
 def transcript_entries(transcript: Path) -> list[dict[str, Any]]:
-    """The calls of a transcript (none when it does not exist); a last line cut short by a stopped run is left out."""
-    if not transcript.exists():
-        return []
-    lines = transcript.read_text().splitlines()
-    entries = [json.loads(line) for line in lines[:-1]]
-    with contextlib.suppress(json.JSONDecodeError):
-        entries += [json.loads(line) for line in lines[-1:]]
-    return entries
+    """The calls of a transcript (none when it does not exist)."""
+    return load_transcript(transcript) if transcript.exists() else []
 
 
 def live_calls(transcript: Path) -> tuple[int, int]:

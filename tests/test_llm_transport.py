@@ -154,6 +154,18 @@ def test_cache_key_is_stable_and_sensitive():
         cache_key("m", MSGS, {"bad": object()})
 
 
+def test_a_transcript_line_cut_short_is_left_out_and_a_bad_one_is_refused(tmp_path):
+    from coteam.llm.transcript import load_transcript
+
+    entry = {"key": "k", "model": "m", "text": "hi", "usage": {}}
+    path = tmp_path / "run.jsonl"
+    path.write_text(json.dumps(entry) + "\n" + '{"key": "k2", "mod')  # a run stopped while writing
+    assert load_transcript(path) == [entry]
+    path.write_text('{"key": "k2", "mod\n' + json.dumps(entry) + "\n")
+    with pytest.raises(ValueError, match=r"run\.jsonl:1: not a transcript entry"):
+        load_transcript(path)
+
+
 def test_transcript_replays_identically_without_the_server(tmp_path):
     path = tmp_path / "run.jsonl"
     questions = [[{"role": "user", "content": f"question {i}"}] for i in range(3)]

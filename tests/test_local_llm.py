@@ -130,7 +130,11 @@ def test_an_episode_played_in_sittings_is_timed_per_model_token(tmp_path):
     segments, transcript = tmp_path / "segments.json", tmp_path / "t.jsonl"
     calls = [(True, 500), (False, 300), (False, 100)]  # (answered from the cache, tokens)
     transcript.write_text(
-        "".join(json.dumps({"cached": c, "usage": {"total_tokens": t}}) + "\n" for c, t in calls) + '{"cach'
+        "".join(
+            json.dumps({"key": "k", "model": "m", "text": "", "cached": c, "usage": {"total_tokens": t}}) + "\n"
+            for c, t in calls
+        )
+        + '{"cach'
     )
     open_segment(segments)
     start = json.loads(segments.read_text())[0]["started"]

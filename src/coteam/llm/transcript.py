@@ -62,10 +62,11 @@ class TranscriptRecorder:
 
 
 def load_transcript(path: str | Path) -> list[dict[str, Any]]:
+    """The entries of a transcript; an unterminated last line (a write cut short by a stopped run) is left out."""
     entries = []
     with Path(path).open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
-            if not line.strip():
+            if not line.strip() or not line.endswith("\n"):
                 continue
             try:
                 entry = json.loads(line)
