@@ -197,3 +197,37 @@ def test_a_full_carrier_far_from_the_bed_is_scored_without_clipping():
             scored.append((value.value(outcome), g - c, o))
     by_value = [u for _, u, _ in sorted(scored, key=lambda x: -x[0])]
     assert by_value == sorted(by_value, reverse=True)
+
+
+def test_taking_what_a_teammate_takes_first_costs_the_walk_there():
+    """bob's option to grab the fork alice takes first (she stands next to it): in his rollouts he walks there and
+    gets nothing. It used to cost nothing (the grab found no item and no time passed), so it tied with whatever
+    his next action was worth."""
+    scene = get_suite("cwah-test").episodes()[2].build()  # two forks in plain view in the kitchen
+    sim = Simulator(scene, ("alice", "bob"))
+    world = sim.world
+    bob = world.agents["bob"]
+    bob.position = scene.floorplan.room_center(world.room_of(23))
+    near = min((23, 24), key=lambda i: math.dist(world.position_of(i), bob.position))
+    world.agents["alice"].position = world.position_of(near)
+    value, _ = _value(pce_brain(sim, "bob"))
+    taken = value.outcome_of(("grab", near), 0.0, [(r, ("grab", near)) for r in value.teammates])
+    model = value.model
+    walk = model.cost.cwah_walk(model.geo.dist(bob.position, world.position_of(near))) + model.cost.cwah_action_steps
+    assert walk > 0 and set(taken.durations) == {walk}
+
+
+def test_a_tdw_grab_of_a_carrier_already_gone_walks_there_and_gets_nothing():
+    scene = get_suite("tdwmat-test").episodes()[0].build()
+    sim = Simulator(scene, ("alice", "bob"))
+    carrier = next(i for i in scene.items if i.is_carrier)
+    sim.world.agents["alice"].position = sim.world.position_of(carrier.id)
+    value, _ = _value(pce_brain(sim, "alice"), particles=2)
+    model = value.model
+    _, position, room = next(c for c in model.root.carriers if c[0] == carrier.id)
+    s = model.root.copy()
+    s.pos = model.room_center[room]
+    s.carriers = [c for c in s.carriers if c[0] != carrier.id]  # a teammate took it
+    model.step(s, ("carrier", carrier.id))
+    assert s.t > 0 and s.pos == position and s.room == room
+    assert not s.carrier

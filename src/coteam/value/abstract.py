@@ -343,6 +343,7 @@ class CwahModel:
         self.root = s
         self.room_center = {r.id: m.floorplan.room_center(r.id) for r in m.floorplan.rooms}
         self.container_pos = {v.id: v.position for v in m.objects.values() if v.kind == ObjectKind.CONTAINER}
+        self.seen_at = {v.id: v.position for v in m.objects.values()}  # where a grab walks when the item is gone
         # Where each unseen unit may be: (cumulative weights, places) per category.
         self.unseen = [name for name in sorted(unseen) for _ in range(unseen[name])]
         names = {c.id: c.name for c in m.unchecked_containers()}
@@ -520,6 +521,10 @@ class CwahModel:
                         s.held.append(name)
                         s.want[name] -= 1
                     return
+            p = self.seen_at.get(arg)  # a teammate took it first: the walk there is wasted
+            if p is not None:
+                s.t += cost.cwah_walk(geo.dist(s.pos, p)) + cost.cwah_action_steps
+                s.pos = p
             return
         if verb == "check":
             for i, (k, p) in enumerate(s.unchecked):
@@ -624,6 +629,7 @@ class TdwModel:
         self.bed_pos: Vec2 = bed.position if bed is not None else m.position
         self.bed_room = bed.room if bed is not None else -1
         self.room_center = {r.id: m.floorplan.room_center(r.id) for r in m.floorplan.rooms}
+        self.seen_at = {v.id: (v.position, v.room) for v in m.objects.values()}  # see CwahModel
         s = _TdwState()
         s.pos, s.room, s.t, s.dead, s.delivered = m.position, m.room, 0.0, False, 0.0
         held = m.held_items()
@@ -838,19 +844,18 @@ class TdwModel:
             self._reveal(s, lambda h: h[1] == arg)
         elif verb in ("grab", "carrier"):
             pool = s.items if verb == "grab" else s.carriers
-            for i, entry in enumerate(pool):
-                if entry[0] != arg:
-                    continue
-                p, room = entry[-2], entry[-1]
-                d = geo.dist(s.pos, p)
-                if isinstance(arg, tuple):
-                    d += cost.tdw_hidden_extra_m
+            i = next((i for i, entry in enumerate(pool) if entry[0] == arg), -1)
+            entry = pool[i] if i >= 0 else None
+            p, room = (entry[-2], entry[-1]) if entry is not None else self.seen_at.get(arg, (None, None))
+            if p is not None:  # an entry gone from the pool was taken by a teammate first: the walk is wasted
+                d = geo.dist(s.pos, p) + (cost.tdw_hidden_extra_m if isinstance(arg, tuple) else 0.0)
                 s.t += (
                     cost.tdw_move(max(0.0, d - cost.tdw_reach_m))
                     + cost.tdw_face_deg / cost.tdw_turn_deg * cost.tdw_turn_frames
                     + cost.tdw_grasp_frames
                 )
                 s.pos, s.room = p, room
+            if entry is not None:
                 del pool[i]
                 if self.free_hands(s) > 0:
                     if verb == "carrier":
@@ -859,7 +864,6 @@ class TdwModel:
                     elif s.want.get(entry[1], 0) > 0:
                         s.hand.append(entry[1])
                         s.want[entry[1]] -= 1
-                break
         elif verb == "put_in":
             if s.carrier and s.hand and s.load < cost.tdw_carrier_capacity:
                 s.hand.pop()

@@ -12,7 +12,8 @@ numbers from it). Per decision:
    (:mod:`coteam.value.abstract`, the same one ``mhp`` searches) for the whole team: each robot starts where the
    belief puts it, with what it holds; whichever robot is free first acts next; after its first action every
    robot follows the models' rule-based default policy. The rollout ends when every goal unit is delivered (or
-   after ``max_events`` actions).
+   after ``max_events`` actions). A teammate that takes the item of my first action before me leaves me the walk
+   there for nothing.
 3. **Team value** of a rollout. C-WAH: ``V = −(T_last + w_flow · T_mean)``, the step of the last delivery plus
    ``w_flow`` times the mean delivery step (so that a delivery earlier is worth something even when a teammate
    sets the makespan); an unfinished rollout counts each undelivered unit as delivered ``unfinished_steps`` after
