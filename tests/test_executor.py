@@ -16,11 +16,11 @@ from coteam.actions import HighLevelAction, ObjectRef, Verb
 from coteam.memory import AgentMemory
 from coteam.observation import Observation
 from coteam.skills import CAMERA_EXPLORE_M, SkillOutcome
-from coteam.world import AgentStart, Placement, Relation, Scene
+from coteam.world import AgentStart, Benchmark, Placement, Relation, Scene
 from coteam_harness.executor import SkillExecutor
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
-from coteam_sim.suites import get_suite
+from coteam_sim.suites import fresh_episode, get_suite
 
 K = PrimitiveKind
 
@@ -332,3 +332,25 @@ def test_tdw_grab_put_in_and_transport() -> None:
     assert h.sim.world.agents["alice"].holding() == []
     assert h.sim.world.progress()[0] >= 1
     assert w_items[carrier.id].is_carrier
+
+
+def test_tdw_grab_of_an_item_moved_away_walks_into_its_room_and_fails_cleanly() -> None:
+    """alice remembers an item on a coffee table just behind the wall of the room she stands in, within grasping
+    distance; meanwhile a teammate took it elsewhere. She walks into the table's room, sees it is gone and fails
+    "object not found" without grasping. Grasping through the wall, she used to fail "too far" at every step,
+    and her planner chose the same grab again each time, since she could not see that the item had gone."""
+    base = fresh_episode(Benchmark.TDWMAT, 113, 2).build()
+    table = next(s for s in base.surfaces if s.name == "coffee_table")
+    item = next(i.id for i in base.items if base.placements[i.id] == Placement(Relation.ON, table.id))
+    start = (table.position[0] - 1.0, table.position[1])  # 1 m away, in the next room
+    assert base.floorplan.room_at(start).id != table.room
+    scene = dataclasses.replace(base, agent_starts=(AgentStart("alice", start, 0),))
+    h = Harness(scene, ("alice",))
+    h.memory["alice"].objects[item] = h.sim._view(item)  # seen earlier
+    away = next(r for r in scene.floorplan.rooms if r.id not in (table.room, h.memory["alice"].room))
+    h.sim.world.placements[item] = Placement(Relation.FLOOR, away.id, position=scene.floorplan.room_center(away.id))
+    outcome, prims, failures = h.run("alice", HighLevelAction(Verb.GRAB, ref(scene, item)))
+    assert (outcome.success, outcome.reason) == (False, "object not found")
+    assert K.GRASP not in [p.kind for p in prims]
+    assert h.memory["alice"].room == table.room and item not in h.memory["alice"].objects
+    assert set(failures) == {""}

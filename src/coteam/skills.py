@@ -343,7 +343,9 @@ class SkillRunner:
     def _tdw_grab(self, item_id: int) -> Skill:
         m = self._mem()
         view = self._free_item(item_id)
-        yield from self._navigate(view.position, self.config.tdw_reach_m - 0.3)
+        # Into the item's room: only from there does the robot see whether the item is still where it remembers it
+        # (within reach through a wall it would grasp at a place it cannot see, and fail there every step).
+        yield from self._navigate(view.position, self.config.tdw_reach_m - 0.3, view.room)
         view = m.objects.get(item_id)
         if view is None:
             raise SkillFailed("object not found")
