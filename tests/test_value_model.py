@@ -200,20 +200,24 @@ def test_a_full_carrier_far_from_the_bed_is_scored_without_clipping():
 
 
 def test_taking_what_a_teammate_takes_first_costs_the_walk_there():
-    """bob's option to grab the fork alice takes first (she stands next to it): in his rollouts he walks there and
-    gets nothing. It used to cost nothing (the grab found no item and no time passed), so it tied with whatever
-    his next action was worth."""
+    """bob's option to grab the fork alice takes first (she stands next to it, he in the kitchen's far corner): in his
+    rollouts he walks there and gets nothing. It used to cost nothing (the grab found no item and no time passed),
+    so it tied with whatever his next action was worth."""
     scene = get_suite("cwah-test").episodes()[2].build()  # two forks in plain view in the kitchen
     sim = Simulator(scene, ("alice", "bob"))
     world = sim.world
+    fork = 23
+    world.agents["alice"].position = world.position_of(fork)
     bob = world.agents["bob"]
-    bob.position = scene.floorplan.room_center(world.room_of(23))
-    near = min((23, 24), key=lambda i: math.dist(world.position_of(i), bob.position))
-    world.agents["alice"].position = world.position_of(near)
+    fp, kitchen = scene.floorplan, scene.floorplan.room(world.room_of(fork))
+    free = [fp.center_of((x, y)) for x in range(kitchen.x0, kitchen.x1) for y in range(kitchen.y0, kitchen.y1)]
+    bob.position = max(
+        (p for p in free if fp.is_free(*fp.cell_of(p))), key=lambda p: math.dist(p, world.position_of(fork))
+    )
     value, _ = _value(pce_brain(sim, "bob"))
-    taken = value.outcome_of(("grab", near), 0.0, [(r, ("grab", near)) for r in value.teammates])
+    taken = value.outcome_of(("grab", fork), 0.0, [(r, ("grab", fork)) for r in value.teammates])
     model = value.model
-    walk = model.cost.cwah_walk(model.geo.dist(bob.position, world.position_of(near))) + model.cost.cwah_action_steps
+    walk = model.cost.cwah_walk(model.geo.dist(bob.position, world.position_of(fork)))
     assert walk > 0 and set(taken.durations) == {walk}
 
 
@@ -226,7 +230,7 @@ def test_a_tdw_grab_of_a_carrier_already_gone_walks_there_and_gets_nothing():
     model = value.model
     _, position, room = next(c for c in model.root.carriers if c[0] == carrier.id)
     s = model.root.copy()
-    s.pos = model.room_center[room]
+    s.pos = next(c for r, c in model.room_center.items() if r != room)
     s.carriers = [c for c in s.carriers if c[0] != carrier.id]  # a teammate took it
     model.step(s, ("carrier", carrier.id))
     assert s.t > 0 and s.pos == position and s.room == room

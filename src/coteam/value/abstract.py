@@ -521,9 +521,9 @@ class CwahModel:
                         s.held.append(name)
                         s.want[name] -= 1
                     return
-            p = self.seen_at.get(arg)  # a teammate took it first: the walk there is wasted
+            p = self.seen_at.get(arg)  # a teammate took it first: the walk there is wasted (the grab is not tried)
             if p is not None:
-                s.t += cost.cwah_walk(geo.dist(s.pos, p)) + cost.cwah_action_steps
+                s.t += cost.cwah_walk(geo.dist(s.pos, p))
                 s.pos = p
             return
         if verb == "check":
@@ -845,9 +845,14 @@ class TdwModel:
         elif verb in ("grab", "carrier"):
             pool = s.items if verb == "grab" else s.carriers
             i = next((i for i, entry in enumerate(pool) if entry[0] == arg), -1)
-            entry = pool[i] if i >= 0 else None
-            p, room = (entry[-2], entry[-1]) if entry is not None else self.seen_at.get(arg, (None, None))
-            if p is not None:  # an entry gone from the pool was taken by a teammate first: the walk is wasted
+            if i < 0:  # a teammate took it first: the walk there is wasted (the grasp is not tried)
+                if arg in self.seen_at:
+                    p, room = self.seen_at[arg]
+                    s.t += cost.tdw_move(max(0.0, geo.dist(s.pos, p) - cost.tdw_reach_m))
+                    s.pos, s.room = p, room
+            else:
+                entry = pool.pop(i)
+                p, room = entry[-2], entry[-1]
                 d = geo.dist(s.pos, p) + (cost.tdw_hidden_extra_m if isinstance(arg, tuple) else 0.0)
                 s.t += (
                     cost.tdw_move(max(0.0, d - cost.tdw_reach_m))
@@ -855,8 +860,6 @@ class TdwModel:
                     + cost.tdw_grasp_frames
                 )
                 s.pos, s.room = p, room
-            if entry is not None:
-                del pool[i]
                 if self.free_hands(s) > 0:
                     if verb == "carrier":
                         if not s.carrier:
