@@ -342,8 +342,9 @@ class CwahModel:
         s.unexplored = list(m.unexplored_rooms())
         self.root = s
         self.room_center = {r.id: m.floorplan.room_center(r.id) for r in m.floorplan.rooms}
-        self.container_pos = {v.id: v.position for v in m.objects.values() if v.kind == ObjectKind.CONTAINER}
-        self.seen_at = {v.id: v.position for v in m.objects.values()}  # where a grab walks when the item is gone
+        # Where each object I know of was last seen: a check or a grab walks there even when a particle's or a
+        # teammate's action has left nothing to find.
+        self.seen_at = {v.id: v.position for v in m.objects.values()}
         # Where each unseen unit may be: (cumulative weights, places) per category.
         self.unseen = [name for name in sorted(unseen) for _ in range(unseen[name])]
         names = {c.id: c.name for c in m.unchecked_containers()}
@@ -521,7 +522,7 @@ class CwahModel:
                         s.held.append(name)
                         s.want[name] -= 1
                     return
-            p = self.seen_at.get(arg)  # a teammate took it first: the walk there is wasted (the grab is not tried)
+            p = self.seen_at.get(arg)  # a teammate took it first: the walk is wasted (the grab is not tried)
             if p is not None:
                 s.t += cost.cwah_walk(geo.dist(s.pos, p))
                 s.pos = p
@@ -537,7 +538,7 @@ class CwahModel:
                     del s.unchecked[i]
                     self._reveal(s, lambda h, k=k: h[1] == "c" and h[2] == k, p)
                     return
-            p = self.container_pos.get(arg, s.pos)  # e.g. opening the goal container: costs, reveals nothing
+            p = self.seen_at.get(arg, s.pos)  # e.g. opening the goal container: costs, reveals nothing
             s.t += cost.cwah_walk(geo.dist(s.pos, p)) + cost.cwah_action_steps
             s.pos = p
             if arg in self.target_pos and arg not in s.opened:
