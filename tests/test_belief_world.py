@@ -152,3 +152,22 @@ def _sighting(scene, room_id):
     from coteam.memory import TeammateSighting
 
     return TeammateSighting(0, scene.floorplan.room_center(room_id), room_id, (None, None))
+
+
+def test_a_teammates_belief_about_an_object_i_have_since_forgotten_still_parses():
+    """bob and alice saw an item together; alice has since seen it gone (her memory forgets it). What she believes
+    bob believes about it is still a belief about a known thing: printed and parsed back, nothing is rejected (it
+    was rejected as an unknown entity). An id nobody has seen stays unknown."""
+    world, memory = _world("cwah-test", 0, together=True)
+    item = next(
+        b.fact.subject
+        for b in world.beliefs()
+        if b.order == 1 and isinstance(b.fact.subject, ObjectRef) and b.fact.relation == Predicate.IN
+    )
+    del memory.objects[item.id]
+    world.update(memory)
+    beliefs = world.beliefs()
+    assert any(b.order == 1 and b.fact.subject == item for b in beliefs)
+    parsed = parse_beliefs("\n".join(str(b) for b in beliefs), world.rules, world.kind_of)
+    assert parsed.rejected == []
+    assert world.kind_of(ObjectRef(item.name, 99999)) is None

@@ -334,6 +334,35 @@ def test_tdw_grab_put_in_and_transport() -> None:
     assert w_items[carrier.id].is_carrier
 
 
+def test_tdw_grab_stops_walking_once_the_item_is_seen_in_a_teammates_hands() -> None:
+    """On her way to an item in another room, alice sees it in bob's hands: she stops there and fails "object
+    taken" without walking on or grasping (she used to walk all the way and fail at the grasp)."""
+    scene = fresh_episode(Benchmark.TDWMAT, 113, 2).build()
+    h = Harness(scene, ("alice",))
+    m = h.memory["alice"]
+    item = max(
+        (i.id for i in scene.items if not i.is_carrier and scene.placements[i.id].relation != Relation.IN),
+        key=lambda i: math.dist(m.position, h.sim.world.position_of(i)),
+    )
+    m.objects[item] = h.sim._view(item)  # seen earlier
+    exe = h.executor["alice"]
+    exe.start(HighLevelAction(Verb.GRAB, ref(scene, item)), m)
+    prims: list[Primitive] = []
+    outcome = None
+    while outcome is None:
+        if not h.sim.is_ready("alice"):
+            h.step({})
+            continue
+        if len(prims) == 5:
+            m.objects[item] = replace(m.objects[item], held_by="bob")  # what she sees now
+        prim, outcome = exe.next_primitive()
+        if prim is not None:
+            prims.append(prim)
+            h.step({"alice": prim})
+    assert (outcome.success, outcome.reason) == (False, "object taken")
+    assert len(prims) == 5 and K.GRASP not in [p.kind for p in prims]
+
+
 def test_tdw_grab_of_an_item_moved_away_walks_into_its_room_and_fails_cleanly() -> None:
     """alice remembers an item on a coffee table just behind the wall of the room she stands in, within grasping
     distance; meanwhile a teammate took it elsewhere. She walks into the table's room, sees it is gone and fails

@@ -10,6 +10,7 @@ from coteam.actions import Verb
 from coteam.belief import BeliefState
 from coteam.options import available_actions
 from coteam.reasoning import AgentBrain, DecisionContext
+from coteam.value.abstract import TDW_DELIVER_BEFORE_END, TDW_DELIVER_SLACK
 from coteam.value.team import ValueConfig, ValueModel
 from coteam.world import Placement, Relation
 from coteam_sim.engine import Simulator
@@ -235,3 +236,24 @@ def test_a_tdw_grab_of_a_carrier_already_gone_walks_there_and_gets_nothing():
     model.step(s, ("carrier", carrier.id))
     assert s.t > 0 and s.pos == position and s.room == room
     assert not s.carrier
+
+
+def test_a_tdw_robot_far_from_the_bed_delivers_while_its_trip_there_still_fits_in_the_time_left():
+    """Rooted in a belief, the default policy delivers what it holds once the time left is down to its trip to the
+    bed plus one more action (TDW_DELIVER_SLACK): from a far room the fixed TDW_DELIVER_BEFORE_END of the rhp rule
+    comes too late, and a robot still out there at the end delivers nothing. mhp keeps the rhp rule."""
+    scene = get_suite("tdwmat-test").episodes()[0].build()
+    value, _ = _value(pce_brain(Simulator(scene, ("alice",)), "alice"), particles=2)
+    model = value.model
+    s = model.root.copy()
+    s.room, s.pos = max(model.room_center.items(), key=lambda rc: model.geo.dist(rc[1], model.bed_pos))
+    s.hand, s.carrier = ["held item"], False
+    trip = model.cost.tdw_move(model.geo.dist(s.pos, model.bed_pos)) + model.cost.tdw_drop_frames
+    assert trip + TDW_DELIVER_SLACK > TDW_DELIVER_BEFORE_END + 100  # the case the fixed rule misses
+    s.t = model.left - (trip + TDW_DELIVER_SLACK - 50)  # a little less than the trip and one action left
+    assert model.default(s) == ("transport", 0)
+    s.t = model.left - (trip + TDW_DELIVER_SLACK + 50)
+    assert model.default(s) != ("transport", 0)  # time for one more action out here
+    s.t = model.left - (trip + TDW_DELIVER_SLACK - 50)
+    model.search_weight = None  # mhp's model: not rooted in a belief
+    assert model.default(s) != ("transport", 0)

@@ -67,12 +67,14 @@ def rules_for(benchmark: Benchmark) -> RuleSet:
 
 
 def kind_resolver(memory: AgentMemory, agents: Iterable[str]) -> Callable[[Entity], EntityKind | None]:
-    """What each entity is, from the agent's memory (None for an entity it does not know, or a name that does not
-    match the id)."""
+    """What each entity is, from the agent's memory (None for an entity it has never known, or a name that does not
+    match the id). An object the memory has forgotten since (seen gone from where it was) keeps its kind: what a
+    teammate believes about it is still a belief about a known thing."""
     names = set(agents)
     rooms = {r.id: r.name for r in memory.floorplan.rooms}
     goal_targets = {p.target for p in memory.task.predicates}
     tdw = memory.benchmark == Benchmark.TDWMAT
+    known: dict[tuple[int, str], EntityKind] = {}  # objects resolved so far
 
     def kind_of(entity: Entity) -> EntityKind | None:
         if isinstance(entity, AgentRef):
@@ -81,12 +83,15 @@ def kind_resolver(memory: AgentMemory, agents: Iterable[str]) -> Callable[[Entit
             return EntityKind.ROOM
         view = memory.objects.get(entity.id)
         if view is None or view.name != entity.name:
-            return None
+            return known.get((entity.id, entity.name))
         if view.kind == ObjectKind.ITEM:
-            return EntityKind.CONTAINER if view.capacity > 0 else EntityKind.OBJECT
-        if view.kind == ObjectKind.CONTAINER:
-            return EntityKind.CONTAINER
-        return EntityKind.BED if tdw and view.id in goal_targets else EntityKind.SURFACE
+            kind = EntityKind.CONTAINER if view.capacity > 0 else EntityKind.OBJECT
+        elif view.kind == ObjectKind.CONTAINER:
+            kind = EntityKind.CONTAINER
+        else:
+            kind = EntityKind.BED if tdw and view.id in goal_targets else EntityKind.SURFACE
+        known[(entity.id, entity.name)] = kind
+        return kind
 
     return kind_of
 

@@ -251,12 +251,18 @@ class SkillRunner:
 
     def _free_item(self, item_id: int) -> ObjectView:
         """The remembered item to grab; fails when it is unknown or a robot holds it."""
+        reason = self._gone(item_id)
+        if reason:
+            raise SkillFailed(reason)
+        return self._mem().objects[item_id]
+
+    def _gone(self, item_id: int) -> str:
+        """Why a remembered item can no longer be grabbed ("" while it can): not where it was, or seen in a
+        robot's hands."""
         view = self._mem().objects.get(item_id)
         if view is None:
-            raise SkillFailed("object not found")
-        if view.held_by:
-            raise SkillFailed("object taken")
-        return view
+            return "object not found"
+        return "object taken" if view.held_by else ""
 
     def _cwah_grab(self, item_id: int) -> Skill:
         m = self._mem()
@@ -298,14 +304,23 @@ class SkillRunner:
             lambda: NavGoal(m.position, heading), lambda: angle_between(heading, m.heading) <= half or stop()
         )
 
-    def _navigate(self, goal: Vec2, tolerance: float, room: int | None = None) -> Skill:
-        """Drive to within ``tolerance`` of ``goal`` (and into ``room`` when given)."""
+    def _navigate(
+        self, goal: Vec2, tolerance: float, room: int | None = None, moot: Callable[[], str] | None = None
+    ) -> Skill:
+        """Drive to within ``tolerance`` of ``goal`` (and into ``room`` when given). ``moot``, when given, is asked
+        every step why the trip has become pointless; a non-empty answer fails the skill with it at once."""
         m = self._mem()
 
         def arrived() -> bool:
             return math.dist(m.position, goal) <= tolerance and (room is None or m.room == room)
 
-        yield from self._drive(lambda: NavGoal(goal), arrived)
+        def stop() -> bool:
+            return arrived() or (moot is not None and bool(moot()))
+
+        yield from self._drive(lambda: NavGoal(goal), stop)
+        reason = moot() if moot is not None else ""
+        if reason:
+            raise SkillFailed(reason)
         if room is not None and m.room != room:
             raise SkillFailed("not reachable")
 
@@ -345,11 +360,9 @@ class SkillRunner:
         view = self._free_item(item_id)
         # Into the item's room: only from there does the robot see whether the item is still where it remembers it
         # (within reach through a wall it would grasp at a place it cannot see, and fail there every step).
-        yield from self._navigate(view.position, self.config.tdw_reach_m - 0.3, view.room)
-        view = m.objects.get(item_id)
-        if view is None:
-            raise SkillFailed("object not found")
-        item = view.position
+        # On the way, seeing it gone or in a robot's hands ends the trip there.
+        yield from self._navigate(view.position, self.config.tdw_reach_m - 0.3, view.room, lambda: self._gone(item_id))
+        item = m.objects[item_id].position
         yield from self._turn_to(
             bearing(m.position, item), stop=lambda: math.dist(m.position, item) < self.config.tdw_near_visible_m
         )

@@ -57,6 +57,7 @@ from coteam.world import ObjectKind, Relation, Vec2
 UNREACHABLE_M = 1000.0  # path length used for places the grid cannot reach (keeps every return finite)
 TDW_DELIVER_BEFORE_END = 700  # frames: the rule-based policy delivers what it holds when this little time is left
 TDW_NO_CONTAINERS_BEFORE_END = 1400  # frames: ... and stops fetching carriers
+TDW_DELIVER_SLACK = 400  # frames: rooted in a belief, it delivers when its trip to the bed + this is all that is left
 
 SEARCH_OVERHEAD_STEPS = 3.0  # C-WAH: steps a search costs beyond the walk (opening, looking), for the rate
 SEARCH_FLOOR = 1e-3  # expected units of a place the belief gives nothing: ties go to the nearer place
@@ -777,7 +778,7 @@ class TdwModel:
         holding = bool(s.hand) or s.carrier
         if s.carrier and s.hand and s.load < self.cost.tdw_carrier_capacity:
             return ("put_in", 0)
-        if holding and (left < TDW_DELIVER_BEFORE_END or free == 0):
+        if holding and (left < TDW_DELIVER_BEFORE_END or free == 0 or self._last_trip(s, left)):
             return ("transport", 0)
         if free > 0 and not s.carrier and s.carriers and left > TDW_NO_CONTAINERS_BEFORE_END:
             k = min(s.carriers, key=lambda c: geo.dist(s.pos, c[1]))[0]
@@ -804,6 +805,15 @@ class TdwModel:
         if holding:
             return ("transport", 0)
         return None
+
+    def _last_trip(self, s: _TdwState, left: float) -> bool:
+        """Rooted in a belief: whether the time left is down to the trip to the bed plus ``TDW_DELIVER_SLACK`` (one
+        more action), so that what the robot holds must go now. A far room needs more than the fixed
+        ``TDW_DELIVER_BEFORE_END`` the rhp rule keeps; a robot still out there at the end delivers nothing."""
+        if self.search_weight is None:
+            return False
+        trip = self.cost.tdw_move(self.geo.dist(s.pos, self.bed_pos))
+        return left < trip + self.cost.tdw_drop_frames * (len(s.hand) + s.carrier) + TDW_DELIVER_SLACK
 
     def _likeliest_room(self, s: _TdwState) -> Key | None:
         """The room with the most expected units per frame (``search_weight`` of the room's unseen part / (frames
