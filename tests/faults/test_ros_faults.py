@@ -114,18 +114,18 @@ def test_forged_and_replayed_messages_change_nothing(tmp_path: Path, monkeypatch
     rooms = [r.name for r in get_suite("cwah-test").episodes()[episode].build().floorplan.rooms]
     team = Verifier(load_public_keys(keys / PUBLIC_KEYS))
     attacker = MessageAttacker(node, ["alice", "bob"], insiders, outsider, rooms, team)
-    # The simulator starts once the attacker and both planners have found each other on the team topic: on a fast
-    # machine a lockstep episode can otherwise be half over before discovery ends, and no forgery waits anywhere.
+    # The robots start once the attacker hears the simulator's status: on a fast machine a lockstep episode can
+    # otherwise be half over before the attacker's discovery of the simulator ends, and no forgery waits anywhere.
     bridge = next(c for c in children if c.label == "sim_bridge@/")
-    procs = {
-        c.label: subprocess.Popen(c.argv, env=child_env(), stdout=subprocess.DEVNULL) for c in children if c != bridge
-    }
+    procs = {bridge.label: subprocess.Popen(bridge.argv, env=child_env(), stdout=subprocess.DEVNULL)}
     try:
-        found = time.monotonic() + 60
-        while attacker.listeners() < 2 and time.monotonic() < found:
+        heard = time.monotonic() + 60
+        while not attacker.forged and time.monotonic() < heard:
             rclpy.spin_once(node, timeout_sec=0.02)
-        assert attacker.listeners() >= 2, "both planners listen on the team topic"
-        procs[bridge.label] = subprocess.Popen(bridge.argv, env=child_env(), stdout=subprocess.DEVNULL)
+        assert attacker.forged, "the attacker hears the simulator's status"
+        for c in children:
+            if c != bridge:
+                procs[c.label] = subprocess.Popen(c.argv, env=child_env(), stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while procs["sim_bridge@/"].poll() is None and time.monotonic() < deadline:
             rclpy.spin_once(node, timeout_sec=0.02)

@@ -35,7 +35,7 @@ class MessageAttacker:
         reasons it fails are kept in :attr:`unverified` (none, when the planners sign)."""
         from coteam_interfaces.msg import RobotStatus, TeamMessage
 
-        from coteam_ros.nodes.planner import LATCHED, TEAM_QOS, TEAM_TOPIC
+        from coteam_ros.nodes.planner import LATCHED, TEAM_QOS
 
         self._message_type = TeamMessage
         self.robots, self.insiders, self.outsider, self.rooms, self.team = list(robots), insiders, outsider, rooms, team
@@ -43,15 +43,9 @@ class MessageAttacker:
         self.genuine: set[tuple[str, int]] = set()  # (sender, step) heard from the robots and replayed
         self.published = 0
         self.unverified: list[str] = []
-        self._node, self._topic = node, TEAM_TOPIC
-        self._publisher = node.create_publisher(TeamMessage, TEAM_TOPIC, TEAM_QOS)
-        node.create_subscription(TeamMessage, TEAM_TOPIC, self._on_message, TEAM_QOS)
+        self._publisher = node.create_publisher(TeamMessage, "/team/messages", TEAM_QOS)
+        node.create_subscription(TeamMessage, "/team/messages", self._on_message, TEAM_QOS)
         node.create_subscription(RobotStatus, f"/{watch or self.robots[0]}/status", self._on_status, LATCHED)
-
-    def listeners(self) -> int:
-        """How many other nodes' subscriptions to the team topic the attacker has discovered (the robots' planners)."""
-        me = self._node.get_name()
-        return sum(1 for info in self._node.get_subscriptions_info_by_topic(self._topic) if info.node_name != me)
 
     def _on_status(self, status: Any) -> None:
         for step in range(status.clock, status.clock + 3):

@@ -56,7 +56,6 @@ from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
 NODE_NAME = "planner"
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 TEAM_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-TEAM_TOPIC = "/team/messages"  # every robot's planner talks and listens here
 STREAM = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
 
@@ -123,8 +122,8 @@ class PlannerNode(Node):
         self.skill_client = ActionClient(self, ExecuteSkill, "execute_skill")
         self.tick_publisher = self.create_publisher(StepTick, "step_tick", LATCHED)
         self.decision_publisher = self.create_publisher(Decision, "decision", STREAM)
-        self.team_publisher = self.create_publisher(TeamMessage, TEAM_TOPIC, TEAM_QOS)
-        self.create_subscription(TeamMessage, TEAM_TOPIC, self._on_team_message, TEAM_QOS)
+        self.team_publisher = self.create_publisher(TeamMessage, "/team/messages", TEAM_QOS)
+        self.create_subscription(TeamMessage, "/team/messages", self._on_team_message, TEAM_QOS)
         self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
         wall_timer(self, 0.1, self._on_timer)
         signed = "signed messages" if self.signer else "unsigned messages"
