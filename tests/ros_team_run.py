@@ -1,14 +1,17 @@
 """Test helpers for runs of the ROS 2 team over real DDS: a team file, the comparable part of a trace, watching a
-robot's steps, and stopping a test's node and children."""
+robot's steps, starting the team once the test hears its simulator, and stopping a test's node and children."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 RUN_TIMEOUT_S = 240.0
+BRIDGE = "sim_bridge@/"  # the launch plan's label of the simulator bridge
 
 
 def write_config(path: Path, world: str, robots: tuple[str, ...] = ("alice", "bob"), method: str = "pce") -> Path:
@@ -29,9 +32,9 @@ def comparable(trace: dict) -> dict:
 
 
 class StatusSteps:
-    """The steps of ``robot``'s status as ``node`` sees them, a list that keeps growing while ``node`` spins.
-    Made before the team starts, so that the subscription is matched before the first step (a lockstep team plays
-    tens of steps a second: a subscriber that joins late sees the episode nearly over)."""
+    """The steps of ``robot``'s status as ``node`` sees them, a list that keeps growing while ``node`` spins. Made
+    before the team starts, and the robots started once it hears the bridge (:func:`start_bridge_first`): a lockstep
+    team plays tens of steps a second, and a subscriber that joins late sees the episode nearly over."""
 
     def __init__(self, node, robot: str) -> None:
         from coteam_interfaces.msg import RobotStatus
@@ -50,6 +53,28 @@ class StatusSteps:
             rclpy.spin_once(self.node, timeout_sec=0.01)
         assert self.seen and self.seen[-1] >= step, f"{self.robot} did not reach step {step}"
         return self.seen[-1]
+
+
+def start_bridge_first(
+    node, children, heard: Callable[[], bool], popen: Callable[[Any], subprocess.Popen]
+) -> dict[str, subprocess.Popen]:
+    """Start the simulator bridge, spin ``node`` until ``heard()`` says the test hears it (at most 60 s), then the
+    robots' nodes (each with ``popen``): the clock starts once the robots answer, and a lockstep team plays tens of
+    steps a second, so a test node that discovered the bridge after them would see the episode half over."""
+    import rclpy
+
+    bridge = next(c for c in children if c.label == BRIDGE)
+    procs = {BRIDGE: popen(bridge)}
+    deadline = time.monotonic() + 60
+    while not heard() and time.monotonic() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.01)
+    for c in children:
+        if c is not bridge:
+            procs[c.label] = popen(c)
+    if not heard():
+        shut_down(node, procs)
+        raise AssertionError("the test never heard the simulator bridge")
+    return procs
 
 
 def shut_down(node, procs: dict[str, subprocess.Popen]) -> None:

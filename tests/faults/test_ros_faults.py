@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 
 from ros_isolation import isolate_ros
-from ros_team_run import RUN_TIMEOUT_S, StatusSteps, comparable, shut_down, write_config
+from ros_team_run import (
+    BRIDGE,
+    RUN_TIMEOUT_S,
+    StatusSteps,
+    comparable,
+    shut_down,
+    start_bridge_first,
+    write_config,
+)
 from talking import first_talking_episode
 
 rclpy = pytest.importorskip("rclpy")
@@ -31,6 +39,10 @@ from coteam_ros.config import load_config  # noqa: E402
 from coteam_ros.faults import MessageAttacker  # noqa: E402
 from coteam_ros.launcher import child_env, plan  # noqa: E402
 from coteam_sim.suites import get_suite  # noqa: E402
+
+
+def _quiet(child) -> subprocess.Popen:
+    return subprocess.Popen(child.argv, env=child_env(), stdout=subprocess.DEVNULL)
 
 
 @pytest.mark.parametrize(
@@ -53,8 +65,8 @@ def test_the_team_goes_on_when_a_planner_dies(tmp_path: Path, monkeypatch: pytes
     rclpy.init()
     node = rclpy.create_node("kill_test")
     bob = StatusSteps(node, "bob")
-    procs = {c.label: subprocess.Popen(c.argv, env=child_env(), stdout=subprocess.DEVNULL) for c in children}
-    bridge = procs["sim_bridge@/"]
+    procs = start_bridge_first(node, children, lambda: bool(bob.seen), _quiet)
+    bridge = procs[BRIDGE]
     try:
         killed_at = bob.reach(20)
         # killed first: a lockstep team plays tens of steps a second and could finish while the messages settle
@@ -114,22 +126,13 @@ def test_forged_and_replayed_messages_change_nothing(tmp_path: Path, monkeypatch
     rooms = [r.name for r in get_suite("cwah-test").episodes()[episode].build().floorplan.rooms]
     team = Verifier(load_public_keys(keys / PUBLIC_KEYS))
     attacker = MessageAttacker(node, ["alice", "bob"], insiders, outsider, rooms, team)
-    # The robots start once the attacker hears the simulator's status: on a fast machine a lockstep episode can
-    # otherwise be half over before the attacker's discovery of the simulator ends, and no forgery waits anywhere.
-    bridge = next(c for c in children if c.label == "sim_bridge@/")
-    procs = {bridge.label: subprocess.Popen(bridge.argv, env=child_env(), stdout=subprocess.DEVNULL)}
+    # Forgeries are made ahead of the steps of the simulator's status: the robots start once the attacker hears it.
+    procs = start_bridge_first(node, children, lambda: bool(attacker.forged), _quiet)
     try:
-        heard = time.monotonic() + 60
-        while not attacker.forged and time.monotonic() < heard:
-            rclpy.spin_once(node, timeout_sec=0.02)
-        assert attacker.forged, "the attacker hears the simulator's status"
-        for c in children:
-            if c != bridge:
-                procs[c.label] = subprocess.Popen(c.argv, env=child_env(), stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + RUN_TIMEOUT_S
-        while procs["sim_bridge@/"].poll() is None and time.monotonic() < deadline:
+        while procs[BRIDGE].poll() is None and time.monotonic() < deadline:
             rclpy.spin_once(node, timeout_sec=0.02)
-        assert procs["sim_bridge@/"].poll() == 0
+        assert procs[BRIDGE].poll() == 0
     finally:
         shut_down(node, procs)
     result = json.loads((out / "results.json").read_text())["episodes"][0]
@@ -158,15 +161,17 @@ def test_a_planner_says_once_that_its_executor_died_and_the_robot_idles(
     node = rclpy.create_node("executor_kill_test")
     alice = StatusSteps(node, "alice")
     log = (tmp_path / "alice_planner.log").open("w")
-    procs = {}
-    for c in children:
+
+    def popen(c) -> subprocess.Popen:
         argv = [*c.argv, "-p", "executor_timeout_s:=2.0"] if c.label == "planner@/alice" else c.argv
         err = log if c.label == "planner@/alice" else None
-        procs[c.label] = subprocess.Popen(argv, env=child_env(), stdout=subprocess.DEVNULL, stderr=err)
+        return subprocess.Popen(argv, env=child_env(), stdout=subprocess.DEVNULL, stderr=err)
+
+    procs = start_bridge_first(node, children, lambda: bool(alice.seen), popen)
     try:
         killed_at = alice.reach(10)
         procs["executor@/alice"].send_signal(signal.SIGKILL)
-        assert procs["sim_bridge@/"].wait(timeout=180) == 0, "the episode ends without alice's executor"
+        assert procs[BRIDGE].wait(timeout=180) == 0, "the episode ends without alice's executor"
         assert procs["planner@/alice"].poll() is None, "alice's planner runs on"
     finally:
         shut_down(node, procs)
@@ -190,13 +195,13 @@ def test_a_killed_bridge_leaves_the_trace_of_the_steps_done(tmp_path: Path, monk
     rclpy.init()
     node = rclpy.create_node("bridge_kill_test")
     alice = StatusSteps(node, "alice")
-    procs = {c.label: subprocess.Popen(c.argv, env=child_env(), stdout=subprocess.DEVNULL) for c in children}
+    procs = start_bridge_first(node, children, lambda: bool(alice.seen), _quiet)
     try:
         killed_at = alice.reach(20)
-        procs["sim_bridge@/"].send_signal(signal.SIGKILL)
-        assert procs["sim_bridge@/"].wait(timeout=10) == -signal.SIGKILL
+        procs[BRIDGE].send_signal(signal.SIGKILL)
+        assert procs[BRIDGE].wait(timeout=10) == -signal.SIGKILL
         time.sleep(3.0)  # the robots go on waiting for a status that never comes
-        robots = [p for label, p in procs.items() if label != "sim_bridge@/"]
+        robots = [p for label, p in procs.items() if label != BRIDGE]
         assert all(p.poll() is None for p in robots), "no robot node crashes without the bridge"
         for p in robots:
             p.send_signal(signal.SIGINT)
