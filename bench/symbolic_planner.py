@@ -75,7 +75,11 @@ READING = [
     "observability it costs 4.3 steps), leaving out of my rollouts the teammates I have not seen or heard from "
     "for 5 or 20 steps (-0.2 ± 0.9, +0.7 ± 0.6), choosing my first action by the best of six second actions of "
     "mine instead of the default policy's (+5.0 ± 2.4 on 50 episodes: picking among more plans on 16 particles "
-    "fits their noise). Deciding by the Planner alone or by the best actions side by side (no_composer) does no "
+    "fits their noise), letting both robots see each other at the start (+3.2 ± 1.5 on 100 episodes; +1.7 ± 1.0 "
+    "and +2.6 ± 1.1 on 200 when a position is forgotten after 10 or 25 steps: a teammate's last known position goes "
+    "stale at once, and planning around its predicted choice from there splits the work wrongly), a search overhead "
+    "of 1 or 6 steps instead of 3 in the default policy's rate (+1.0 ± 0.8, +0.4 ± 0.6). Deciding by the Planner "
+    "alone or by the best actions side by side (no_composer) does no "
     "better: what is left is searching under partial observability, not talking or the tree.",
     "",
     "Time per decision: the p95 is over every decision of the suite. It depends on the machine and how busy it "
