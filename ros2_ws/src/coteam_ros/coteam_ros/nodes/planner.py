@@ -329,11 +329,14 @@ class PlannerNode(Node):
             ExecuteSkill.Goal(action=text, step=self.step),
             feedback_callback=lambda f, s=skill: self._on_skill_feedback(s, f),
         )
-        future.add_done_callback(lambda f, s=skill: self._on_skill_response(s, f))
+        sent = time.monotonic()
+        future.add_done_callback(lambda f, s=skill: self._on_skill_response(s, f, sent))
 
-    def _on_skill_response(self, skill: RunningSkill, future: Any) -> None:
+    def _on_skill_response(self, skill: RunningSkill, future: Any, sent: float) -> None:
         skill.heard = time.monotonic()
-        if self.executor_lost is not None:
+        # Only the answer to a goal sent since the outage began says the executor is back: one sent before may
+        # arrive late, from an executor that died just after answering it.
+        if self.executor_lost is not None and sent >= self.executor_lost:
             self.get_logger().info(f"the executor of {self.robot} answers again")
             self.executor_lost = None
         handle = future.result()
