@@ -78,7 +78,8 @@ READING = [
     "fits their noise), letting both robots see each other at the start (+3.2 ± 1.5 on 100 episodes; +1.7 ± 1.0 "
     "and +2.6 ± 1.1 on 200 when a position is forgotten after 10 or 25 steps: a teammate's last known position goes "
     "stale at once, and planning around its predicted choice from there splits the work wrongly), a search overhead "
-    "of 1 or 6 steps instead of 3 in the default policy's rate (+1.0 ± 0.8, +0.4 ± 0.6). Deciding by the Planner "
+    "of 1 or 6 steps instead of 3 in the default policy's rate (+1.0 ± 0.8, +0.4 ± 0.6), a default policy that "
+    "searches the containers of the room it is in first (their rate tripled: +1.6 ± 0.9). Deciding by the Planner "
     "alone or by the best actions side by side (no_composer) does no "
     "better: what is left is searching under partial observability, not talking or the tree.",
     "",
