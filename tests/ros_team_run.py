@@ -68,12 +68,10 @@ def start_bridge_first(
     deadline = time.monotonic() + 60
     while not heard() and time.monotonic() < deadline:
         rclpy.spin_once(node, timeout_sec=0.01)
-    for c in children:
-        if c is not bridge:
-            procs[c.label] = popen(c)
     if not heard():
         shut_down(node, procs)
         raise AssertionError("the test never heard the simulator bridge")
+    procs.update({c.label: popen(c) for c in children if c is not bridge})
     return procs
 
 

@@ -80,7 +80,7 @@ def test_every_llm_method_is_answered_by_the_real_model(tmp_path, monkeypatch):
     """The opening decisions of each LLM method through the real server, answers held to their schemas."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     asked: dict[str, dict[str, int]] = {}
-    cut_short: list[str] = []  # PCE answers that fell back, with their errors
+    pce_fallbacks: list[str] = []  # why each PCE answer that fell back did
     # One thread: the other test worker shares the 2 cores, and an oversubscribed llama.cpp slows down many-fold.
     with LocalLLMServer(LocalServerSettings(threads=1)) as server:
         for method in METHODS:
@@ -95,13 +95,13 @@ def test_every_llm_method_is_answered_by_the_real_model(tmp_path, monkeypatch):
                     assert entry["prompt"] and entry["source"] in ("llm", "fallback")
                     sources[entry["source"]] += 1
                     if method == "pce" and entry["source"] == "fallback":
-                        cut_short.append(entry["error"])
+                        pce_fallbacks.append(entry["error"])
             asked[method] = dict(sources)
     # PCE's roles are held to the available actions, the tree's depth and the leaves to score: every answer has the
     # schema's form. The only way one falls back is the token limit cutting a rambling free-text field short (the
     # 270M model's output, and so how often that happens, differs between CPUs).
-    assert sum(asked["pce"].values()) >= 6 and asked["pce"]["llm"] > len(cut_short)
-    assert all("Unterminated string" in error for error in cut_short), cut_short
+    assert sum(asked["pce"].values()) >= 6 and asked["pce"]["llm"] > len(pce_fallbacks)
+    assert all("Unterminated string" in error for error in pce_fallbacks), pce_fallbacks
     for method in METHODS:
         assert asked[method].get("llm", 0) > 0, asked
 
