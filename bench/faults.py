@@ -157,7 +157,7 @@ def _ros_fault_run(tmp: Path, fault: str) -> dict[str, Any]:
     from coteam_ros.config import load_config
     from coteam_ros.faults import MessageAttacker
     from coteam_ros.launcher import child_env, plan
-    from coteam_ros.nodes.planner import TEAM_QOS
+    from coteam_ros.qos import TEAM_MESSAGES
 
     config = tmp / "team.yaml"
     config.write_text(
@@ -189,7 +189,7 @@ def _ros_fault_run(tmp: Path, fault: str) -> dict[str, Any]:
         rooms = [r.name for r in _episode().floorplan.rooms]
         outsider = Signer("bob", load_private_key(tmp / "outsider" / "bob.key"))
         attacker = MessageAttacker(node, ["alice", "bob"], insiders, outsider, rooms)
-    flood = node.create_publisher(TeamMessage, "/team/messages", TEAM_QOS)
+    flood = node.create_publisher(TeamMessage, "/team/messages", TEAM_MESSAGES)
     bridge = procs["sim_bridge@/"]
     injected_at: float | None = None
     deadline = time.monotonic() + 300

@@ -130,7 +130,7 @@ def _latency_publisher(count: int, size: int, hz: float, keystore: str | None) -
     from coteam_interfaces.msg import TeamMessage
     from std_msgs.msg import Header
 
-    from coteam_ros.nodes.planner import TEAM_QOS
+    from coteam_ros.qos import TEAM_MESSAGES
 
     signer = None
     if keystore:
@@ -139,7 +139,7 @@ def _latency_publisher(count: int, size: int, hz: float, keystore: str | None) -
         signer = Signer("alice", load_private_key(Path(keystore) / "alice.key"))
     rclpy.init()
     node = rclpy.create_node("latency_pub")
-    pub = node.create_publisher(TeamMessage, "/team/messages", TEAM_QOS)
+    pub = node.create_publisher(TeamMessage, "/team/messages", TEAM_MESSAGES)
     deadline = time.monotonic() + 30
     while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -168,7 +168,7 @@ def _latency_subscriber(count: int, keystore: str | None) -> None:
     from coteam_interfaces.msg import TeamMessage
     from rclpy.executors import SingleThreadedExecutor
 
-    from coteam_ros.nodes.planner import TEAM_QOS
+    from coteam_ros.qos import TEAM_MESSAGES
 
     verifier = None
     if keystore:
@@ -191,7 +191,7 @@ def _latency_subscriber(count: int, keystore: str | None) -> None:
             sent = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
             latencies[msg.step] = (now - sent) / 1e6
 
-    node.create_subscription(TeamMessage, "/team/messages", on_message, TEAM_QOS)
+    node.create_subscription(TeamMessage, "/team/messages", on_message, TEAM_MESSAGES)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     deadline = time.monotonic() + 60 + count / LATENCY_HZ

@@ -26,7 +26,8 @@ def alice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """alice's signing planner and a publisher on /team/messages, spun by one executor."""
     from coteam_interfaces.msg import TeamMessage
 
-    from coteam_ros.nodes.planner import TEAM_QOS, PlannerNode
+    from coteam_ros.nodes.planner import PlannerNode
+    from coteam_ros.qos import TEAM_MESSAGES
 
     isolate_ros(tmp_path, monkeypatch)
     team_keys = init_keystore(tmp_path / "team", ["alice", "bob"])
@@ -44,7 +45,7 @@ def alice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         executor = SingleThreadedExecutor()
         executor.add_node(planner)
         executor.add_node(test)
-        yield planner, test.create_publisher(TeamMessage, "/team/messages", TEAM_QOS), executor
+        yield planner, test.create_publisher(TeamMessage, "/team/messages", TEAM_MESSAGES), executor
 
 
 def spin_until(executor, done, timeout_s: float = 20.0) -> None:

@@ -35,7 +35,7 @@ class MessageAttacker:
         reasons it fails are kept in :attr:`unverified` (none, when the planners sign)."""
         from coteam_interfaces.msg import RobotStatus, TeamMessage
 
-        from coteam_ros.nodes.planner import LATCHED, TEAM_QOS
+        from coteam_ros.qos import LATCHED, TEAM_MESSAGES
 
         self._message_type = TeamMessage
         self.robots, self.insiders, self.outsider, self.rooms, self.team = list(robots), insiders, outsider, rooms, team
@@ -43,8 +43,8 @@ class MessageAttacker:
         self.genuine: set[tuple[str, int]] = set()  # (sender, step) heard from the robots and replayed
         self.published = 0
         self.unverified: list[str] = []
-        self._publisher = node.create_publisher(TeamMessage, "/team/messages", TEAM_QOS)
-        node.create_subscription(TeamMessage, "/team/messages", self._on_message, TEAM_QOS)
+        self._publisher = node.create_publisher(TeamMessage, "/team/messages", TEAM_MESSAGES)
+        node.create_subscription(TeamMessage, "/team/messages", self._on_message, TEAM_MESSAGES)
         node.create_subscription(RobotStatus, f"/{watch or self.robots[0]}/status", self._on_status, LATCHED)
 
     def _on_status(self, status: Any) -> None:

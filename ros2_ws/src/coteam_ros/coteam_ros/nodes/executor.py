@@ -35,7 +35,6 @@ from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
 
 from coteam.actions import ActionError, HighLevelAction, Verb, parse_action
@@ -46,9 +45,9 @@ from coteam_ros.convert import nav_goal_to_pose
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
 from coteam_ros.nodes import RETRY_S, call_later, spin_node
+from coteam_ros.qos import LATCHED
 
 NODE_NAME = "executor"
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 HAND_NAMES = {-1: "", 0: "left", 1: "right"}
 
 

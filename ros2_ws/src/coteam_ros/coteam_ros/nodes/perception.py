@@ -65,7 +65,6 @@ from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
@@ -105,11 +104,10 @@ from coteam_ros.convert import (
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer
 from coteam_ros.observations import CameraSightings
+from coteam_ros.qos import CAMERA, LATCHED, STREAM
 from coteam_ros.tf import TransformUnavailable, stamp_ns, transform_lookup
 
 NODE_NAME = "perception"
-DETECTIONS_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
-MAP_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 OBJECTS_NS = "objects"
 LABELS_NS = "labels"
@@ -134,7 +132,6 @@ SPHERE_SIZE_M = 0.25
 BOX_SIZE_M = 0.5
 LABEL_HEIGHT_M = 0.2
 UNCONFIRMED_ALPHA = 0.35
-CAMERA_QOS = QoSProfile(depth=30, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 MAX_PENDING_FRAMES = 32  # frames waiting for their other half or their transform; older ones are dropped
 
 
@@ -212,13 +209,13 @@ class PerceptionNode(Node):
         self._observations = 0
         self._last_seen: dict[int, Time] = {}
         self._drawn: set[int] = set()
-        self.map_publisher = self.create_publisher(SemanticMap, "semantic_map", MAP_QOS)
-        self.marker_publisher = self.create_publisher(MarkerArray, "semantic_markers", MAP_QOS)
+        self.map_publisher = self.create_publisher(SemanticMap, "semantic_map", LATCHED)
+        self.marker_publisher = self.create_publisher(MarkerArray, "semantic_markers", LATCHED)
         detector = self.declare_parameter("detector", "").value
         if detector:
             self._start_camera(detector)
         else:
-            self.create_subscription(ObjectDetections, "detections", self._on_detections, DETECTIONS_QOS)
+            self.create_subscription(ObjectDetections, "detections", self._on_detections, STREAM)
         self.get_logger().info(
             f"perception for {self.robot or '(any robot)'}: "
             f"{f'{detector} on camera images' if detector else 'detections'}, "
@@ -251,16 +248,16 @@ class PerceptionNode(Node):
         self.intrinsics: dict[str, CameraIntrinsics] = {}
         self.pending: dict[int, PendingFrame] = {}
         self.frames_dropped = 0
-        self.detections_publisher = self.create_publisher(ObjectDetections, "detections", DETECTIONS_QOS)
-        self.create_subscription(CameraInfo, "camera/camera_info", self._on_camera_info, CAMERA_QOS)
-        self.create_subscription(Image, "camera/image_raw", lambda m: self._on_image(m, "rgb"), CAMERA_QOS)
-        self.create_subscription(Image, "camera/depth/image_raw", lambda m: self._on_image(m, "depth"), CAMERA_QOS)
+        self.detections_publisher = self.create_publisher(ObjectDetections, "detections", STREAM)
+        self.create_subscription(CameraInfo, "camera/camera_info", self._on_camera_info, CAMERA)
+        self.create_subscription(Image, "camera/image_raw", lambda m: self._on_image(m, "rgb"), CAMERA)
+        self.create_subscription(Image, "camera/depth/image_raw", lambda m: self._on_image(m, "depth"), CAMERA)
         self.sightings: CameraSightings | None = None
         self.sim_status: tuple[RobotStatus, float] | None = None  # a status waiting for its frames, since when
         if self.declare_parameter("status_from_cameras", False).value:
             self.sightings = CameraSightings(self.camera)
-            self.status_publisher = self.create_publisher(RobotStatus, "status", MAP_QOS)
-            self.create_subscription(RobotStatus, "sim_status", self._on_sim_status, MAP_QOS)
+            self.status_publisher = self.create_publisher(RobotStatus, "status", LATCHED)
+            self.create_subscription(RobotStatus, "sim_status", self._on_sim_status, LATCHED)
         wall_timer(self, 0.05, self._process_pending)
 
     def _detector(self, kind: str, scene: Scene) -> Detector:

@@ -10,8 +10,10 @@ Topics and actions, relative to the robot's namespace:
   (into a :class:`~coteam_ros.inbox.TeamInbox`: only teammates, never replacing or replaying, bounded); with
   ``signing_key`` set it signs every message it sends and believes only the team's signed, new ones;
 * publishes every decision on ``decision`` (``coteam_interfaces/Decision``, the trace record as JSON);
-* answers every status in which the robot is ready with a ``step_tick`` (``coteam_interfaces/StepTick``): act
-  (the executor has the step's goal in place), send a message, or idle -- the lockstep protocol of the bridge.
+* answers every status with a ``step_tick`` (``coteam_interfaces/StepTick``) -- the lockstep protocol of the
+  bridge: when the robot is ready, act (the executor has the step's goal in place), send a message, or idle; when
+  it is busy with an action, ``OBSERVED`` once the observation is in the robot's memory (so the bridge never
+  steps past a status the planner has not taken in).
 
 A step's turn is :func:`coteam.reasoning.agent_turn`, the same as the in-process runner's. Messages delivered by
 the simulator at a step are listed (sender, step) in the status; their text comes from ``/team/messages`` (the
@@ -39,7 +41,6 @@ from coteam_interfaces.action import ExecuteSkill
 from coteam_interfaces.msg import Decision, RobotStatus, StepTick, TeamMessage
 from rclpy.action import ActionClient
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
 
 from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, truncate_message
@@ -52,11 +53,9 @@ from coteam.skills import SkillOutcome
 from coteam_ros.episode import load_episode
 from coteam_ros.inbox import TeamInbox
 from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
+from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES
 
 NODE_NAME = "planner"
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-TEAM_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-STREAM = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
 
 @dataclass
@@ -121,9 +120,9 @@ class PlannerNode(Node):
         self.missing: set[tuple[str, int]] = set()  # delivered keys whose text never came (handed over later)
         self.skill_client = ActionClient(self, ExecuteSkill, "execute_skill")
         self.tick_publisher = self.create_publisher(StepTick, "step_tick", LATCHED)
-        self.decision_publisher = self.create_publisher(Decision, "decision", STREAM)
-        self.team_publisher = self.create_publisher(TeamMessage, "/team/messages", TEAM_QOS)
-        self.create_subscription(TeamMessage, "/team/messages", self._on_team_message, TEAM_QOS)
+        self.decision_publisher = self.create_publisher(Decision, "decision", DECISIONS)
+        self.team_publisher = self.create_publisher(TeamMessage, "/team/messages", TEAM_MESSAGES)
+        self.create_subscription(TeamMessage, "/team/messages", self._on_team_message, TEAM_MESSAGES)
         self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
         wall_timer(self, 0.1, self._on_timer)
         signed = "signed messages" if self.signer else "unsigned messages"
@@ -215,8 +214,12 @@ class PlannerNode(Node):
         if self.outcome is not None:  # the last observation is in: the team's episode ends
             self.team.end_episode(self.outcome)
             self.outcome = None
-        if self.ready and not self.done:
+        if self.done:
+            return
+        if self.ready:
             self._start_turn()
+        else:
+            self._tick(StepTick.OBSERVED)
 
     # --- the turn --------------------------------------------------------------------------------------------
     def _start_turn(self) -> None:

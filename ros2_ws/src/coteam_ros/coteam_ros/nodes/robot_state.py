@@ -28,7 +28,6 @@ from typing import Any
 
 from coteam_interfaces.msg import ObjectDetections, RobotStatus
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
 
 from coteam.observation import observation_to_dict
@@ -36,11 +35,10 @@ from coteam.perception import CameraPerception, ObservationAssembler
 from coteam_ros.convert import detections_from_msg
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer
+from coteam_ros.qos import LATCHED, STREAM
 from coteam_ros.tf import TransformUnavailable, transform_lookup
 
 NODE_NAME = "robot_state"
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-STREAM = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
 
 class RobotStateNode(Node):

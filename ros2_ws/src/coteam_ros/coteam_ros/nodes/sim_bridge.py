@@ -23,10 +23,12 @@ the first step is published once every robot's perception node listens (or after
 
 Modes (parameter ``mode``):
 
-* ``lockstep``: step ``t`` happens once every robot that is ready at ``t`` has sent its ``step_tick`` for ``t``
-  (``coteam_interfaces/StepTick``: act through its accepted goal, send a message, or idle) -- deterministic,
-  step for step the in-process runner. A robot silent for ``tick_timeout_s`` (``startup_timeout_s`` before its
-  first tick) idles that step and is not waited for again until it ticks: a dead teammate never hangs the team.
+* ``lockstep``: step ``t`` happens once every robot has sent its ``step_tick`` for ``t``
+  (``coteam_interfaces/StepTick``: a robot ready at ``t`` acts through its accepted goal, sends a message, or
+  idles; a robot in the middle of an action answers ``OBSERVED`` once its planner has taken the status in, so no
+  planner misses a step's observation) -- deterministic, step for step the in-process runner. A robot silent for
+  ``tick_timeout_s`` (``startup_timeout_s`` before its first tick) idles that step if it is ready and is not waited
+  for again until it ticks: a dead teammate never hangs the team.
 * ``realtime``: a step every ``1 / tick_hz`` s with whatever the robots have ready (a navigation goal drives
   on by itself); a robot without anything waits. The clock starts once every robot has answered step 0 (or after
   ``startup_timeout_s``).
@@ -59,7 +61,6 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
@@ -81,6 +82,7 @@ from coteam_ros.convert import (
 )
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
+from coteam_ros.qos import CAMERA, DECISIONS, LATCHED, STREAM
 from coteam_ros.tf import CAMERA_LINK_TO_OPTICAL, RigidTransform, TransformPublisher, camera_mount_transform
 from coteam_sim.camera import VisualObservations
 from coteam_sim.env import CoteamParallelEnv
@@ -88,10 +90,6 @@ from coteam_sim.navigator import GoalNavigator, manipulation_primitive
 from coteam_sim.primitives import Primitive, PrimitiveKind
 
 NODE_NAME = "sim_bridge"
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-STREAM = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
-# a step's views are a burst (six per robot in C-WAH): a reliable writer keeps several steps of them until read
-CAMERA_QOS = QoSProfile(depth=30, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 HANDS = {"": -1, "left": 0, "right": 1}
 VIEW_STAMP_NS = 1000  # a step's camera views are stamped this far apart, the first this far after the step's stamp
 RESULTS_GRACE_S = 2.0  # after the last step, time for in-flight decisions to arrive (0.5 s was too short under load)
@@ -212,13 +210,13 @@ class SimBridgeNode(Node):
             )
             if cameras:
                 slot.camera = CameraPublishers(
-                    self.create_publisher(Image, f"{ns}/camera/image_raw", CAMERA_QOS),
-                    self.create_publisher(Image, f"{ns}/camera/depth/image_raw", CAMERA_QOS),
-                    self.create_publisher(CameraInfo, f"{ns}/camera/camera_info", CAMERA_QOS),
+                    self.create_publisher(Image, f"{ns}/camera/image_raw", CAMERA),
+                    self.create_publisher(Image, f"{ns}/camera/depth/image_raw", CAMERA),
+                    self.create_publisher(CameraInfo, f"{ns}/camera/camera_info", CAMERA),
                 )
             self.robots[name] = slot
             self.create_subscription(StepTick, f"{ns}/step_tick", lambda m, s=slot: self._on_tick(s, m), LATCHED)
-            self.create_subscription(Decision, f"{ns}/decision", lambda m, s=slot: self._on_decision(s, m), STREAM)
+            self.create_subscription(Decision, f"{ns}/decision", lambda m, s=slot: self._on_decision(s, m), DECISIONS)
             ActionServer(
                 self,
                 NavigateToPose,
@@ -394,23 +392,24 @@ class SimBridgeNode(Node):
             return
         for name, slot in self.robots.items():
             limit = self.tick_timeout_s if slot.ever_ticked else self.startup_timeout_s
-            if self._ready(name) and slot.tick is None and slot.responsive and now - slot.waited_since > limit:
+            if slot.tick is None and slot.responsive and now - slot.waited_since > limit:
                 slot.responsive = False
                 self.get_logger().warning(
-                    f"{name} sent no step_tick for step {self.sim.steps} within {limit:.1f} s: it waits, "
+                    f"{name} sent no step_tick for step {self.sim.steps} within {limit:.1f} s"
+                    f"{': it waits,' if self._ready(name) else ','} "
                     "and the team goes on without waiting for it until it answers again"
                 )
         self._step_if_all_ticked()
 
     def _step_if_all_ticked(self) -> None:
-        if all(s.tick is not None or not s.responsive or not self._ready(n) for n, s in self.robots.items()):
+        if all(s.tick is not None or not s.responsive for s in self.robots.values()):
             self._step()
 
     def _primitive_for(self, name: str, slot: RobotSlot) -> Primitive:
         tick = slot.tick
         if tick is not None and tick.kind == StepTick.MESSAGE:
             return Primitive(PrimitiveKind.SEND_MESSAGE, text=tick.text, payload=tick.payload_json)
-        if self.mode == "lockstep" and (tick is None or tick.kind == StepTick.IDLE):
+        if self.mode == "lockstep" and (tick is None or tick.kind in (StepTick.IDLE, StepTick.OBSERVED)):
             return Primitive(PrimitiveKind.WAIT)
         if slot.manipulation is not None:
             return slot.manipulation.primitive

@@ -1,0 +1,27 @@
+"""The QoS profiles of coteam's topics, written once for every node (and the tests and benchmarks that listen).
+
+* ``LATCHED``: the latest value, kept for a node that joins late (a robot's status, its step tick, ``/map``, the
+  semantic map).
+* ``STREAM``: a reliable stream nobody needs the past of (odometry, detections, ``/clock``).
+* ``TEAM_MESSAGES``: ``/team/messages``; a late-joining teammate still gets the recent past (the inbox drops what
+  it has already seen).
+* ``DECISIONS``: a planner's decisions. Kept like team messages: the first decision of an episode is made as soon as
+  the planner hears the bridge's first status, which can be before the planner has discovered the bridge's
+  ``decision`` subscription; a volatile topic lost it, and the run's trace missed a decision.
+* ``CAMERA``: a step's camera views are a burst (six per robot in C-WAH): the writer keeps several steps of them
+  until they are read.
+
+The TF topics use tf2_ros's own profiles (``coteam_ros.tf``).
+"""
+
+from __future__ import annotations
+
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+STREAM = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+TEAM_MESSAGES = QoSProfile(
+    depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+)
+DECISIONS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+CAMERA = QoSProfile(depth=30, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
