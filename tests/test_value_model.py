@@ -8,7 +8,7 @@ import pytest
 
 from coteam.actions import Verb
 from coteam.belief import BeliefState
-from coteam.options import available_actions
+from coteam.options import ActionOption, available_actions
 from coteam.reasoning import AgentBrain, DecisionContext
 from coteam.value.abstract import TDW_DELIVER_BEFORE_END, TDW_DELIVER_SLACK
 from coteam.value.team import ValueConfig, ValueModel
@@ -257,3 +257,32 @@ def test_a_tdw_robot_far_from_the_bed_delivers_while_its_trip_there_still_fits_i
     s.t = model.left - (trip + TDW_DELIVER_SLACK - 50)
     model.search_weight = None  # mhp's model: not rooted in a belief
     assert model.default(s) != ("transport", 0)
+
+
+@pytest.mark.parametrize(("suite", "within", "beyond"), [("tdwmat-test", 0.015, 0.025), ("cwah-test", 0.0, 1e-6)])
+def test_among_equal_options_the_rollouts_own_next_action_ranks_first(
+    suite: str, within: float, beyond: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every option's rollout assumes I follow the default policy after it, so among options of (nearly) equal
+    utility PCE's symbolic ranking puts that policy's own next action first, not the first by text. C-WAH's team
+    times are whole steps: only exact ties count there."""
+    from coteam.methods.pce.scoring import Weights
+    from coteam.methods.pce.symbolic import SymbolicContext
+
+    scene = get_suite(suite).episodes()[0].build()
+    brain = pce_brain(Simulator(scene, ("alice",)), "alice")
+    value, ctx = _value(brain, particles=2)
+    assert value.rollout_choice() in {value.key(o) for o in ctx.options}
+    physical = sorted((o for o in ctx.options if value.key(o) is not None), key=lambda o: o.text)
+    chosen = physical[-1]  # say the default policy would do what comes last by text
+    monkeypatch.setattr(value, "rollout_choice", lambda: value.key(chosen))
+
+    def ranked_first(handicap: float) -> ActionOption:
+        sym = SymbolicContext(brain.memory, value.belief, ctx.options, Weights(), 2, False, value)
+        scores = {o.text: (0.5 - (handicap if o is chosen else 0.0), 0.0) for o in physical}
+        monkeypatch.setattr(sym, "_scores", lambda o, assumptions: scores.get(o.text))
+        return sym.ranked()[0]
+
+    assert ranked_first(0.0) is chosen
+    assert ranked_first(within) is chosen
+    assert ranked_first(beyond) is physical[0]

@@ -284,6 +284,13 @@ class ValueModel:
         h = self._hands_index
         return (*base[:h], list(base[h]), *base[h + 1 :])
 
+    def rollout_choice(self) -> Key | None:
+        """My next action under the rollouts' default policy, on the first particle: what every option's rollout
+        assumes I do once my first action is done."""
+        s = self.particles[0].copy()
+        self.model.put_robot(s, self._start(self.me))
+        return self.model.default(s)
+
     # --- outcomes ------------------------------------------------------------------------------------------
     def key(self, option: ActionOption) -> Key | None:
         """The abstract action of one of my options (None for messages and for moves that can only waste time)."""

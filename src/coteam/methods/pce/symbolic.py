@@ -30,10 +30,17 @@ from coteam.methods.pce.scoring import Weights
 from coteam.options import ActionOption
 from coteam.progress import describe
 from coteam.value.team import Announcement, Condition, ValueModel
+from coteam.world import Benchmark
 
 Assumptions = Mapping[str, bool]  # variable text -> assumed truth value
 
 TIE_MARGIN = 0.03  # utility within which a scenario's best action yields to the unconditional best
+# Utility within which the rollouts' own next action for me (ValueModel.rollout_choice) ranks first: every option's
+# rollout assumes I follow the default policy afterwards, so among equals that choice is the one whose plan is kept
+# (a TDW-MAT robot valued "the item, then the basket" like "the basket, then the item", took the item, and with both
+# hands full never took the basket). C-WAH team times are whole steps, so its ties are exact; a margin of 0.02 there
+# is about 16 steps. Tuned on cwah seeds 101-110 (-0.5 steps) and tdwmat 101-130 (+0.010 transport rate).
+ROLLOUT_CHOICE_TIE = {Benchmark.CWAH: 0.0, Benchmark.TDWMAT: 0.02}
 
 
 @dataclass
@@ -112,8 +119,23 @@ class SymbolicContext:
                     weight = w.beta if o.action.is_message else w.alpha
                     utility[o.text] = scores[0] - w.lam * weight * scores[1]
             self._utility[key] = utility
-            self._ranked[key] = sorted(usable, key=lambda o: (o.text not in utility, -utility.get(o.text, 0.0), o.text))
+            ranked = sorted(usable, key=lambda o: (o.text not in utility, -utility.get(o.text, 0.0), o.text))
+            self._ranked[key] = self._rollout_choice_first(ranked, utility)
         return self._ranked[key]
+
+    def _rollout_choice_first(self, ranked: list[ActionOption], utility: Mapping[str, float]) -> list[ActionOption]:
+        """``ranked`` with the rollouts' own next action first when it is within :data:`ROLLOUT_CHOICE_TIE` of the
+        best (ties otherwise go by option text)."""
+        if not ranked or ranked[0].text not in utility:
+            return ranked
+        choice = self.value.rollout_choice()
+        floor = utility[ranked[0].text] - ROLLOUT_CHOICE_TIE[self.memory.benchmark]
+        for i, o in enumerate(ranked):
+            if o.text not in utility or utility[o.text] < floor:
+                break
+            if i > 0 and choice is not None and self.value.key(o) == choice:
+                return [o, *ranked[:i], *ranked[i + 1 :]]
+        return ranked
 
     def best(self, assumptions: Assumptions = {}) -> ActionOption:  # noqa: B006  (read-only)
         """The best option under ``assumptions``; the unconditional best when it is within :data:`TIE_MARGIN` of
