@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -9,13 +10,21 @@ from pathlib import Path
 
 import pytest
 
+_tests_isolated = itertools.count()
+
 
 def domain_id() -> int:
-    """A ROS domain in 1..100 for this test process (Fast DDS ports stay below Linux's ephemeral range);
-    pid and xdist worker spread parallel runs over the range."""
+    """A fresh ROS domain in 1..100 for each isolated test (Fast DDS ports stay below Linux's ephemeral range).
+
+    The xdist workers share the range out, and within its share a worker gives each test the next domain (offset by
+    the pid, to spread separate runs). A test thus never meets the participants of an earlier one, nor the shared
+    memory a Fast DDS process killed with SIGKILL leaves behind in its domain: after a fault test killed a planner, a
+    later test's planner in the same domain once hung before its first step."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
     index = int(worker) if worker.isdigit() else 0
-    return 1 + (os.getpid() + 37 * index) % 100
+    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    share = max(1, 100 // workers)
+    return 1 + (index % workers) * share + (os.getpid() + next(_tests_isolated)) % share
 
 
 def isolate_ros(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
@@ -35,8 +44,8 @@ def isolate_ros(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
 @contextmanager
 def rclpy_session() -> Iterator[list]:
     """rclpy initialised for one test, yielding a list the test adds its in-process nodes to. They are destroyed at
-    the end, before shutdown: a node left to the garbage collector stays in the worker's ROS domain (every test of a
-    pytest worker shares it) and takes the topics and goals of the next test's robots."""
+    the end, before shutdown: a node left to the garbage collector stays on the network, and would take the topics
+    and goals of a later test's robots in the same domain."""
     import rclpy
 
     rclpy.init()
