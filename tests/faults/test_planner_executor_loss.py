@@ -1,6 +1,11 @@
-"""A planner that has lost its executor: only the executor's answer to a goal sent since the outage began says it
-is back. The answer to a goal sent before may arrive late (the planner was busy, the executor died just after
-answering): counted as a return, it made the planner say twice that one dead executor was not answering."""
+"""The planner's link to its executor.
+
+* A planner that has lost its executor: only the executor's answer to a goal sent since the outage began says it is
+  back. The answer to a goal sent before may arrive late (the planner was busy, the executor died just after
+  answering): counted as a return, it made the planner say twice that one dead executor was not answering.
+* A goal whose answer DDS dropped is sent again, and the executor lets the same action take its skill over (in a
+  lockstep run under a flood of forged messages, a lost answer stalled a robot for 10 s and the run parted from the
+  in-process one)."""
 
 from __future__ import annotations
 
@@ -11,11 +16,12 @@ import pytest
 
 from ros_isolation import isolate_ros, rclpy_session
 
-pytest.importorskip("rclpy")
+rclpy = pytest.importorskip("rclpy")
 
-from rclpy.parameter import Parameter
+from action_msgs.msg import GoalStatus  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
 
-from coteam.actions import HighLevelAction, ObjectRef, Verb
+from coteam.actions import HighLevelAction, ObjectRef, Verb  # noqa: E402
 
 
 class _Answer:
@@ -42,3 +48,76 @@ def test_only_an_answer_to_a_goal_sent_since_the_outage_says_the_executor_is_bac
         assert planner.executor_lost == lost  # still lost: that answer predates the outage
         planner._on_skill_response(skill, _Answer(), time.monotonic())
         assert planner.executor_lost is None  # back
+
+
+def test_a_goal_whose_answer_was_lost_is_sent_again_and_a_late_answer_to_it_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DDS drops a goal's answer while the executor's server has not yet discovered the planner's client (Fast DDS:
+    "client will not receive response"); the planner sends the goal again after ``goal_answer_timeout_s``."""
+    from coteam_ros.nodes.planner import PlannerNode, RunningSkill
+
+    isolate_ros(tmp_path, monkeypatch)
+    with rclpy_session() as nodes:
+        planner = PlannerNode(
+            namespace="/alice",
+            parameter_overrides=[Parameter("robot", value="alice"), Parameter("goal_answer_timeout_s", value=0.5)],
+        )
+        nodes.append(planner)
+        sent: list[str] = []
+        monkeypatch.setattr(planner, "_send_skill", lambda skill, text: sent.append(text))
+        skill = RunningSkill(HighLevelAction(Verb.EXPLORE, ObjectRef("kitchen", 1)), 0)
+        planner.skill, planner.request = skill, object()  # the turn waits for the executor
+        skill.sent = time.monotonic()
+        planner._on_timer()
+        assert sent == []
+        skill.sent = first = time.monotonic() - 1.0
+        planner._on_timer()
+        assert sent == ["[goexplore] <kitchen> (1)"]
+
+        skill.sent = time.monotonic()  # as _send_skill records the goal sent again
+        planner._on_skill_response(skill, _Answer(), first)  # the first goal's answer, late
+        assert not skill.answered and skill.outcome is None
+        planner._on_skill_response(skill, _Answer(), skill.sent)
+        assert skill.answered and skill.outcome is not None  # the answer to the goal sent again counts
+
+
+def test_the_same_action_sent_again_takes_the_running_skill_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coteam_interfaces.action import ExecuteSkill
+    from rclpy.action import ActionClient
+    from rclpy.executors import SingleThreadedExecutor
+
+    from coteam_ros.nodes.executor import ExecutorNode
+
+    isolate_ros(tmp_path, monkeypatch)
+    with rclpy_session() as nodes:
+        executor_node = ExecutorNode(namespace="/alice", parameter_overrides=[Parameter("robot", value="alice")])
+        test = rclpy.create_node("planner_stand_in")
+        nodes += [executor_node, test]
+        spin = SingleThreadedExecutor()
+        spin.add_node(executor_node)
+        spin.add_node(test)
+        client = ActionClient(test, ExecuteSkill, "/alice/execute_skill")
+        deadline = time.monotonic() + 20
+
+        def wait(future):
+            while not future.done() and time.monotonic() < deadline:
+                spin.spin_once(timeout_sec=0.05)
+            assert future.done()
+            return future.result()
+
+        while not client.server_is_ready() and time.monotonic() < deadline:
+            spin.spin_once(timeout_sec=0.05)
+        explore = "[goexplore] <kitchen> (1)"
+        first = wait(client.send_goal_async(ExecuteSkill.Goal(action=explore, step=0)))
+        assert first.accepted
+        again = wait(client.send_goal_async(ExecuteSkill.Goal(action=explore, step=0)))
+        assert again.accepted
+        superseded = wait(first.get_result_async())
+        assert superseded.status == GoalStatus.STATUS_ABORTED
+        assert superseded.result.failure_reason == "superseded by the same action sent again"
+        other = wait(client.send_goal_async(ExecuteSkill.Goal(action="[goexplore] <bedroom> (2)", step=0)))
+        assert not other.accepted, "another action while one runs is rejected"
+        client.destroy()

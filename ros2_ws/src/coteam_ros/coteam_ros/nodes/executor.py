@@ -5,7 +5,10 @@ Topics and actions, relative to the robot's namespace:
 * serves ``execute_skill`` (``coteam_interfaces/ExecuteSkill``): one high-level action at a time, e.g.
   ``[gocheck] <fridge> (31)``; feedback every step the robot acts for it (phase ``navigating`` / ``manipulating``,
   progress = the share of the current navigation goal's distance covered, and the step), result
-  success / failure reason / steps taken; cancel stops the robot and answers ``canceled``;
+  success / failure reason / steps taken; cancel stops the robot and answers ``canceled``. A goal for another
+  action while one runs is rejected; a goal for the same action takes the running skill over (the planner sends
+  a goal again when our answer to it was lost: DDS can drop a goal response while it is still discovering the
+  planner), and the older goal is aborted;
 * calls ``navigate_to_pose`` -- the simulator's navigator (``navigation: sim``, ``coteam_interfaces``' copy of
   the interface) or the robot's Nav2 (``navigation: nav2``, ``nav2_msgs``): the same client code, fields and
   error codes. The skill re-checks its stop condition at every status and moves or cancels the goal;
@@ -84,6 +87,7 @@ class Job:
     request: Any = None  # the skill's current request (None: advance the skill)
     reply: NavResult | None = None
     armed_step: int = -1
+    feedback: ExecuteSkill.Feedback | None = None  # the one of the armed step
     outcome: SkillOutcome | None = None  # the skill ended; the job ends once navigation has stopped
 
 
@@ -152,14 +156,23 @@ class ExecutorNode(Node):
         if action.verb == Verb.SEND_MESSAGE:
             self.get_logger().warning("rejected a message: the planner sends messages on /team/messages")
             return GoalResponse.REJECT
-        if self.job is not None:
+        if self.job is not None and action != self.job.action:
             self.get_logger().warning(f"rejected {goal.action!r}: still running {self.job.action}")
             return GoalResponse.REJECT
-        return GoalResponse.ACCEPT
+        return GoalResponse.ACCEPT  # the action running, sent again: the planner lost our answer to its goal
 
     def _on_accepted(self, handle: ServerGoalHandle) -> None:
         goal = handle.request
-        self.job = Job(handle, parse_action(goal.action, self.benchmark), goal.step)
+        action = parse_action(goal.action, self.benchmark)
+        job = self.job
+        if job is not None and job.action == action:  # the new goal takes the running skill over
+            old, job.handle = job.handle, handle
+            result = ExecuteSkill.Result(success=False, failure_reason="superseded by the same action sent again")
+            self.goals.finish(old, result, "abort")
+            if job.feedback is not None and job.armed_step == self.step:
+                handle.publish_feedback(job.feedback)
+            return
+        self.job = Job(handle, action, goal.step)
         self._drive()
 
     def _on_cancel(self, handle: ServerGoalHandle) -> CancelResponse:
@@ -225,7 +238,8 @@ class ExecutorNode(Node):
         job.armed_step = self.step
         job.request = None  # at the next step the skill is asked again (it may keep, move or drop the goal)
         self.skills.stepped()
-        job.handle.publish_feedback(ExecuteSkill.Feedback(phase=phase, progress=self._progress(phase), step=self.step))
+        job.feedback = ExecuteSkill.Feedback(phase=phase, progress=self._progress(phase), step=self.step)
+        job.handle.publish_feedback(job.feedback)
 
     def _progress(self, phase: str) -> float:
         """Navigating: the share of the current goal's distance covered; manipulating: 1 (the skills' last

@@ -24,10 +24,12 @@ Parameters: ``robot``, ``robots`` (the team, in simulator order), ``teammates`` 
 task, see ``coteam_ros.episode``), ``message_wait_s``, ``message_delivery`` (``status``: when the sim bridge's status
 says; ``arrival``: on real robots, at the next status after the message arrived), ``executor_timeout_s`` (an
 executor without a server, or silent about a running goal, this long is reported once as an error; its skill fails
-with ``executor unavailable`` and the robot idles until the executor answers again), ``signing_key`` (the robot's
-private key; empty: the team does not sign), ``team_keys`` (the team's public keys), ``max_message_age_s`` (a signed
-message older than this is refused), ``stale_message_steps`` (a waiting message this many steps older than the
-robot's clock that no status delivered is dropped).
+with ``executor unavailable`` and the robot idles until the executor answers again), ``goal_answer_timeout_s`` (a
+goal the executor has not answered this long is sent again: DDS drops a goal's answer while the executor's server
+has not yet discovered this planner, and the executor lets the same action sent again take its skill over),
+``signing_key`` (the robot's private key; empty: the team does not sign), ``team_keys`` (the team's public keys),
+``max_message_age_s`` (a signed message older than this is refused), ``stale_message_steps`` (a waiting message
+this many steps older than the robot's clock that no status delivered is dropped).
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class RunningSkill:
     armed_step: int = -1
     outcome: SkillOutcome | None = None
     heard: float = field(default_factory=time.monotonic)  # when the executor last said anything about it
+    sent: float = 0.0  # when its goal was last sent to the executor
+    answered: bool = False  # the executor has answered that goal
 
 
 class PlannerNode(Node):
@@ -84,6 +88,7 @@ class PlannerNode(Node):
         self.message_wait_s: float = self.declare_parameter("message_wait_s", 5.0).value
         # the executor is given up on (and the robot idles) after this long without its server or any news of a goal
         self.executor_timeout_s: float = self.declare_parameter("executor_timeout_s", 10.0).value
+        self.goal_answer_timeout_s: float = self.declare_parameter("goal_answer_timeout_s", 1.0).value
         self.executor_lost: float | None = None  # since when the executor has not been reachable
         self.waiting_since = 0.0  # when the turn last stopped to wait for the executor
         # status: the sim bridge times delivery (the status lists what arrives); arrival: hand over on receipt
@@ -177,6 +182,16 @@ class PlannerNode(Node):
         waiting = skill is not None and not skill.message and skill.outcome is None and self.request is not None
         if waiting and time.monotonic() - max(skill.heard, self.waiting_since) > self.executor_timeout_s:
             self._executor_lost(skill, f"no news of the goal for {self.executor_timeout_s:g} s")
+        elif (
+            waiting and skill.sent and not skill.answered and time.monotonic() - skill.sent > self.goal_answer_timeout_s
+        ):
+            text = format_action(skill.action, self.brain.info.benchmark)
+            self.get_logger().warning(
+                f"no answer to the goal {text} within {self.goal_answer_timeout_s:g} s: sending it again "
+                "(DDS drops a goal's answer while the executor has not yet discovered this planner)",
+                throttle_duration_sec=self.executor_timeout_s,
+            )
+            self._send_skill(skill, text)
 
     def _executor_lost(self, skill: RunningSkill, why: str) -> None:
         """The executor is gone: say so (once per outage) and fail the skill, so the robot decides anew (and idles
@@ -332,7 +347,8 @@ class PlannerNode(Node):
             ExecuteSkill.Goal(action=text, step=self.step),
             feedback_callback=lambda f, s=skill: self._on_skill_feedback(s, f),
         )
-        sent = time.monotonic()
+        sent = skill.sent = time.monotonic()
+        skill.answered = False
         future.add_done_callback(lambda f, s=skill: self._on_skill_response(s, f, sent))
 
     def _on_skill_response(self, skill: RunningSkill, future: Any, sent: float) -> None:
@@ -342,6 +358,9 @@ class PlannerNode(Node):
         if self.executor_lost is not None and sent >= self.executor_lost:
             self.get_logger().info(f"the executor of {self.robot} answers again")
             self.executor_lost = None
+        if sent != skill.sent:  # a late answer to a goal sent again since (the executor has replaced that goal)
+            return
+        skill.answered = True
         handle = future.result()
         if not handle.accepted:
             skill.outcome = SkillOutcome(skill.action, False, "rejected by the executor", 0)
