@@ -31,93 +31,94 @@ class _Answer:
         return type("Handle", (), {"accepted": False})()
 
 
-def test_only_an_answer_to_a_goal_sent_since_the_outage_says_the_executor_is_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from coteam_ros.nodes.planner import PlannerNode, RunningSkill
-
+@pytest.fixture
+def nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A private ROS domain and rclpy session; the test adds its nodes to the list."""
     isolate_ros(tmp_path, monkeypatch)
-    with rclpy_session() as nodes:
-        planner = PlannerNode(namespace="/alice", parameter_overrides=[Parameter("robot", value="alice")])
-        nodes.append(planner)
-        skill = RunningSkill(HighLevelAction(Verb.EXPLORE, ObjectRef("kitchen", 1)), 0)
-        sent_before = time.monotonic()
-        planner._executor_lost(skill, "no news of the goal for 2 s")
-        lost = planner.executor_lost
-        planner._on_skill_response(skill, _Answer(), sent_before)
-        assert planner.executor_lost == lost  # still lost: that answer predates the outage
-        planner._on_skill_response(skill, _Answer(), time.monotonic())
-        assert planner.executor_lost is None  # back
+    with rclpy_session() as session:
+        yield session
+
+
+def _alice_planner(nodes: list, *overrides: Parameter):
+    from coteam_ros.nodes.planner import PlannerNode
+
+    planner = PlannerNode(namespace="/alice", parameter_overrides=[Parameter("robot", value="alice"), *overrides])
+    nodes.append(planner)
+    return planner
+
+
+def test_only_an_answer_to_a_goal_sent_since_the_outage_says_the_executor_is_back(nodes: list) -> None:
+    from coteam_ros.nodes.planner import RunningSkill
+
+    planner = _alice_planner(nodes)
+    skill = RunningSkill(HighLevelAction(Verb.EXPLORE, ObjectRef("kitchen", 1)), 0)
+    sent_before = time.monotonic()
+    planner._executor_lost(skill, "no news of the goal for 2 s")
+    lost = planner.executor_lost
+    planner._on_skill_response(skill, _Answer(), sent_before)
+    assert planner.executor_lost == lost  # still lost: that answer predates the outage
+    planner._on_skill_response(skill, _Answer(), time.monotonic())
+    assert planner.executor_lost is None  # back
 
 
 def test_a_goal_whose_answer_was_lost_is_sent_again_and_a_late_answer_to_it_is_ignored(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    nodes: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """DDS drops a goal's answer while the executor's server has not yet discovered the planner's client (Fast DDS:
     "client will not receive response"); the planner sends the goal again after ``goal_answer_timeout_s``."""
-    from coteam_ros.nodes.planner import PlannerNode, RunningSkill
+    from coteam_ros.nodes.planner import RunningSkill
 
-    isolate_ros(tmp_path, monkeypatch)
-    with rclpy_session() as nodes:
-        planner = PlannerNode(
-            namespace="/alice",
-            parameter_overrides=[Parameter("robot", value="alice"), Parameter("goal_answer_timeout_s", value=0.5)],
-        )
-        nodes.append(planner)
-        sent: list[str] = []
-        monkeypatch.setattr(planner, "_send_skill", lambda skill, text: sent.append(text))
-        skill = RunningSkill(HighLevelAction(Verb.EXPLORE, ObjectRef("kitchen", 1)), 0)
-        planner.skill, planner.request = skill, object()  # the turn waits for the executor
-        skill.sent = time.monotonic()
-        planner._on_timer()
-        assert sent == []
-        skill.sent = first = time.monotonic() - 1.0
-        planner._on_timer()
-        assert sent == ["[goexplore] <kitchen> (1)"]
+    planner = _alice_planner(nodes, Parameter("goal_answer_timeout_s", value=0.5))
+    sent: list[str] = []
+    monkeypatch.setattr(planner, "_send_skill", lambda skill, text: sent.append(text))
+    skill = RunningSkill(HighLevelAction(Verb.EXPLORE, ObjectRef("kitchen", 1)), 0)
+    planner.skill, planner.request = skill, object()  # the turn waits for the executor
+    skill.sent = time.monotonic()
+    planner._on_timer()
+    assert sent == []
+    skill.sent = first = time.monotonic() - 1.0
+    planner._on_timer()
+    assert sent == ["[goexplore] <kitchen> (1)"]
 
-        skill.sent = time.monotonic()  # as _send_skill records the goal sent again
-        planner._on_skill_response(skill, _Answer(), first)  # the first goal's answer, late
-        assert not skill.answered and skill.outcome is None
-        planner._on_skill_response(skill, _Answer(), skill.sent)
-        assert skill.answered and skill.outcome is not None  # the answer to the goal sent again counts
+    skill.sent = time.monotonic()  # as _send_skill records the goal sent again
+    planner._on_skill_response(skill, _Answer(), first)  # the first goal's answer, late
+    assert not skill.answered and skill.outcome is None
+    planner._on_skill_response(skill, _Answer(), skill.sent)
+    assert skill.answered and skill.outcome is not None  # the answer to the goal sent again counts
 
 
-def test_the_same_action_sent_again_takes_the_running_skill_over(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_same_action_sent_again_takes_the_running_skill_over(nodes: list) -> None:
     from coteam_interfaces.action import ExecuteSkill
     from rclpy.action import ActionClient
     from rclpy.executors import SingleThreadedExecutor
 
     from coteam_ros.nodes.executor import ExecutorNode
 
-    isolate_ros(tmp_path, monkeypatch)
-    with rclpy_session() as nodes:
-        executor_node = ExecutorNode(namespace="/alice", parameter_overrides=[Parameter("robot", value="alice")])
-        test = rclpy.create_node("planner_stand_in")
-        nodes += [executor_node, test]
-        spin = SingleThreadedExecutor()
-        spin.add_node(executor_node)
-        spin.add_node(test)
-        client = ActionClient(test, ExecuteSkill, "/alice/execute_skill")
-        deadline = time.monotonic() + 20
+    executor_node = ExecutorNode(namespace="/alice", parameter_overrides=[Parameter("robot", value="alice")])
+    test = rclpy.create_node("planner_stand_in")
+    nodes += [executor_node, test]
+    spin = SingleThreadedExecutor()
+    spin.add_node(executor_node)
+    spin.add_node(test)
+    client = ActionClient(test, ExecuteSkill, "/alice/execute_skill")
+    deadline = time.monotonic() + 20
 
-        def wait(future):
-            while not future.done() and time.monotonic() < deadline:
-                spin.spin_once(timeout_sec=0.05)
-            assert future.done()
-            return future.result()
-
-        while not client.server_is_ready() and time.monotonic() < deadline:
+    def wait(future):
+        while not future.done() and time.monotonic() < deadline:
             spin.spin_once(timeout_sec=0.05)
-        explore = "[goexplore] <kitchen> (1)"
-        first = wait(client.send_goal_async(ExecuteSkill.Goal(action=explore, step=0)))
-        assert first.accepted
-        again = wait(client.send_goal_async(ExecuteSkill.Goal(action=explore, step=0)))
-        assert again.accepted
-        superseded = wait(first.get_result_async())
-        assert superseded.status == GoalStatus.STATUS_ABORTED
-        assert superseded.result.failure_reason == "superseded by the same action sent again"
-        other = wait(client.send_goal_async(ExecuteSkill.Goal(action="[goexplore] <bedroom> (2)", step=0)))
-        assert not other.accepted, "another action while one runs is rejected"
-        client.destroy()
+        assert future.done()
+        return future.result()
+
+    while not client.server_is_ready() and time.monotonic() < deadline:
+        spin.spin_once(timeout_sec=0.05)
+    explore = "[goexplore] <kitchen> (1)"
+    first = wait(client.send_goal_async(ExecuteSkill.Goal(action=explore, step=0)))
+    assert first.accepted
+    again = wait(client.send_goal_async(ExecuteSkill.Goal(action=explore, step=0)))
+    assert again.accepted
+    superseded = wait(first.get_result_async())
+    assert superseded.status == GoalStatus.STATUS_ABORTED
+    assert superseded.result.failure_reason == "superseded by the same action sent again"
+    other = wait(client.send_goal_async(ExecuteSkill.Goal(action="[goexplore] <bedroom> (2)", step=0)))
+    assert not other.accepted, "another action while one runs is rejected"
+    client.destroy()
