@@ -357,7 +357,12 @@ def ros_episode(suite: str, episode: int, robots: int, tmp: Path, context: objec
         procs[child.label] = subprocess.Popen(
             child.argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
         )
-        while child.bridge and clock.get_publisher_count() == 0 and time.monotonic() < start + EPISODE_TIMEOUT_S:
+        while (
+            child.bridge
+            and clock.get_publisher_count() == 0
+            and procs[child.label].poll() is None
+            and time.monotonic() < start + EPISODE_TIMEOUT_S
+        ):
             executor.spin_once(timeout_sec=POLL_S)
     bridge_label = next(c.label for c in children if c.bridge)
     reaped: dict[str, Reaped] = {}
@@ -566,8 +571,9 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
     ]
     lines += [
         "",
-        "Whole runs: *ROS startup s* from spawning the nodes to the first step (interpreters, imports, loading the "
-        "episode, DDS discovery); *bridge s* the bridge's `wall_s` (from its own start, so including the wait for "
+        "Whole runs: *ROS startup s* from spawning the bridge to the first step (the robots' nodes start once this "
+        "benchmark hears the bridge's `/clock`; interpreters, imports, loading the episode, DDS discovery); "
+        "*bridge s* the bridge's `wall_s` (from its own start, so including the wait for "
         "the other nodes); *process s* from spawning to the exit of the process (ROS: of the bridge, after it wrote "
         "the results); CPU s: user + system time of every process of the run (`os.wait4`), start-up included.",
         "",

@@ -17,12 +17,13 @@ def domain_id() -> int:
     """A fresh ROS domain in 1..100 for each isolated test (Fast DDS ports stay below Linux's ephemeral range).
 
     The xdist workers share the range out, and within its share a worker gives each test the next domain (offset by
-    the pid, to spread separate runs). A test thus never meets the participants of an earlier one, nor the shared
-    memory a Fast DDS process killed with SIGKILL leaves behind in its domain: after a fault test killed a planner, a
+    the pid, to spread separate runs). A test thus meets neither the participants of the tests just before it nor the
+    shared memory a Fast DDS process killed with SIGKILL leaves behind in its domain (a share of 50 domains per worker
+    with two workers comes round again only after 50 tests): after a fault test killed a planner, a
     later test's planner in the same domain once hung before its first step."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
     index = int(worker) if worker.isdigit() else 0
-    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    workers = min(100, max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
     share = max(1, 100 // workers)
     return 1 + (index % workers) * share + (os.getpid() + next(_tests_isolated)) % share
 

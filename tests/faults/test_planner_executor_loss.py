@@ -77,6 +77,10 @@ def test_a_goal_whose_answer_was_lost_is_sent_again_and_a_late_answer_to_it_is_i
     planner._on_timer()
     assert sent == []
     skill.sent = first = time.monotonic() - 1.0
+    monkeypatch.setattr(planner.skill_client, "server_is_ready", lambda: False)
+    planner._on_timer()
+    assert sent == [], "no executor server: executor_timeout_s deals with that"
+    monkeypatch.setattr(planner.skill_client, "server_is_ready", lambda: True)
     planner._on_timer()
     assert sent == ["[goexplore] <kitchen> (1)"]
 
@@ -87,7 +91,7 @@ def test_a_goal_whose_answer_was_lost_is_sent_again_and_a_late_answer_to_it_is_i
     assert skill.answered and skill.outcome is not None  # the answer to the goal sent again counts
 
 
-def test_the_same_action_sent_again_takes_the_running_skill_over(nodes: list) -> None:
+def test_a_goal_sent_again_takes_the_running_skill_over_or_gets_the_result_of_the_ended_one(nodes: list) -> None:
     from coteam_interfaces.action import ExecuteSkill
     from rclpy.action import ActionClient
     from rclpy.executors import SingleThreadedExecutor
@@ -121,4 +125,14 @@ def test_the_same_action_sent_again_takes_the_running_skill_over(nodes: list) ->
     assert superseded.result.failure_reason == "superseded by the same action sent again"
     other = wait(client.send_goal_async(ExecuteSkill.Goal(action="[goexplore] <bedroom> (2)", step=0)))
     assert not other.accepted, "another action while one runs is rejected"
+    later = wait(client.send_goal_async(ExecuteSkill.Goal(action=explore, step=5)))
+    assert not later.accepted, "the same action decided at another step is another goal"
+
+    wait(again.cancel_goal_async())
+    assert wait(again.get_result_async()).status == GoalStatus.STATUS_CANCELED
+    repeat = wait(client.send_goal_async(ExecuteSkill.Goal(action=explore, step=0)))
+    assert repeat.accepted
+    answer = wait(repeat.get_result_async())
+    assert answer.result.failure_reason == "canceled", "the goal sent again gets the result of the skill that ended"
+    assert executor_node.job is None, "and the skill does not run a second time"
     client.destroy()

@@ -154,6 +154,7 @@ class ValueModel:
         self._outcomes: dict[tuple, Outcome] = {}
         self._choices: dict[tuple, list[Key]] = {}
         self._leaders: list[tuple[Robot, Key | None]] | None = None
+        self._rollout_choice: tuple[Key | None] | None = None
         self._masks: dict[tuple, list[bool]] = {}
         fields = self.model.ROBOT_FIELDS
         self._starts: dict[str, tuple] = {}
@@ -287,9 +288,11 @@ class ValueModel:
     def rollout_choice(self) -> Key | None:
         """My next action under the rollouts' default policy, on the first particle: what every option's rollout
         assumes I do once my first action is done."""
-        s = self.particles[0].copy()
-        self.model.put_robot(s, self._start(self.me))
-        return self.model.default(s)
+        if self._rollout_choice is None:
+            s = self.particles[0].copy()
+            self.model.put_robot(s, self._start(self.me))
+            self._rollout_choice = (self.model.default(s),)
+        return self._rollout_choice[0]
 
     # --- outcomes ------------------------------------------------------------------------------------------
     def key(self, option: ActionOption) -> Key | None:

@@ -1,13 +1,13 @@
-"""The QoS profiles of coteam's topics, written once for every node (and the tests and benchmarks that listen).
+"""The QoS profiles of coteam's topics, written once for every node.
 
 * ``LATCHED``: the latest value, kept for a node that joins late (a robot's status, its step tick, ``/map``, the
   semantic map).
 * ``STREAM``: a reliable stream nobody needs the past of (odometry, detections, ``/clock``).
 * ``TEAM_MESSAGES``: ``/team/messages``; a late-joining teammate still gets the recent past (the inbox drops what
   it has already seen).
-* ``DECISIONS``: a planner's decisions. Kept like team messages: the first decision of an episode is made as soon as
-  the planner hears the bridge's first status, which can be before the planner has discovered the bridge's
-  ``decision`` subscription; a volatile topic lost it, and the run's trace missed a decision.
+* ``DECISIONS``: a planner's decisions, kept like team messages (the same profile): the first decision of an
+  episode is made as soon as the planner hears the bridge's first status, which can be before the planner has
+  discovered the bridge's ``decision`` subscription; a volatile topic lost it, and the run's trace missed one.
 * ``CAMERA``: a step's camera views are a burst (six per robot in C-WAH): the writer keeps several steps of them
   until they are read.
 
@@ -23,5 +23,5 @@ STREAM = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability
 TEAM_MESSAGES = QoSProfile(
     depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
-DECISIONS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+DECISIONS = TEAM_MESSAGES
 CAMERA = QoSProfile(depth=30, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)

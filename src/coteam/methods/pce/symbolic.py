@@ -126,14 +126,14 @@ class SymbolicContext:
     def _rollout_choice_first(self, ranked: list[ActionOption], utility: Mapping[str, float]) -> list[ActionOption]:
         """``ranked`` with the rollouts' own next action first when it is within :data:`ROLLOUT_CHOICE_TIE` of the
         best (ties otherwise go by option text)."""
-        if not ranked or ranked[0].text not in utility:
-            return ranked
         choice = self.value.rollout_choice()
+        if choice is None or not ranked or ranked[0].text not in utility or self.value.key(ranked[0]) == choice:
+            return ranked
         floor = utility[ranked[0].text] - ROLLOUT_CHOICE_TIE[self.memory.benchmark]
         for i, o in enumerate(ranked):
             if o.text not in utility or utility[o.text] < floor:
                 break
-            if i > 0 and choice is not None and self.value.key(o) == choice:
+            if self.value.key(o) == choice:
                 return [o, *ranked[:i], *ranked[i + 1 :]]
         return ranked
 

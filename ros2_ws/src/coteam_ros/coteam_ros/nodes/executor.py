@@ -6,9 +6,9 @@ Topics and actions, relative to the robot's namespace:
   ``[gocheck] <fridge> (31)``; feedback every step the robot acts for it (phase ``navigating`` / ``manipulating``,
   progress = the share of the current navigation goal's distance covered, and the step), result
   success / failure reason / steps taken; cancel stops the robot and answers ``canceled``. A goal for another
-  action while one runs is rejected; a goal for the same action takes the running skill over (the planner sends
-  a goal again when our answer to it was lost: DDS can drop a goal response while it is still discovering the
-  planner), and the older goal is aborted;
+  action while one runs is rejected. The planner sends a goal again (same action and step) when our answer to it
+  was lost (DDS can drop a goal response while it is still discovering the planner): that goal takes the running
+  skill over, the older goal being aborted, or, when the skill has ended since, gets its result at once;
 * calls ``navigate_to_pose`` -- the simulator's navigator (``navigation: sim``, ``coteam_interfaces``' copy of
   the interface) or the robot's Nav2 (``navigation: nav2``, ``nav2_msgs``): the same client code, fields and
   error codes. The skill re-checks its stop condition at every status and moves or cancels the goal;
@@ -111,6 +111,8 @@ class ExecutorNode(Node):
         self.ready = False
         self.stamp: tuple[int, int] = (0, 0)
         self.job: Job | None = None
+        # The last job that ended (action, step, result, final state): a goal for it sent again gets its result.
+        self.ended: tuple[HighLevelAction, int, ExecuteSkill.Result, str] | None = None
         self.nav: NavigationState | None = None
         self.manipulating = False
         self.manipulation: Any = None  # a real arm's running goal (ClientGoalHandle)
@@ -156,21 +158,31 @@ class ExecutorNode(Node):
         if action.verb == Verb.SEND_MESSAGE:
             self.get_logger().warning("rejected a message: the planner sends messages on /team/messages")
             return GoalResponse.REJECT
-        if self.job is not None and action != self.job.action:
+        if self.job is not None and not self._sent_again(action, goal.step, self.job.action, self.job.step):
             self.get_logger().warning(f"rejected {goal.action!r}: still running {self.job.action}")
             return GoalResponse.REJECT
-        return GoalResponse.ACCEPT  # the action running, sent again: the planner lost our answer to its goal
+        return GoalResponse.ACCEPT
+
+    @staticmethod
+    def _sent_again(action: HighLevelAction, step: int, earlier: HighLevelAction, earlier_step: int) -> bool:
+        """Whether a goal repeats an earlier one: the planner sends a goal again (same action, same step) when our
+        answer to it was lost."""
+        return action == earlier and step == earlier_step
 
     def _on_accepted(self, handle: ServerGoalHandle) -> None:
         goal = handle.request
         action = parse_action(goal.action, self.benchmark)
         job = self.job
-        if job is not None and job.action == action:  # the new goal takes the running skill over
+        if job is not None and self._sent_again(action, goal.step, job.action, job.step):  # it takes the skill over
             old, job.handle = job.handle, handle
             result = ExecuteSkill.Result(success=False, failure_reason="superseded by the same action sent again")
             self.goals.finish(old, result, "abort")
             if job.feedback is not None and job.armed_step == self.step:
                 handle.publish_feedback(job.feedback)
+            return
+        ended = self.ended
+        if ended is not None and self._sent_again(action, goal.step, ended[0], ended[1]):  # already done: its result
+            self.goals.finish(handle, ended[2], ended[3])
             return
         self.job = Job(handle, action, goal.step)
         self._drive()
@@ -263,6 +275,7 @@ class ExecutorNode(Node):
             success=outcome.success, failure_reason=outcome.reason, steps_taken=outcome.primitives
         )
         state = "succeed" if outcome.success else ("canceled" if outcome.reason == "canceled" else "abort")
+        self.ended = (job.action, job.step, result, state)
         self.goals.finish(job.handle, result, state)
 
     # --- navigation goals ---------------------------------------------------------------------------------------

@@ -25,8 +25,8 @@ task, see ``coteam_ros.episode``), ``message_wait_s``, ``message_delivery`` (``s
 says; ``arrival``: on real robots, at the next status after the message arrived), ``executor_timeout_s`` (an
 executor without a server, or silent about a running goal, this long is reported once as an error; its skill fails
 with ``executor unavailable`` and the robot idles until the executor answers again), ``goal_answer_timeout_s`` (a
-goal the executor has not answered this long is sent again: DDS drops a goal's answer while the executor's server
-has not yet discovered this planner, and the executor lets the same action sent again take its skill over),
+goal the executor has not answered this long is sent again with its step: DDS drops a goal's answer while the
+executor's server has not yet discovered this planner; the executor lets it take its skill over),
 ``signing_key`` (the robot's private key; empty: the team does not sign), ``team_keys`` (the team's public keys),
 ``max_message_age_s`` (a signed message older than this is refused), ``stale_message_steps`` (a waiting message
 this many steps older than the robot's clock that no status delivered is dropped).
@@ -69,6 +69,7 @@ class RunningSkill:
     outcome: SkillOutcome | None = None
     heard: float = field(default_factory=time.monotonic)  # when the executor last said anything about it
     sent: float = 0.0  # when its goal was last sent to the executor
+    goal_step: int = -1  # the step of its goal (the step it was first sent at)
     answered: bool = False  # the executor has answered that goal
 
 
@@ -183,7 +184,12 @@ class PlannerNode(Node):
         if waiting and time.monotonic() - max(skill.heard, self.waiting_since) > self.executor_timeout_s:
             self._executor_lost(skill, f"no news of the goal for {self.executor_timeout_s:g} s")
         elif (
-            waiting and skill.sent and not skill.answered and time.monotonic() - skill.sent > self.goal_answer_timeout_s
+            waiting
+            and not self.done
+            and skill.sent
+            and not skill.answered
+            and time.monotonic() - skill.sent > self.goal_answer_timeout_s
+            and self.skill_client.server_is_ready()  # else the executor is away: executor_timeout_s deals with it
         ):
             text = format_action(skill.action, self.brain.info.benchmark)
             self.get_logger().warning(
@@ -343,8 +349,10 @@ class PlannerNode(Node):
             self.get_logger().info("waiting for execute_skill", throttle_duration_sec=5.0)
             call_later(self, RETRY_S, lambda: self._send_skill(skill, text) if self.skill is skill else None)
             return
+        if skill.goal_step < 0:
+            skill.goal_step = self.step
         future = self.skill_client.send_goal_async(
-            ExecuteSkill.Goal(action=text, step=self.step),
+            ExecuteSkill.Goal(action=text, step=skill.goal_step),  # a goal sent again keeps its step
             feedback_callback=lambda f, s=skill: self._on_skill_feedback(s, f),
         )
         sent = skill.sent = time.monotonic()
