@@ -17,10 +17,10 @@ def domain_id() -> int:
     """A fresh ROS domain in 1..100 for each isolated test (Fast DDS ports stay below Linux's ephemeral range).
 
     The xdist workers share the range out, and within its share a worker gives each test the next domain (offset by
-    the pid, to spread separate runs). A test thus meets neither the participants of the tests just before it nor the
-    shared memory a Fast DDS process killed with SIGKILL leaves behind in its domain (a share of 50 domains per worker
-    with two workers comes round again only after 50 tests): after a fault test killed a planner, a
-    later test's planner in the same domain once hung before its first step."""
+    the pid, to spread separate runs); with two workers a domain comes round again after 50 tests. A test thus meets
+    neither the participants of the tests just before it nor the shared memory that a Fast DDS process killed with
+    SIGKILL leaves in its domain: after a fault test killed a planner, a later test's planner in the same domain
+    once hung before its first step."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
     index = int(worker) if worker.isdigit() else 0
     workers = min(100, max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))

@@ -272,10 +272,10 @@ def test_among_equal_options_the_rollouts_own_next_action_ranks_first(
     scene = get_suite(suite).episodes()[0].build()
     brain = pce_brain(Simulator(scene, ("alice",)), "alice")
     value, ctx = _value(brain, particles=2)
-    assert value.rollout_choice() in {value.key(o) for o in ctx.options}
+    assert value.rollout_choice in {value.key(o) for o in ctx.options}
     physical = sorted((o for o in ctx.options if value.key(o) is not None), key=lambda o: o.text)
     chosen = physical[-1]  # say the default policy would do what comes last by text
-    monkeypatch.setattr(value, "rollout_choice", lambda: value.key(chosen))
+    monkeypatch.setattr(value, "rollout_choice", value.key(chosen))
 
     def ranked_first(handicap: float) -> ActionOption:
         sym = SymbolicContext(brain.memory, value.belief, ctx.options, Weights(), 2, False, value)

@@ -49,6 +49,7 @@ import random
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from coteam.actions import HighLevelAction, ObjectRef, Verb, parse_action
@@ -154,7 +155,6 @@ class ValueModel:
         self._outcomes: dict[tuple, Outcome] = {}
         self._choices: dict[tuple, list[Key]] = {}
         self._leaders: list[tuple[Robot, Key | None]] | None = None
-        self._rollout_choice: tuple[Key | None] | None = None
         self._masks: dict[tuple, list[bool]] = {}
         fields = self.model.ROBOT_FIELDS
         self._starts: dict[str, tuple] = {}
@@ -285,14 +285,13 @@ class ValueModel:
         h = self._hands_index
         return (*base[:h], list(base[h]), *base[h + 1 :])
 
+    @cached_property
     def rollout_choice(self) -> Key | None:
         """My next action under the rollouts' default policy, on the first particle: what every option's rollout
         assumes I do once my first action is done."""
-        if self._rollout_choice is None:
-            s = self.particles[0].copy()
-            self.model.put_robot(s, self._start(self.me))
-            self._rollout_choice = (self.model.default(s),)
-        return self._rollout_choice[0]
+        s = self.particles[0].copy()
+        self.model.put_robot(s, self._start(self.me))
+        return self.model.default(s)
 
     # --- outcomes ------------------------------------------------------------------------------------------
     def key(self, option: ActionOption) -> Key | None:

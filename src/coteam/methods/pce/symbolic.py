@@ -126,7 +126,7 @@ class SymbolicContext:
     def _rollout_choice_first(self, ranked: list[ActionOption], utility: Mapping[str, float]) -> list[ActionOption]:
         """``ranked`` with the rollouts' own next action first when it is within :data:`ROLLOUT_CHOICE_TIE` of the
         best (ties otherwise go by option text)."""
-        choice = self.value.rollout_choice()
+        choice = self.value.rollout_choice
         if choice is None or not ranked or ranked[0].text not in utility or self.value.key(ranked[0]) == choice:
             return ranked
         floor = utility[ranked[0].text] - ROLLOUT_CHOICE_TIE[self.memory.benchmark]
