@@ -287,8 +287,10 @@ class ValueModel:
 
     @cached_property
     def rollout_choice(self) -> Key | None:
-        """My next action under the rollouts' default policy, on the first particle: what every option's rollout
-        assumes I do once my first action is done."""
+        """The default policy's action for me now, on the first particle: the policy every option's rollout follows
+        after its first action, so choosing this action keeps the plan those rollouts valued. The leaders' first
+        actions are not applied first (applying them, and predicting a teammate with the same near-tie rule, did not
+        help: docs/benchmarks.md)."""
         s = self.particles[0].copy()
         self.model.put_robot(s, self._start(self.me))
         return self.model.default(s)
