@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 from coteam.actions import Verb, format_action, parse_action
 from coteam.messages import TeamStatus, decode_payload
@@ -193,3 +194,35 @@ def test_a_message_is_sent_only_when_it_changes_the_teammates_choice():
     assert "alice" not in quiet.memory.teammates
     decision, _ = quiet.decide()
     assert decision.action.verb != Verb.SEND_MESSAGE
+
+
+def test_with_nothing_left_to_find_looks_again_where_it_looked_longest_ago():
+    """Every room seen and every container open, and a goal item nowhere: nothing is worth anything, and the robot
+    looks again in the room it was in longest ago. It used to take the rooms by name, so the one it had just left
+    often came first and it paced at a doorway between two rooms (a C-WAH tuning episode, 30 steps)."""
+    base = get_suite("cwah-test").episodes()[0].build()
+    missing = base.task.needed_names()
+    items = tuple(i for i in base.items if i.name not in missing)
+    containers = frozenset(c.id for c in base.containers)
+    scene = replace(
+        base,
+        items=items,
+        placements={i.id: base.placements[i.id] for i in items},
+        initially_open=containers,
+    )
+    assert missing
+    sim = Simulator(scene, ("alice",))
+    brain = pce_brain(sim)
+    by_name = sorted(scene.floorplan.rooms, key=lambda r: r.name)
+    assert len(by_name) >= 3
+    # Visit the second room by name first and the first by name last but one: by name, it would come first.
+    order = [by_name[1], *by_name[2:-1], by_name[0], by_name[-1]]
+    for room in order:
+        sim.step({})
+        _teleport(sim, "alice", room.id, brain)
+    assert not brain.memory.unexplored_rooms() and not brain.memory.unchecked_containers()
+    for stalest in order[:2]:
+        decision, _ = brain.decide()
+        assert (decision.action.verb, decision.action.target.id) == (Verb.EXPLORE, stalest.id)
+        sim.step({})
+        _teleport(sim, "alice", stalest.id, brain)

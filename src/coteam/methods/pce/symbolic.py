@@ -19,10 +19,11 @@ Scenarios condition on a set of (variable, truth value) pairs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from coteam.actions import truncate_message
+from coteam.actions import Verb, truncate_message
 from coteam.belief import BeliefState, UncertainVariable
 from coteam.memory import AgentMemory
 from coteam.messages import TeamStatus
@@ -119,9 +120,24 @@ class SymbolicContext:
                     weight = w.beta if o.action.is_message else w.alpha
                     utility[o.text] = scores[0] - w.lam * weight * scores[1]
             self._utility[key] = utility
-            ranked = sorted(usable, key=lambda o: (o.text not in utility, -utility.get(o.text, 0.0), o.text))
+            ranked = sorted(
+                usable,
+                key=lambda o: (o.text not in utility, -utility.get(o.text, 0.0), self._staleness(o, utility), o.text),
+            )
             self._ranked[key] = self._rollout_choice_first(ranked, utility)
         return self._ranked[key]
+
+    def _staleness(self, option: ActionOption, utility: Mapping[str, float]) -> float:
+        """Among options worth nothing, rooms I was in longest ago first, then the rest: with nothing left to find,
+        a robot looks again where it looked longest ago (by name, the room it had just left often came first, and
+        it paced at a doorway between two rooms). 0 for every option worth something: their ties stay as they
+        were."""
+        if option.text in utility:
+            return 0.0
+        target = option.action.target
+        if option.action.verb != Verb.EXPLORE or target is None:
+            return math.inf
+        return self.memory.room_visits.get(target.id, -1)
 
     def _rollout_choice_first(self, ranked: list[ActionOption], utility: Mapping[str, float]) -> list[ActionOption]:
         """``ranked`` with the rollouts' own next action first when it is within :data:`ROLLOUT_CHOICE_TIE` of the
