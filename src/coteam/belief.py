@@ -388,7 +388,7 @@ class BeliefState:
             if name not in out or k in m.objects or k in moved:
                 continue
             # I was in that room after the report and saw every part of it without seeing the item: it is gone.
-            if m.room_visits.get(room, -1) > step and m.is_explored(room):
+            if m.last_visit(room) > step and m.is_explored(room):
                 continue
             place = self._room_place(room)
             out[name].append(_Instance(k, name, room, step, place))
@@ -422,7 +422,7 @@ class BeliefState:
                     rooms.add(s.room)  # entering a C-WAH room shows all of it
                 factor = TEAMMATE_EXPLORED_FACTOR if s.seen_complete else TEAMMATE_EXPLORED_TRUNCATED_FACTOR
                 for r in rooms:
-                    if m.room_visits.get(r, -1) > s.step and m.is_explored(r):
+                    if m.last_visit(r) > s.step and m.is_explored(r):
                         continue
                     out[r] = min(out.get(r, 1.0), factor)
         return out

@@ -173,6 +173,10 @@ class AgentMemory:
     def is_explored(self, room_id: int) -> bool:
         return len(self.room_coverage.get(room_id, ())) >= FULL_TURN_BINS
 
+    def last_visit(self, room_id: int) -> int:
+        """The last step this agent was in the room (-1: never)."""
+        return self.room_visits.get(room_id, -1)
+
     def is_partly_explored(self, room_id: int) -> bool:
         return bool(self.room_coverage.get(room_id))
 

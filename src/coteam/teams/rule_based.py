@@ -32,8 +32,8 @@ def stalest(ctx: DecisionContext, room_options: Sequence[ActionOption]) -> Actio
     if not room_options:
         physical = [o for o in ctx.options if not o.action.is_message]
         return nearest(physical) or ctx.options[0]
-    visits = ctx.memory.room_visits
-    return min(room_options, key=lambda o: (visits.get(o.action.target.id, -1), o.text))  # type: ignore[union-attr]
+    m = ctx.memory
+    return min(room_options, key=lambda o: (m.last_visit(o.action.target.id), o.text))  # type: ignore[union-attr]
 
 
 Rule = tuple[ActionOption, str, Sequence[ActionOption]]  # the choice, the rule, the options it was the nearest of

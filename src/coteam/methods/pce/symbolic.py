@@ -137,7 +137,7 @@ class SymbolicContext:
         target = option.action.target
         if option.action.verb != Verb.EXPLORE or target is None:
             return math.inf
-        return self.memory.room_visits.get(target.id, -1)
+        return self.memory.last_visit(target.id)
 
     def _rollout_choice_first(self, ranked: list[ActionOption], utility: Mapping[str, float]) -> list[ActionOption]:
         """``ranked`` with the rollouts' own next action first when it is within :data:`ROLLOUT_CHOICE_TIE` of the
