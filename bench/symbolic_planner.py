@@ -135,7 +135,7 @@ READING = [
     "",
     "Time per decision: the p95 is over every decision of the suite. It depends on the machine and how busy it "
     "is: the same planner measured 28.9 ms (C-WAH) and 44.3 ms (TDW-MAT) on an earlier, quieter day and 60.2 / 67.9 "
-    "ms on a busy afternoon; this run's machine is faster (the whole section takes about 4 "
+    "ms on a busy afternoon; this run's machine is faster (the whole section takes about 5 "
     "minutes). A TDW-MAT episode's early decisions are the slowest: they weigh a dozen options over 16 particles "
     "before anything is known.",
 ]
