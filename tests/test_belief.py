@@ -10,6 +10,7 @@ import math
 import re
 import statistics
 import time
+from pathlib import Path
 
 import pytest
 
@@ -107,9 +108,11 @@ def test_priors_and_abstract_models_are_shared_not_copied():
         assert getattr(abstract, name) is getattr(priors, name)
     for copy in ("ROOM_PRIOR", "CONTAINER_PRIOR", "IN_CONTAINER_PRIOR", "_FOOD_NAMES", "_TABLEWARE_NAMES"):
         assert not hasattr(abstract, copy) and not hasattr(mcts, copy)
-    # The MCTS baseline searches the core's abstract models, the ones the team value model rolls out.
-    for name in ("CwahModel", "TdwModel", "CostModel", "Geometry"):
+    # The MCTS baseline searches the core's abstract models, the ones the team value model rolls out, on the
+    # team's geometry (the kit's, as every team's).
+    for name in ("CwahModel", "TdwModel", "CostModel"):
         assert getattr(mcts, name) is getattr(abstract, name)
+    assert "def geometry" not in Path(mcts.__file__).read_text()
     assert priors.item_category("apple") == "food" and priors.item_category("plate") == "tableware"
     assert priors.item_category("iphone") == "stuff" and priors.item_category("towel") == "misc"
 

@@ -133,4 +133,5 @@ def test_explain_asks_coela_how_to_print_its_decisions(tmp_path, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "Drafted message:" in out and "Planner answered" in out and "coela.plan symbolic" in out
-    assert main([*argv, "--png", str(tmp_path / "x.png")]) == 2  # coela draws nothing: a one-line error
+    assert main([*argv, "--png", str(tmp_path / "x.png")]) == 0  # every method's explanation can be drawn
+    assert (tmp_path / "x.png").read_bytes()[:4] == b"\x89PNG"

@@ -95,7 +95,7 @@ def test_hybrid_pce_asks_the_evaluator_only_on_close_calls_and_records_why(monke
     assert len(asked) == result.llm_calls and all(e["why"].startswith("close call: ") for e in asked)
     decisions = load_trace(tmp_path / "t.json")["decisions"]
     asked_in = [d["rationale"] for d in decisions if d["rationale"]["roles"].get("pce.evaluator", {}).get("why")]
-    lines = PceTeam.explain(asked_in[0])
+    lines = PceTeam.explain(asked_in[0]).lines()
     assert any(line.startswith("  pce.evaluator asked the model because: close call: ") for line in lines)
     with LoopbackOpenAIServer(scripted_pce_model) as server:  # the default margin: the model is rarely asked
         params = {"backend": "hybrid", "base_url": server.base_url}

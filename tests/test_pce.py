@@ -8,6 +8,7 @@ import json
 import pytest
 
 from coteam.actions import HighLevelAction, ObjectRef, Verb
+from coteam.kit.explanation import tree_lines
 from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.methods.pce import PceConfig
 from coteam.methods.pce.reasoner import ABLATIONS
@@ -20,7 +21,7 @@ from coteam.methods.pce.scoring import (
     score_leaf,
 )
 from coteam.methods.pce.scripted import scripted_pce_model
-from coteam.methods.pce.tree import Hypothesis, TreeError, depth, parse_tree, render_tree, scenarios
+from coteam.methods.pce.tree import Hypothesis, TreeError, depth, explained_tree, parse_tree, scenarios
 from coteam.world import Benchmark
 from coteam_harness.runner import run_episode
 from coteam_harness.trace import load_trace
@@ -125,12 +126,12 @@ def test_leaves_of_one_action_pool_their_expected_gain():
         action_utilities([single], [])
 
 
-def test_render_tree_marks_the_choice():
+def test_the_explained_tree_marks_the_choice():
     scores = [
         {"leaf": i, "likelihood": 0.5, "gain": 0.5, "cost_penalty": 0.1, "utility": u}
         for i, u in enumerate([0.2, 0.1, -0.3])
     ]
-    text = render_tree(GOOD, scores, chosen=0)
+    text = "\n".join(tree_lines(explained_tree(GOOD, scores, chosen=0)))
     assert "? <apple> (24) is still on the table" in text
     assert "#0 [gograb] <apple> (24)" in text and "<== chosen" in text.splitlines()[1]
 

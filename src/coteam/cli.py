@@ -67,11 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("methods", help="list reasoning methods and their switches")
     p.set_defaults(func=_cmd_methods)
-    p = sub.add_parser("explain", help="show one decision of a trace: options, reasoning, tree and scores")
+    p = sub.add_parser("explain", help="show one decision of a trace: the options and how its method chose")
     p.add_argument("trace")
     p.add_argument("--agent", required=True)
     p.add_argument("--step", type=int, required=True, help="the decision taken at (or last before) this step")
-    p.add_argument("--png", help="also draw the decision to this PNG (PCE: its assumption tree)")
+    p.add_argument("--png", help="also draw the decision to this PNG (its tree of alternatives, scores and text)")
     p.set_defaults(func=_cmd_explain)
     llm = sub.add_parser("llm", help="a local chat model (the local-llm extra)").add_subparsers(
         dest="llm_command", required=True

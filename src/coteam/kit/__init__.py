@@ -1,31 +1,42 @@
 """The method kit: what every reasoning method shares, so that a method is only its decision procedure and its
 prompts. Typed configs (:mod:`.config`), team base classes with the episode lifecycle (:mod:`.team`), the LLM-role
-toolkit (:mod:`.roles`), the situation slots of prompts (:mod:`.context`), lettered option lists
+toolkit (:mod:`.roles`), the role-method base (:mod:`.deliberation`), structured explanations
+(:mod:`.explanation`), the situation slots of prompts (:mod:`.context`), lettered option lists
 (:mod:`.lettered`), shared answer models and the message role (:mod:`.answers`), and what the hybrid backend asks
 a model that the belief cannot know (:mod:`.knowledge`). Register a method with
 :func:`coteam.registry.register_method` or the ``coteam.methods`` entry-point group."""
 
 from coteam.kit.config import MethodConfig, RoleMethodConfig, Switch, ValueRoleConfig
-from coteam.kit.context import actions_text, dialogue_text, situation_slots
+from coteam.kit.context import SITUATION_SLOTS, actions_text, dialogue_text, situation_slots
+from coteam.kit.deliberation import Deliberation, Lettered, RoleAgent
+from coteam.kit.explanation import Explanation, Section, TreeNode, rationale_section
 from coteam.kit.lettered import letter, match_option
 from coteam.kit.roles import RoleKit, RoleSession
 from coteam.kit.team import AgentReasoner, CentralisedTeam, MethodTeam, PerAgentTeam, TeamWrapper
 
 __all__ = [
+    "SITUATION_SLOTS",
     "AgentReasoner",
     "CentralisedTeam",
+    "Deliberation",
+    "Explanation",
+    "Lettered",
     "MethodConfig",
     "MethodTeam",
     "PerAgentTeam",
+    "RoleAgent",
     "RoleKit",
     "RoleMethodConfig",
     "RoleSession",
+    "Section",
     "Switch",
     "TeamWrapper",
+    "TreeNode",
     "ValueRoleConfig",
     "actions_text",
     "dialogue_text",
     "letter",
     "match_option",
+    "rationale_section",
     "situation_slots",
 ]

@@ -167,6 +167,8 @@ class RoleMethodConfig(MethodConfig):
     transcript: str | None = Field(None, description="JSONL file recording every model call")
     replay: str | None = Field(None, description="JSONL transcript to answer from, offline")
     cache: str | None = Field(None, description="sqlite response cache")
+    K_action: int = Field(5, ge=0, description="previous actions shown to the roles")
+    K_message: int = Field(4, ge=0, description="previous messages shown to the roles")
 
     LLM_FIELDS: ClassVar[tuple[str, ...]] = (
         "model",

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from coteam.kit.config import MethodConfig, RoleMethodConfig
+from coteam.kit.explanation import Explanation, rationale_section
 from coteam.kit.roles import RoleKit
 from coteam.navigation import NavGrid
 from coteam.observation import Message
@@ -37,6 +38,8 @@ class MethodTeam:
     payload_types: ClassVar[tuple[type[BaseModel], ...]] = ()  # what this method's messages may carry
     full_observability: ClassVar[bool] = False
 
+    _geometry: Geometry | None = None
+
     def __init__(self, config: MethodConfig | None = None, *, name: str | None = None):
         self.config = config if config is not None else self.Config()
         self.name = name or type(self).__name__.removesuffix("Team").lower()  # the registered name by convention
@@ -50,6 +53,13 @@ class MethodTeam:
         """The ``prompts`` folder next to the method's module: its prompt templates."""
         package = sys.modules[cls.__module__].__package__ or cls.__module__
         return resources.files(package) / "prompts"
+
+    def geometry(self, nav: NavGrid) -> Geometry:
+        """Path lengths on ``nav`` for the value model, cached for the whole team (pure geometry: nothing one agent
+        knows)."""
+        if self._geometry is None or self._geometry.nav is not nav:
+            self._geometry = Geometry(nav)
+        return self._geometry
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     def reset(self, info: EpisodeInfo) -> None:
@@ -73,30 +83,9 @@ class MethodTeam:
 
     # --- explaining ----------------------------------------------------------------------------------------------
     @classmethod
-    def explain(cls, rationale: Mapping[str, Any]) -> list[str]:
-        """Lines that explain one decision's rationale (``coteam explain``); methods override for their keys."""
-        return rationale_lines(rationale)
-
-    @classmethod
-    def draw(cls, decision: Mapping[str, Any], out: str) -> str:
-        """Draw one decision (``coteam explain --png``); methods with something to draw override it."""
-        raise ValueError(f"{cls.__name__} draws nothing for its decisions")
-
-
-def rationale_lines(rationale: Mapping[str, Any]) -> list[str]:
-    """A rationale's keys as ``key: value`` lines, and how each role was answered (source, tokens, calls, why the
-    model was asked, errors)."""
-    roles = rationale.get("roles") or {}
-    other = {k: v for k, v in rationale.items() if k not in ("roles", "context")}
-    lines = [f"{k}: {v}" for k, v in sorted(other.items())]
-    if roles:
-        lines.append(
-            "Roles: "
-            + ", ".join(f"{k} {v['source']} ({v['tokens']} tokens, {v['calls']} calls)" for k, v in roles.items())
-        )
-        lines += [f"  {k} asked the model because: {v['why']}" for k, v in roles.items() if v.get("why")]
-        lines += [f"  {k} error: {v['error']}" for k, v in roles.items() if v.get("error")]
-    return lines
+    def explain(cls, rationale: Mapping[str, Any]) -> Explanation:
+        """One recorded decision explained (``coteam explain``); methods override it to show their own keys."""
+        return Explanation((rationale_section(rationale),))
 
 
 class AgentReasoner:
@@ -125,14 +114,6 @@ class PerAgentTeam(MethodTeam):
     """A decentralised team: each agent decides on its own (``Agent``), from its own memory and messages."""
 
     Agent: ClassVar[type[AgentReasoner]] = AgentReasoner
-    _geometry: Geometry | None = None
-
-    def geometry(self, nav: NavGrid) -> Geometry:
-        """Path lengths on ``nav`` for the value model, cached for the team's agents (pure geometry: nothing one
-        agent knows)."""
-        if self._geometry is None or self._geometry.nav is not nav:
-            self._geometry = Geometry(nav)
-        return self._geometry
 
     def start_episode(self, info: EpisodeInfo) -> None:
         self.agents = {a: self.Agent(self, a, info, random.Random(f"{info.seed}:{self.name}:{a}")) for a in info.agents}

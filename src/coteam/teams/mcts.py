@@ -26,11 +26,10 @@ from typing import Any
 from pydantic import Field
 
 from coteam.kit import AgentReasoner, MethodConfig, PerAgentTeam
-from coteam.navigation import NavGrid
 from coteam.options import ActionOption
+from coteam.policies import rule_based_choice
 from coteam.reasoning import Decision, DecisionContext
-from coteam.teams.rule_based import rule_based_choice
-from coteam.value.abstract import CostModel, CwahModel, Geometry, Key, ModelChoices, TdwModel
+from coteam.value.abstract import CostModel, CwahModel, Key, ModelChoices, TdwModel
 from coteam.world import Benchmark
 
 DEFAULT_ITERATIONS = 200
@@ -68,18 +67,12 @@ class MhpAgent(AgentReasoner):
         self.depth = self.config.depth
         self.exploration = self.config.exploration
         self.cost = CostModel.from_physics(self.info.physics, self.config)
-        self._geo: Geometry | None = None
-
-    def _geometry(self, nav: NavGrid) -> Geometry:
-        if self._geo is None or self._geo.nav is not nav:
-            self._geo = Geometry(nav)
-        return self._geo
 
     def decide(self, ctx: DecisionContext) -> Decision:
         options = [o for o in ctx.options if not o.action.is_message]
         rule_choice, rule_name = rule_based_choice(ctx)
         default = rule_choice.action
-        geo = self._geometry(ctx.nav)
+        geo = self.team.geometry(ctx.nav)
         model: CwahModel | TdwModel = (
             CwahModel(ctx, geo, self.cost) if self.benchmark == Benchmark.CWAH else TdwModel(ctx, geo, self.cost)
         )

@@ -18,7 +18,7 @@ from pydantic import Field
 from coteam.actions import HighLevelAction, format_action, parse_action
 from coteam.belief_language import Belief, BeliefError, Entity, EntityKind, RuleSet, parse_beliefs, parse_rules
 from coteam.belief_world import statement_pattern
-from coteam.kit import letter, match_option
+from coteam.kit import Lettered, match_option
 from coteam.kit.answers import StrictAnswer, message_role
 from coteam.kit.lettered import letter_schema
 from coteam.llm import Doubt, Role, RoleContext
@@ -101,9 +101,8 @@ class CobelQuestion:
         return self.sym.note(list(facts), self.plan)
 
     @property
-    def lettered(self) -> dict[str, str]:
-        physical = [o for o in self.options if not o.action.is_message]
-        return {letter(i): o.text for i, o in enumerate(physical)}
+    def lettered(self) -> Lettered:
+        return Lettered.physical(self.options, benchmark=self.sym.memory.benchmark)
 
     def beliefs(self, lines: Sequence[str], order: int) -> list[Belief]:
         """``lines`` as beliefs of the given order; the lines that are not are recorded in :attr:`rejected`."""

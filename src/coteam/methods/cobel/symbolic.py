@@ -31,17 +31,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from coteam.actions import MAX_MESSAGE_CHARS, format_action, parse_action
-from coteam.belief import BeliefState
 from coteam.belief_language import Attribute, Fact, Predicate
 from coteam.belief_world import BeliefWorld
 from coteam.memory import AgentMemory
 from coteam.messages import SEEN_LIST_LIMIT, ItemRef, Sighting, TeamStatus
 from coteam.options import ActionOption
-from coteam.physics import Physics
+from coteam.policies import rule_based_choice
 from coteam.reasoning import DecisionContext
-from coteam.teams.rule_based import rule_based_choice
-from coteam.value.abstract import Geometry, Key
-from coteam.value.team import Robot, ValueConfig, ValueModel
+from coteam.value.abstract import Key
+from coteam.value.team import Robot, ValueModel
 from coteam.world import ObjectKind
 
 TOP_PLANS = 3  # candidate plans predicted per teammate
@@ -129,14 +127,11 @@ class CobelSymbolic:
     ctx: DecisionContext
     world: BeliefWorld
     agents: Sequence[str]
-    physics: Physics
-    geometry: Geometry
-    value_config: ValueConfig
-    seed: str
+    value: ValueModel  # the team value model over my own belief
+    model_of: Callable[[AgentMemory], ValueModel]  # the team value model over a believed memory (a teammate's)
     plan_length: int
     first_order: bool = True  # False: no_sbr
     gating: bool = True  # False: no_bbc
-    _value: ValueModel | None = field(default=None, init=False, repr=False)
     _predictions: dict[str, Prediction | None] = field(default_factory=dict, init=False, repr=False)
     # my_plan's candidates: the first step's text -> its expected team value (empty when the rules chose)
     plan_values: dict[str, float] = field(default_factory=dict, init=False, repr=False)
@@ -147,26 +142,8 @@ class CobelSymbolic:
         return self.ctx.memory
 
     @property
-    def value(self) -> ValueModel:
-        """The team value model over my own belief."""
-        if self._value is None:
-            m = self.memory
-            belief = BeliefState(m, teammates=self.teammates, distance=self.ctx.nav.path_length)
-            self._value = ValueModel(
-                self.ctx, belief, self.physics, config=self.value_config, geometry=self.geometry, seed=self.seed
-            )
-        return self._value
-
-    @property
     def teammates(self) -> list[str]:
         return [a for a in self.agents if a != self.memory.agent]
-
-    def _model_of(self, memory: AgentMemory) -> ValueModel:
-        """The team value model over a believed memory (a teammate's)."""
-        mates = [a for a in self.agents if a != memory.agent]
-        belief = BeliefState(memory, teammates=mates, distance=self.ctx.nav.path_length)
-        ctx = replace(self.ctx, agent=memory.agent, memory=memory, options=[])
-        return ValueModel(ctx, belief, self.physics, config=self.value_config, geometry=self.geometry, seed=self.seed)
 
     def _plan(self, model: ValueModel, key: Key, others: Sequence[tuple[Robot, Key | None]]) -> Plan:
         return self._named(model, model.plan(key, others, self.plan_length))
@@ -195,7 +172,7 @@ class CobelSymbolic:
         """Whether a sub-plan stated at ``at`` (a message's step or frame) still binds: for as long as an announced
         action binds in the value model (``intent_ttl_steps``)."""
         age = self.memory.step - at * self.value.belief.message_step_ratio
-        return at >= 0 and age <= self.value_config.intent_ttl_steps
+        return at >= 0 and age <= self.value.config.intent_ttl_steps
 
     def stated(self, teammate: str) -> Plan | None:
         """The open remainder of the sub-plan ``teammate`` stated, while it is fresh."""
@@ -255,7 +232,7 @@ class CobelSymbolic:
         memory = world.believed_memory(self.memory, teammate)
         if memory is None:
             return []
-        model = self._model_of(memory)
+        model = self.model_of(memory)
         me = self.memory.agent
         mine = self.told()
         robot = next((r for r in model.teammates if r.name == me), None)

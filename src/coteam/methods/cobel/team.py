@@ -28,8 +28,7 @@ from pydantic import Field
 from coteam.actions import HighLevelAction, Verb, format_action
 from coteam.belief_language import BeliefError, RuleSet, parse_rules
 from coteam.belief_world import BeliefWorld, rules_for
-from coteam.kit import AgentReasoner, PerAgentTeam, RoleSession, ValueRoleConfig, situation_slots
-from coteam.kit.team import rationale_lines
+from coteam.kit import Deliberation, Explanation, PerAgentTeam, RoleAgent, Section, ValueRoleConfig, rationale_section
 from coteam.messages import TeamStatus
 from coteam.methods.cobel import roles as R
 from coteam.methods.cobel.symbolic import CobelSymbolic
@@ -48,8 +47,6 @@ BELIEF_LANGUAGE = (
 class CobelConfig(ValueRoleConfig):
     plan_length: int = Field(1, ge=1, le=3, description="actions in a predicted sub-plan")
     rule_rounds: int = Field(3, ge=1, le=6, description="LLM rule negotiation: critique-and-refine rounds at most")
-    K_action: int = Field(5, ge=0, description="previous actions shown to the roles")
-    K_message: int = Field(4, ge=0, description="previous messages shown to the roles")
     ablation: Ablation = Field("none", description="no_sbr: no first-order model; no_bbc: no prediction or gating")
 
 
@@ -61,9 +58,10 @@ def _signature(ctx: DecisionContext) -> tuple:
     return (items, len(m.messages))
 
 
-class CobelAgent(AgentReasoner):
+class CobelAgent(RoleAgent):
     config: CobelConfig
     team: CobelTeam
+    prompt_situation = ("agent", "goal")
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -72,17 +70,13 @@ class CobelAgent(AgentReasoner):
         self.done = 0  # its steps taken
         self.planned_with: tuple = ()  # the signature the sub-plan was made under
         self.last_action = ""
-        self.slots: dict[str, str] = {}  # this decision's situation slots
 
     # --- the decision ------------------------------------------------------------------------------------
-    def decide(self, ctx: DecisionContext) -> Decision:
+    def deliberate(self, d: Deliberation) -> Decision:
         cfg = self.config
-        m = ctx.memory
-        self.slots = situation_slots(ctx, self.info, last_actions=cfg.K_action, last_messages=cfg.K_message)
-        assert self.roles is not None
-        session = self.roles.session(self.agent, {"agent": self.agent, "goal": self.slots["goal"]}, m)
-        trace: dict[str, Any] = {"method": "cobel", "ablation": cfg.ablation}
-        rules = self.team.agreed_rules(session, trace)
+        ctx, m = d.ctx, d.memory
+        d.rationale["ablation"] = cfg.ablation
+        rules = self.team.agreed_rules(d)
         if self.world is None:
             self.world = BeliefWorld.of(m, self.info.agents, rules)
         else:
@@ -91,10 +85,8 @@ class CobelAgent(AgentReasoner):
             ctx,
             self.world,
             self.info.agents,
-            self.info.physics,
-            self.team.geometry(ctx.nav),
-            cfg.value_config,
-            f"{self.info.seed}:{self.info.episode}",
+            d.value,
+            d.value_model,
             cfg.plan_length,
             first_order=cfg.ablation != "no_sbr",
             gating=cfg.ablation != "no_bbc",
@@ -106,37 +98,36 @@ class CobelAgent(AgentReasoner):
             ctx.options,
             free_text_beliefs=cfg.ablation == "no_sbr" and cfg.backend == "llm",
         )
-        rule_text = rules.text()
-        self._update_beliefs(q, session, rule_text, trace)
+        self._update_beliefs(q, d, rules.text())
         if self.last_action and self.done < len(self.plan) and self.plan[self.done] == self.last_action:
             self.done += 1
         q.next_step = self._next_step(ctx, sym)
-        choice = self._act(q, session) if self.plan else None
-        trace["subplan"] = "continue" if choice is not None else "done"
+        choice = self._act(q, d) if self.plan else None
+        d.rationale["subplan"] = "continue" if choice is not None else "done"
         if choice is None:
-            message = self._predict(ctx, q, session, trace)
+            message = self._predict(q, d)
             if message is not None:
-                return self._finish(message, q, trace, session, payload=self._payload(q))
+                return self._finish(message, q, d, payload=self._payload(q))
             assert q.plan is not None
             first = q.plan.texts[0]  # the symbolic plan's first step: one of the options by construction
             q.next_step = self.plan[0] if self.plan and ctx.option_for_text(self.plan[0]) else first
-            choice = self._act(q, session)
+            choice = self._act(q, d)
             if choice is None:  # the model calls a fresh sub-plan done: its first step, as planned
                 option = ctx.option_for_text(q.next_step) or ctx.option_for_text(first)
                 assert option is not None
                 choice = option.action
-        return self._finish(choice, q, trace, session)
+        return self._finish(choice, q, d)
 
-    def _update_beliefs(self, q: R.CobelQuestion, session: RoleSession, rule_text: str, trace: dict) -> None:
+    def _update_beliefs(self, q: R.CobelQuestion, d: Deliberation, rule_text: str) -> None:
         """Zero-order beliefs and, per teammate, first-order beliefs and its stated plan (trace: both orders)."""
-        s = self.slots
+        s = d.slots
         observed = {"progress": s["progress"], "dialogue": s["dialogue"]}
-        zero = session.ask(R.UPDATE_ZERO, q, rules=rule_text, teammates=s["teammates"], **observed).value.beliefs
+        zero = d.ask(R.UPDATE_ZERO, q, rules=rule_text, teammates=s["teammates"], **observed).value.beliefs
         first: dict[str, list[str]] = {}
         stated: dict[str, list[str]] = {}
-        for mate in self.teammates:
+        for mate in d.teammates:
             q.teammate = mate
-            answer = session.ask(
+            answer = d.ask(
                 R.UPDATE_FIRST, q, rules=rule_text, teammate=mate, available=s["available"], **observed
             ).value
             first[mate] = answer.beliefs
@@ -148,9 +139,9 @@ class CobelAgent(AgentReasoner):
         q.zero_text = "\n".join(zero) or "(none)"
         q.first_text = {mate: "\n".join(lines) or "(none)" for mate, lines in first.items()}
         q.stated_text = stated
-        trace["beliefs"] = {"zero": zero, "first": first}
+        d.rationale["beliefs"] = {"zero": zero, "first": first}
         if stated:
-            trace["stated"] = stated
+            d.rationale["stated"] = stated
 
     def _next_step(self, ctx: DecisionContext, sym: CobelSymbolic) -> str | None:
         """The next step of my sub-plan that is still possible (None: the sub-plan is done or stale)."""
@@ -163,39 +154,36 @@ class CobelAgent(AgentReasoner):
             return None
         return None
 
-    def _act(self, q: R.CobelQuestion, session: RoleSession) -> HighLevelAction | None:
-        lettered = "\n".join(f"{k}. {t}" for k, t in q.lettered.items())
-        answer = session.ask(
+    def _act(self, q: R.CobelQuestion, d: Deliberation) -> HighLevelAction | None:
+        answer = d.ask(
             R.ACT,
             q,
             plan="\n".join(self.plan) or "(none)",
             zero_order=q.zero_text,
-            lettered=lettered,
-            actions=self.slots["actions"],
+            lettered=str(q.lettered),
+            actions=d.slots["actions"],
         )
         return R.act_choice(answer.value.answer, q)
 
-    def _predict(
-        self, ctx: DecisionContext, q: R.CobelQuestion, session: RoleSession, trace: dict
-    ) -> HighLevelAction | None:
+    def _predict(self, q: R.CobelQuestion, d: Deliberation) -> HighLevelAction | None:
         """Belief prediction and adaptive collaboration; a message to send, if the gate says so."""
         sym = q.sym
-        s = self.slots
+        s = d.slots
         predicted: dict[str, list[list[str]]] = {}
         if sym.gating:
-            for mate in self.teammates:
+            for mate in d.teammates:
                 q.teammate = mate
-                answer = session.ask(
+                answer = d.ask(
                     R.PREDICT_FIRST, q, teammate=mate, first_order=q.first_text[mate], available=s["available"]
                 )
                 predicted[mate] = answer.value.plans
-        q.plan = sym.my_plan(ctx.options)
+        q.plan = sym.my_plan(d.ctx.options)
         if q.stated_text:
             stated = "\n".join(f"{mate}: " + ", then ".join(p) for mate, p in q.stated_text.items())
-            plan = session.ask(R.REPLAN, q, stated=stated, zero_order=q.zero_text, available=s["available"]).value.plan
-            trace["replanned_around"] = sorted(q.stated_text)
+            plan = d.ask(R.REPLAN, q, stated=stated, zero_order=q.zero_text, available=s["available"]).value.plan
+            d.rationale["replanned_around"] = sorted(q.stated_text)
         else:
-            plan = session.ask(
+            plan = d.ask(
                 R.PREDICT_ZERO,
                 q,
                 zero_order=q.zero_text,
@@ -205,18 +193,17 @@ class CobelAgent(AgentReasoner):
             ).value.plan
         self.plan = [R.normalised(step, q) for step in plan]
         self.done = 0
-        self.planned_with = _signature(ctx)
-        trace["predicted"] = predicted
-        trace["plan"] = list(self.plan)
-        can_talk = any(o.action.is_message for o in ctx.options) and not ctx.memory.last_action_was_message()
-        if not can_talk:
+        self.planned_with = _signature(d.ctx)
+        d.rationale["predicted"] = predicted
+        d.rationale["plan"] = list(self.plan)
+        if not d.can_talk:
             return None
         gate: dict[str, Any] = {}
         heavy = False
-        for mate in self.teammates:
+        for mate in d.teammates:
             q.teammate = mate
             theirs = "\n".join(" / ".join(p) for p in predicted.get(mate, [])) or "(not predicted)"
-            answer = session.ask(
+            answer = d.ask(
                 R.COLLABORATE,
                 q,
                 teammate=mate,
@@ -230,11 +217,11 @@ class CobelAgent(AgentReasoner):
             if answer.heavy and answer.misaligned and not q.free_text_beliefs:
                 stated = [line if "BELIEVE" in line else f"{self.agent} BELIEVE {line}" for line in answer.misaligned]
                 q.beliefs(stated, 0)  # rejected statements are counted
-        trace["gate"] = gate
+        d.rationale["gate"] = gate
         if not heavy:
             return None
         misaligned = "\n".join(line for g in gate.values() if g["heavy"] for line in g["misaligned"]) or "(none)"
-        text = session.ask(
+        text = d.ask(
             R.MESSAGE, q, misaligned=misaligned, my_plan=", then ".join(self.plan), teammates=s["teammates"]
         ).value.message.strip()
         return HighLevelAction(Verb.SEND_MESSAGE, text=text)
@@ -247,19 +234,12 @@ class CobelAgent(AgentReasoner):
         return q.note()
 
     def _finish(
-        self,
-        action: HighLevelAction,
-        q: R.CobelQuestion,
-        trace: dict[str, Any],
-        session: RoleSession,
-        payload: TeamStatus | None = None,
+        self, action: HighLevelAction, q: R.CobelQuestion, d: Deliberation, payload: TeamStatus | None = None
     ) -> Decision:
-        text = format_action(action, self.info.benchmark)
-        self.last_action = "" if action.is_message else text
-        trace["action"] = text
+        self.last_action = "" if action.is_message else format_action(action, self.info.benchmark)
         if q.rejected:
-            trace["rejected"] = q.rejected
-        return session.decision(action, trace, payload, rejected_lines=len(q.rejected))
+            d.rationale["rejected"] = q.rejected
+        return d.decision(action, payload, rejected_lines=len(q.rejected))
 
 
 class CobelTeam(PerAgentTeam):
@@ -272,7 +252,7 @@ class CobelTeam(PerAgentTeam):
         super().start_episode(info)
         self.rules: RuleSet | None = None
 
-    def agreed_rules(self, session: RoleSession, trace: dict[str, Any]) -> RuleSet:
+    def agreed_rules(self, d: Deliberation) -> RuleSet:
         """The episode's belief rules: the suite's fixed set on the symbolic backend; on a model, negotiated once
         (propose, then critique and refine up to ``rule_rounds`` times) when the first agent first decides."""
         assert self.info is not None
@@ -285,7 +265,7 @@ class CobelTeam(PerAgentTeam):
         q = R.CobelQuestion.for_rules(fixed)
         agents = list(self.info.agents)
         proposer, critic = agents[0], agents[1] if len(agents) > 1 else agents[0]
-        slots = {"language": BELIEF_LANGUAGE, "task": session.slots["goal"]}
+        slots = {"language": BELIEF_LANGUAGE, "task": d.slots["goal"]}
         # each speaker's calls on its own ledger line; all of them count in this decision's tokens
         negotiation, review = self.roles.session(proposer, {}), self.roles.session(critic, {})
         draft = negotiation.ask(R.RULES_PROPOSE, q, proposer=proposer, critic=critic, **slots).value
@@ -303,43 +283,38 @@ class CobelTeam(PerAgentTeam):
             self.rules, rejected = parse_rules("\n".join(draft.zero_order), "\n".join(draft.first_order))
         except BeliefError as exc:
             self.rules, rejected = fixed, [f"negotiated rules unusable ({exc}): the suite's fixed rules apply"]
-        trace["rules"] = {"agreed": self.rules.text().splitlines(), "rounds": rounds, "rejected": rejected}
-        session.trace.update({**negotiation.trace, **review.trace})
+        d.rationale["rules"] = {"agreed": self.rules.text().splitlines(), "rounds": rounds, "rejected": rejected}
+        d.session.trace.update({**negotiation.trace, **review.trace})
         return self.rules
 
     @classmethod
-    def explain(cls, rationale: Mapping[str, Any]) -> list[str]:
+    def explain(cls, rationale: Mapping[str, Any]) -> Explanation:
         return explain_decision(rationale)
 
 
-def explain_decision(rationale: Mapping[str, Any]) -> list[str]:
+def explain_decision(rationale: Mapping[str, Any]) -> Explanation:
     """``coteam explain``: both belief orders, the predicted plans, my sub-plan and the gate's reasons."""
     r = dict(rationale)
-    lines: list[str] = []
     beliefs = r.pop("beliefs", {}) or {}
-    lines.append("Zero-order beliefs (mine):")
-    lines += [f"  {b}" for b in beliefs.get("zero", [])] or ["  (none)"]
+    sections = [Section("Zero-order beliefs (mine):", tuple(beliefs.get("zero", [])) or ("(none)",))]
     for mate, held in (beliefs.get("first") or {}).items():
-        lines.append(f"First-order beliefs (what I believe {mate} believes):")
-        lines += [f"  {b}" for b in held] or ["  (none)"]
+        sections.append(Section(f"First-order beliefs (what I believe {mate} believes):", tuple(held) or ("(none)",)))
     for mate, plan in (r.pop("stated", {}) or {}).items():
-        lines.append(f"{mate}'s stated plan: " + ", then ".join(plan))
+        sections.append(Section(f"{mate}'s stated plan: " + ", then ".join(plan)))
     for mate, plans in (r.pop("predicted", {}) or {}).items():
-        lines.append(f"Predicted plans of {mate}:")
-        lines += [f"  {i}. " + ", then ".join(p) for i, p in enumerate(plans, 1)]
+        lines = tuple(f"{i}. " + ", then ".join(p) for i, p in enumerate(plans, 1))
+        sections.append(Section(f"Predicted plans of {mate}:", lines))
     if "plan" in r:
         around = r.pop("replanned_around", None)
         suffix = f" (re-planned around {', '.join(around)})" if around else ""
-        lines.append("My sub-plan: " + ", then ".join(r.pop("plan")) + suffix)
-    lines.append(f"Sub-plan: {r.pop('subplan', '?')}")
+        sections.append(Section("My sub-plan: " + ", then ".join(r.pop("plan")) + suffix))
+    sections.append(Section(f"Sub-plan: {r.pop('subplan', '?')}"))
     for mate, verdict in (r.pop("gate", {}) or {}).items():
         word = "HEAVY: message" if verdict["heavy"] else "light: no message"
-        lines.append(f"Gate on {mate}: {word}; " + "; ".join(verdict.get("reasons", [])))
-        lines += [f"  misaligned: {s}" for s in verdict.get("misaligned", [])]
-    for line in r.pop("rejected", []) or []:
-        lines.append(f"Rejected statement: {line}")
+        title = f"Gate on {mate}: {word}; " + "; ".join(verdict.get("reasons", []))
+        sections.append(Section(title, tuple(f"misaligned: {s}" for s in verdict.get("misaligned", []))))
+    sections += [Section(f"Rejected statement: {line}") for line in r.pop("rejected", []) or []]
     rules = r.pop("rules", None)
     if rules:
-        lines.append("Agreed belief rules:")
-        lines += [f"  {x}" for x in rules["agreed"]]
-    return [*lines, "", *rationale_lines(r)]
+        sections.append(Section("Agreed belief rules:", tuple(rules["agreed"])))
+    return Explanation((*sections, rationale_section(r)))

@@ -2,6 +2,6 @@
 
 Registered as ``coela`` through the ``coteam.methods`` entry-point group (``coteam.methods.coela:CoelaTeam``)."""
 
-from coteam.methods.coela.team import CoelaAgent, CoelaConfig, CoelaTeam
+from coteam.methods.coela.team import CoelaAgent, CoelaTeam
 
-__all__ = ["CoelaAgent", "CoelaConfig", "CoelaTeam"]
+__all__ = ["CoelaAgent", "CoelaTeam"]

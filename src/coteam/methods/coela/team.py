@@ -21,42 +21,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from pydantic import Field
-
-from coteam.actions import HighLevelAction, Verb, format_action
-from coteam.kit import AgentReasoner, PerAgentTeam, RoleMethodConfig, letter, match_option, situation_slots
+from coteam.actions import HighLevelAction, Verb
+from coteam.kit import (
+    SITUATION_SLOTS,
+    Deliberation,
+    Explanation,
+    PerAgentTeam,
+    RoleAgent,
+    RoleMethodConfig,
+    Section,
+    match_option,
+    rationale_section,
+)
 from coteam.kit.answers import message_role
-from coteam.kit.team import rationale_lines
 from coteam.llm import Doubt, Role, RoleContext
 from coteam.messages import TeamStatus
 from coteam.options import ActionOption
-from coteam.reasoning import Decision, DecisionContext
-from coteam.teams.rule_based import rule_based_candidates, rule_based_choice
-
-
-class CoelaConfig(RoleMethodConfig):
-    K_action: int = Field(5, ge=0, description="previous actions shown to the planner")
-    K_message: int = Field(4, ge=0, description="last dialogue lines shown to both modules")
+from coteam.policies import rule_based_candidates, rule_based_choice
+from coteam.reasoning import Decision
 
 
 class CoelaQuestion:
-    """What the two modules of one decision share (``RoleContext.data``)."""
+    """What the two modules of one decision share (``RoleContext.data``): the physical options and the draft,
+    lettered, and whether the draft reports something the team has not heard from me."""
 
-    def __init__(self, ctx: DecisionContext, draft: str | None, news: bool):
-        self.ctx = ctx
+    def __init__(self, d: Deliberation, draft: str | None, news: bool):
+        self.ctx = d.ctx
         self.draft = draft
-        self.news = news  # the draft reports something the team has not heard from me
-        benchmark = ctx.memory.benchmark
-        self.choices: list[HighLevelAction] = [o.action for o in ctx.options if not o.action.is_message]
-        texts = [o.text for o in ctx.options if not o.action.is_message]
-        if draft is not None:
-            message = HighLevelAction(Verb.SEND_MESSAGE, text=draft)
-            self.choices.append(message)
-            texts.append(format_action(message, benchmark))
-        self.lettered = {letter(i): t for i, t in enumerate(texts)}
-
-    def action(self, key: str) -> HighLevelAction:
-        return self.choices[list(self.lettered).index(key)]
+        self.news = news
+        self.lettered = d.lettered(*([HighLevelAction(Verb.SEND_MESSAGE, text=draft)] if draft is not None else []))
 
 
 def _question(ctx: RoleContext) -> CoelaQuestion:
@@ -71,7 +64,7 @@ def draft_symbolically(ctx: RoleContext) -> str:
 def choose_symbolically(ctx: RoleContext) -> str:
     q = _question(ctx)
     if q.draft is not None and q.news:
-        return q.lettered[letter(len(q.choices) - 1)]
+        return list(q.lettered.values())[-1]  # the draft, lettered last
     option, _ = rule_based_choice(q.ctx)
     return option.text
 
@@ -116,51 +109,39 @@ def _reported(status: TeamStatus) -> set[str]:
     )
 
 
-class CoelaAgent(AgentReasoner):
-    config: CoelaConfig
+class CoelaAgent(RoleAgent):
+    prompt_situation = tuple(k for k in SITUATION_SLOTS if k != "available")  # the planner sees them lettered
 
-    def decide(self, ctx: DecisionContext) -> Decision:
-        cfg = self.config
-        m = ctx.memory
-        slots = situation_slots(ctx, self.info, last_actions=cfg.K_action, last_messages=cfg.K_message)
-        assert self.roles is not None
-        session = self.roles.session(self.agent, {k: v for k, v in slots.items() if k != "available"}, m)
-        last_was_message = m.last_action_was_message()
-        can_talk = any(o.action.is_message for o in ctx.options) and not last_was_message
+    def deliberate(self, d: Deliberation) -> Decision:
+        m = d.memory
         draft, payload, news = None, None, False
-        if can_talk:
-            answer = session.ask(DRAFT, CoelaQuestion(ctx, None, False), available=slots["available"])
+        if d.can_talk:
+            answer = d.ask(DRAFT, CoelaQuestion(d, None, False), available=d.slots["available"])
             draft = answer.value.message.strip()
-            if answer.source != "llm":  # the symbolic draft is the status report: it travels typed too
-                payload = TeamStatus.of(m)
+            payload = d.payload_of(answer, lambda: TeamStatus.of(m))
+            if payload is not None:
                 told = set().union(*(_reported(s.payload) for s in m.sent if isinstance(s.payload, TeamStatus)))
                 news = bool(_reported(payload) - told)
-        q = CoelaQuestion(ctx, draft, news)
-        lettered = "\n".join(f"{k}. {t}" for k, t in q.lettered.items())
-        answer = session.ask(CHOOSE, q, lettered=lettered)
+        q = CoelaQuestion(d, draft, news)
+        answer = d.ask(CHOOSE, q, lettered=str(q.lettered))
         key, how = match_option(answer.value, q.lettered)
-        action = q.action(key)
-        rationale: dict[str, Any] = {
-            "method": "coela",
-            "draft": draft,
-            "choice": answer.value[:200],
-            "matched": how if answer.source == "llm" else answer.source,
-            "action": q.lettered[key],
-        }
-        return session.decision(action, rationale, payload if action.is_message else None)
+        d.rationale.update(
+            draft=draft, choice=answer.value[:200], matched=how if answer.source == "llm" else answer.source
+        )
+        return d.decision(q.lettered.action(key), payload)
 
 
-def explain_decision(team: type[PerAgentTeam], rationale: Mapping[str, Any]) -> list[str]:
+def explain_decision(team: type[PerAgentTeam], rationale: Mapping[str, Any]) -> Explanation:
     """``coteam explain``: the drafted message and how the planner's answer was matched."""
     r = dict(rationale)
-    lines = [f"Drafted message: {r.pop('draft', None) or '(none: no teammate to talk to, or I just talked)'}"]
-    lines.append(f"Planner answered {r.pop('choice', '')!r} ({r.pop('matched', '?')}) -> {r.pop('action', '')}")
-    return [*lines, *rationale_lines(r)]
+    draft = r.pop("draft", None) or "(none: no teammate to talk to, or I just talked)"
+    answered = f"Planner answered {r.pop('choice', '')!r} ({r.pop('matched', '?')}) -> {r.pop('action', '')}"
+    return Explanation((Section(f"Drafted message: {draft}"), Section(answered), rationale_section(r)))
 
 
 class CoelaTeam(PerAgentTeam):
     summary = "CoELA-style agent: a drafted message every step, one lettered choice per decision (baseline)"
-    Config = CoelaConfig
+    Config = RoleMethodConfig
     Agent = CoelaAgent
     payload_types: ClassVar = (TeamStatus,)
     explain = classmethod(explain_decision)

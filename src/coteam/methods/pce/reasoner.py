@@ -19,8 +19,8 @@ from typing import Any, ClassVar, Literal, get_args
 from pydantic import Field
 
 from coteam.actions import HighLevelAction, Verb, format_action, parse_action
-from coteam.belief import BeliefState
-from coteam.kit import AgentReasoner, PerAgentTeam, RoleSession, ValueRoleConfig, situation_slots
+from coteam.kit import Deliberation, Explanation, PerAgentTeam, RoleAgent, Section, ValueRoleConfig
+from coteam.kit.explanation import rationale_section
 from coteam.llm import RoleContext
 from coteam.messages import TeamStatus
 from coteam.methods.pce.roles import (
@@ -34,10 +34,9 @@ from coteam.methods.pce.roles import (
 )
 from coteam.methods.pce.scoring import ScoredLeaf, Weights, action_utilities, best_leaf
 from coteam.methods.pce.symbolic import SymbolicContext
-from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, render_tree, scenarios, tree_to_json
+from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, explained_tree, scenarios, tree_to_json
 from coteam.options import ActionOption
 from coteam.reasoning import Decision, DecisionContext
-from coteam.value.team import ValueModel
 
 log = logging.getLogger("coteam.pce")
 
@@ -67,61 +66,48 @@ class PceConfig(ValueRoleConfig):
         return Weights(self.alpha, self.beta, self.lam)
 
 
-class PceAgent(AgentReasoner):
+class PceAgent(RoleAgent):
     config: PceConfig
     team: PceTeam
 
     # --- the decision ------------------------------------------------------------------------------------
-    def decide(self, ctx: DecisionContext) -> Decision:
+    def deliberate(self, d: Deliberation) -> Decision:
         cfg = self.config
-        m = ctx.memory
-        slots = situation_slots(ctx, self.info, last_actions=cfg.K_action, last_messages=cfg.K_message)
-        assert self.roles is not None
-        session = self.roles.session(self.agent, slots, m)
+        ctx, m = d.ctx, d.memory
+        d.rationale["ablation"] = cfg.ablation
         announced = self._announced_action(ctx)
         if announced is not None:  # the communication module keeps its word: the action just announced comes next
-            kept = {"method": "pce", "ablation": cfg.ablation, "announced": announced.text}
-            return session.decision(announced.action, kept, None)
-        belief = BeliefState(m, teammates=self.teammates, distance=ctx.nav.path_length)
-        allow_messages = cfg.ablation != "physical_only" and any(o.action.is_message for o in ctx.options)
-        value = ValueModel(
-            ctx,
-            belief,
-            self.info.physics,
-            config=cfg.value_config,
-            geometry=self.team.geometry(ctx.nav),
-            seed=f"{self.info.seed}:{self.info.episode}",
-        )
-        sym = SymbolicContext(m, belief, ctx.options, cfg.weights, cfg.D, allow_messages, value)
+            d.rationale["announced"] = announced.text
+            return d.decision(announced.action)
+        value = d.value
+        allow_messages = cfg.ablation != "physical_only" and d.can_message
+        sym = SymbolicContext(m, value.belief, ctx.options, cfg.weights, cfg.D, allow_messages, value)
         incoming = tuple(msg.text for msg in m.messages[-cfg.K_message :]) if cfg.K_message else ()
         q = PceQuestion(self.info.benchmark, sym, m.known_names(), incoming=incoming)
-        trace: dict[str, Any] = {
-            "method": "pce",
-            "ablation": cfg.ablation,
-            "context": {k: slots[k] for k in ("goal", "progress", "dialogue", "actions")},
-            # teammates in my rollouts and the first action each is expected to take (value model, point 4)
-            "leaders": {r.name: f"{k[0]} {k[1]}" for r, k in value.leaders() if k is not None},
-        }
+        trace = d.rationale
+        trace["context"] = {k: d.slots[k] for k in ("goal", "progress", "dialogue", "actions")}
+        # teammates in my rollouts and the first action each is expected to take (value model, point 4)
+        trace["leaders"] = {r.name: f"{k[0]} {k[1]}" for r, k in value.leaders() if k is not None}
 
         candidate: HighLevelAction | None = None
         if cfg.ablation != "no_planner":
-            plan = session.ask(PLANNER, q).value
+            plan = d.ask(PLANNER, q).value
             q.planner = plan
             candidate = parse_action(plan.candidate, self.info.benchmark)
             trace["planner"] = plan.model_dump()
         if cfg.ablation == "planner_only":
             assert candidate is not None
-            return self._finish(candidate, None, trace, q, session)
+            return self._finish(candidate, None, q, d)
 
-        q.leaves = self._compose(q, session, candidate, trace)
+        q.leaves = self._compose(q, d, candidate)
         if cfg.ablation == "no_evaluator":
             chosen = self._most_likely_leaf(q)
         else:
-            scored = self._evaluate(q, session, trace)
+            scored = self._evaluate(q, d)
             actions = [sc.leaf.text for sc in q.leaves]
             trace["action_utilities"] = {a: round(u, 4) for a, u in action_utilities(scored, actions).items()}
             chosen = best_leaf(scored, actions).leaf
-        return self._finish(q.leaves[chosen].leaf.action, chosen, trace, q, session)
+        return self._finish(q.leaves[chosen].leaf.action, chosen, q, d)
 
     @staticmethod
     def _announced_action(ctx: DecisionContext) -> ActionOption | None:
@@ -132,16 +118,15 @@ class PceAgent(AgentReasoner):
         intent = getattr(m.sent[-1].payload, "intent", None)
         return next((o for o in ctx.options if intent and o.text == intent), None)
 
-    def _compose(
-        self, q: PceQuestion, session: RoleSession, candidate: HighLevelAction | None, trace: dict
-    ) -> list[Scenario]:
+    def _compose(self, q: PceQuestion, d: Deliberation, candidate: HighLevelAction | None) -> list[Scenario]:
         cfg = self.config
         s = q.symbolic
+        trace = d.rationale
         if cfg.ablation == "no_composer":  # no assumptions: the best few actions are scored side by side
             trace["tree"] = None
             return [Scenario(i, (), Leaf(o.action, o.text)) for i, o in enumerate(s.ranked()[: 2**cfg.D])]
         plan = q.planner
-        answer = session.ask(
+        answer = d.ask(
             COMPOSER,
             q,
             max_depth=str(cfg.D),
@@ -176,47 +161,38 @@ class PceAgent(AgentReasoner):
         assert q.tree is not None
         return rewrite(q.tree)
 
-    def _evaluate(self, q: PceQuestion, session: RoleSession, trace: dict) -> list[ScoredLeaf]:
+    def _evaluate(self, q: PceQuestion, d: Deliberation) -> list[ScoredLeaf]:
         listing = "\n".join(
             f"Scenario {sc.index}: "
             + (" and ".join(f"'{t}' is {'true' if v else 'false'}" for t, v in sc.path) or "as things stand")
             + f" -> {sc.leaf.text}"
             for sc in q.leaves
         )
-        answer = session.ask(EVALUATOR, q, scenarios=listing)
+        answer = d.ask(EVALUATOR, q, scenarios=listing)
         scored = scored_leaves(q, answer.value)
-        trace["scores"] = [s.to_json() for s in scored]
+        d.rationale["scores"] = [s.to_json() for s in scored]
         return scored
 
     def _most_likely_leaf(self, q: PceQuestion) -> int:
         """Without an Evaluator: the leaf reached by taking each assumption's more likely answer."""
         return max(q.leaves, key=lambda sc: (q.symbolic.path_likelihood(sc.path), -sc.index)).index
 
-    def _finish(
-        self,
-        action: HighLevelAction,
-        chosen: int | None,
-        trace: dict[str, Any],
-        q: PceQuestion,
-        session: RoleSession,
-    ) -> Decision:
+    def _finish(self, action: HighLevelAction, chosen: int | None, q: PceQuestion, d: Deliberation) -> Decision:
         payload = None
         if action.is_message:  # the communication module writes the text
-            answer = session.ask(COMMUNICATOR, q)
+            answer = d.ask(COMMUNICATOR, q)
             action = HighLevelAction(Verb.SEND_MESSAGE, text=answer.value.message)
-            if answer.source != "llm":  # the symbolic text is the status report: it travels typed too
-                payload = q.symbolic.status()
+            payload = d.payload_of(answer, q.symbolic.status)
             advice = q.symbolic.announcement()
             if advice is not None:
-                trace["announcement"] = {
+                d.rationale["announcement"] = {
                     "intent": q.symbolic.intent_text(),
                     "teammate": advice.teammate,
                     "team_value_with": round(advice.value_with, 2),
                     "team_value_without": round(advice.value_without, 2),
                 }
-        trace["chosen_leaf"] = chosen
-        trace["action"] = format_action(action, self.info.benchmark)
-        return session.decision(action, trace, payload)
+        d.rationale["chosen_leaf"] = chosen
+        return d.decision(action, payload)
 
 
 class PceTeam(PerAgentTeam):
@@ -226,28 +202,21 @@ class PceTeam(PerAgentTeam):
     payload_types: ClassVar = (TeamStatus,)
 
     @classmethod
-    def explain(cls, rationale: Mapping[str, Any]) -> list[str]:
-        r = rationale
-        lines: list[str] = []
-        if "planner" in r:
+    def explain(cls, rationale: Mapping[str, Any]) -> Explanation:
+        """The Planner's candidate and assumptions, the assumption tree with each leaf's scores, the actions'
+        utilities, then the rest of the rationale."""
+        r = dict(rationale)
+        sections: list[Section] = []
+        plan = r.pop("planner", None)
+        if plan is not None:
             source = r.get("roles", {}).get("pce.planner", {}).get("source", "?")
-            lines += [
-                f"Planner ({source}): {r['planner']['candidate']}",
-                f"  reasoning: {r['planner']['reasoning']}",
-            ]
-            lines += [f"  assumes: {a}" for a in r["planner"].get("assumptions") or []]
-        if r.get("tree"):
-            lines += ["", "Assumption tree (L, G, C normalised to [0, 1]; U = L*G - lambda*C):"]
-            lines += [render_tree(r["tree"], r.get("scores", []), r.get("chosen_leaf"))]
-        elif r.get("scores"):
-            lines += ["", "Scores:"] + [f"  leaf {s['leaf']}: U={s['utility']:+.3f}" for s in r["scores"]]
-        if r.get("tree_fallback"):
-            lines += ["", "The model's tree was invalid: fell back to the Planner's candidate."]
-        rest = {k: v for k, v in r.items() if k not in ("planner", "tree", "scores", "chosen_leaf", "tree_fallback")}
-        return [*lines, "", *super().explain(rest)]
-
-    @classmethod
-    def draw(cls, decision: Mapping[str, Any], out: str) -> str:
-        from coteam.methods.pce.drawing import draw_decision_tree
-
-        return str(draw_decision_tree(decision, out))
+            lines = [f"reasoning: {plan['reasoning']}", *(f"assumes: {a}" for a in plan.get("assumptions") or [])]
+            sections.append(Section(f"Planner ({source}): {plan['candidate']}", tuple(lines)))
+        tree, scores, chosen = r.pop("tree", None), r.pop("scores", []), r.pop("chosen_leaf", None)
+        if tree:
+            title = "Assumption tree (L, G, C normalised to [0, 1]; U = L*G - lambda*C):"
+            sections.append(Section(title, tree=explained_tree(tree, scores, chosen)))
+        if r.pop("tree_fallback", False):
+            sections.append(Section("The model's tree was invalid: fell back to the Planner's candidate."))
+        utilities = sorted((r.pop("action_utilities", None) or {}).items(), key=lambda kv: -kv[1])
+        return Explanation((*sections, rationale_section(r)), tuple(utilities), "utility U (the best leaf per action)")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coteam.actions import ActionError, HighLevelAction, parse_action, validate_action
+from coteam.kit.explanation import TreeNode
 from coteam.world import Benchmark
 
 
@@ -127,27 +128,20 @@ def tree_to_json(node: Node) -> dict[str, Any]:
     }
 
 
-def render_tree(data: Mapping[str, Any], scores: Sequence[Mapping[str, Any]] = (), chosen: int | None = None) -> str:
-    """Indented text of a tree in JSON form, each leaf followed by its scores (for ``coteam explain``)."""
-    lines: list[str] = []
+def explained_tree(
+    data: Mapping[str, Any], scores: Sequence[Mapping[str, Any]] = (), chosen: int | None = None
+) -> TreeNode:
+    """A tree in JSON form as ``coteam explain`` shows it: each hypothesis with its reason, each leaf numbered and
+    followed by its normalised scores, the chosen leaf marked."""
     counter = iter(range(10_000))
     by_leaf = {s["leaf"]: s for s in scores}
 
-    def walk(n: Mapping[str, Any], indent: str, label: str) -> None:
+    def walk(n: Mapping[str, Any]) -> TreeNode:
         if n.get("type") == "action":
             k = next(counter)
             s = by_leaf.get(k)
-            score = ""
-            if s is not None:
-                score = (
-                    f"  [L={s['likelihood']:.2f} G={s['gain']:.2f} C={s['cost_penalty']:.2f} -> U={s['utility']:+.3f}]"
-                )
-            mark = "  <== chosen" if k == chosen else ""
-            lines.append(f"{indent}{label}#{k} {n['action']}{score}{mark}")
-            return
-        lines.append(f"{indent}{label}? {n['text']}" + (f"  ({n['reason']})" if n.get("reason") else ""))
-        walk(n["True"], indent + "    ", "T: ")
-        walk(n["False"], indent + "    ", "F: ")
+            note = f"L={s['likelihood']:.2f} G={s['gain']:.2f} C={s['cost_penalty']:.2f} -> U={s['utility']:+.3f}"
+            return TreeNode(f"#{k} {n['action']}", note=note if s is not None else "", chosen=k == chosen)
+        return TreeNode(n["text"], (("T", walk(n["True"])), ("F", walk(n["False"]))), note=n.get("reason") or "")
 
-    walk(data, "", "")
-    return "\n".join(lines)
+    return walk(data)
