@@ -141,15 +141,13 @@ class _CountingTeam(PerAgentTeam):
 
     def start_episode(self, info):
         super().start_episode(info)
-        self.store["episodes"] = self.store.get("episodes", 0) + 1
         self.outcomes = getattr(self, "outcomes", [])
 
-    def end_episode(self, outcome):
+    def learn(self, outcome):
         self.outcomes.append(outcome)
 
 
-@pytest.mark.parametrize("keep", [False, True])
-def test_a_team_is_reset_not_rebuilt_between_episodes_and_may_keep_a_store(registered, tmp_path, keep):
+def test_a_team_is_reset_not_rebuilt_between_episodes(registered, tmp_path):
     name = registered("counting", _CountingTeam)
     built: list[object] = []
     original = _CountingTeam.__init__
@@ -161,12 +159,12 @@ def test_a_team_is_reset_not_rebuilt_between_episodes_and_may_keep_a_store(regis
     _CountingTeam.__init__ = counting_init  # type: ignore[method-assign]
     try:
         specs = get_suite("cwah-test").episodes()[:2]
-        results = run_suite(specs, name, 2, {"keep_store": keep}, tmp_path, seed=0, quiet=True)
+        results = run_suite(specs, name, 2, {}, tmp_path, seed=0, quiet=True)
     finally:
         _CountingTeam.__init__ = original  # type: ignore[method-assign]
     assert len(built) == 1
     team = built[0]
-    assert team.episodes == 2 and team.store["episodes"] == (2 if keep else 1)
+    assert team.episodes == 2 and team.store is None
     assert [o.episode for o in team.outcomes] == [s.name for s in specs]
     assert [o.steps for o in team.outcomes] == [r.steps for r in results]
 
@@ -421,5 +419,5 @@ def test_coteam_methods_lists_every_switch_of_a_role_method(capsys, monkeypatch)
     monkeypatch.setenv("COLUMNS", "400")
     assert main(["methods"]) == 0
     text = capsys.readouterr().out
-    for switch in ("keep_store:", "structured_output", "decision_budget_s", "transcript, replay, cache"):
+    for switch in ("store:", "structured_output", "decision_budget_s", "transcript, replay, cache"):
         assert switch in text, switch

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from coteam.llm import backends
+from coteam.reasoning import Team
 from coteam.registry import make_team, method_class, method_names
 from coteam.world import MAX_AGENTS, Benchmark
 from coteam_harness.results import EpisodeResult, ResultsLog, summarize
@@ -134,6 +135,7 @@ def run_suite(
     if seen_by:
         meta["perception"] = ",".join(sorted(seen_by))
     log = ResultsLog(out, meta, planned=len(specs), resume=resume)
+    check_store(team_obj, log)
     done = log.done
     running: EpisodeSpec | None = None
     with (
@@ -185,6 +187,20 @@ def run_suite(
     log.write()
     by_name = {r.episode: r for r in log.results}
     return [by_name[spec.name] for spec in specs if spec.name in by_name]
+
+
+def check_store(team: Team, log: ResultsLog) -> None:
+    """A resumed run goes on with the method's persisted store only if the file still holds what the last finished
+    episode left in it (a one-line error otherwise: nothing is overwritten)."""
+    store = getattr(team, "store", None)
+    if store is None or not store.persisted or not log.results:
+        return
+    last = log.results[-1]
+    if last.store_sha256 != store.digest():
+        raise ValueError(
+            f"store {store.path} does not hold what episode {last.episode} left in it (results.json records "
+            f"another content): restore the file, or run afresh with a new --out and store"
+        )
 
 
 def results_table(results: list[EpisodeResult], title: str) -> Table:

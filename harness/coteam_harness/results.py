@@ -52,6 +52,7 @@ class EpisodeResult:
     llm_breaker: int = 0  # fallbacks because the circuit breaker was open (the model had stopped answering)
     trace: str | None = None
     failures: dict[str, int] = field(default_factory=dict)
+    store_sha256: str | None = None  # the method's persisted store after this episode (coteam.kit.store)
 
     @property
     def failed_actions(self) -> int:

@@ -4,7 +4,7 @@ PettingZoo env steps, and everything is recorded in a JSON trace."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +134,11 @@ def run_episode(
     for a, rt in runtimes.items():
         meter.payloads(a, rt.brain.payloads_dropped)
     result = meter.result(str(trace_path) if trace_path else None)
-    team_obj.end_episode(EpisodeOutcome(name, result.success, result.steps, result.transport_rate))
+    memories = [rt.brain.memory for rt in runtimes.values()]
+    team_obj.end_episode(EpisodeOutcome.of(name, result.success, result.steps, result.transport_rate, memories))
+    store = getattr(team_obj, "store", None)
+    if store is not None and store.persisted:
+        result = replace(result, store_sha256=store.digest())
     if recorder and trace_path:
         recorder.finish(sim, asdict(result))
         recorder.write(trace_path)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -27,6 +27,7 @@ from coteam.actions import (
     truncate_message,
     validate_action,
 )
+from coteam.goals import goal_status
 from coteam.memory import AgentMemory
 from coteam.message_guard import MessageGuard
 from coteam.messages import PayloadError, decode_payload, encode_payload
@@ -35,11 +36,13 @@ from coteam.observation import Message, ObjectView, Observation, task_landmarks
 from coteam.options import ActionOption, available_actions
 from coteam.physics import Physics
 from coteam.skills import SkillOutcome
-from coteam.world import Benchmark, FloorPlan, Scene, Task
+from coteam.world import Benchmark, FloorPlan, GoalPredicate, Scene, Task
 
 log = logging.getLogger(__name__)
 
 MAX_INSTANT_DECISIONS = 4  # decisions allowed in one step when skills end before the robot acts
+FAILED = "failed: "  # how memory records a failed action's outcome: FAILED + the skill's reason
+EPISODE_OVER = "episode over"  # the reason of a skill the episode's end cut short (not a failure of the robot)
 
 
 @dataclass(frozen=True)
@@ -75,13 +78,66 @@ class EpisodeInfo:
 
 
 @dataclass(frozen=True)
+class FailedAction:
+    """A high-level action of one robot that failed, and why (the skill's reason)."""
+
+    agent: str
+    step: int
+    action: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class GoalResult:
+    """One goal predicate at the end: how many items the team saw satisfy it."""
+
+    predicate: GoalPredicate
+    done: int
+
+    @property
+    def met(self) -> bool:
+        return self.done >= self.predicate.count
+
+
+@dataclass(frozen=True)
 class EpisodeOutcome:
-    """How an episode ended, as its team learns it in ``end_episode``."""
+    """How an episode ended, as its team learns it in ``end_episode``: the runtime's verdict (success, steps,
+    transport rate) and what the team's robots know of it -- every failed action with its reason, each goal
+    predicate as they saw it at the end, and the messages they sent (:meth:`of`)."""
 
     episode: str
     success: bool
     steps: int  # C-WAH steps (the horizon on failure) / TDW-MAT frames
     transport_rate: float
+    failed_actions: tuple[FailedAction, ...] = ()
+    goals: tuple[GoalResult, ...] = ()
+    messages: tuple[Message, ...] = ()
+
+    @property
+    def goals_met(self) -> tuple[GoalPredicate, ...]:
+        return tuple(g.predicate for g in self.goals if g.met)
+
+    @property
+    def goals_missed(self) -> tuple[GoalPredicate, ...]:
+        return tuple(g.predicate for g in self.goals if not g.met)
+
+    @classmethod
+    def of(
+        cls, episode: str, success: bool, steps: int, transport_rate: float, memories: Sequence[AgentMemory]
+    ) -> EpisodeOutcome:
+        """The outcome the runtime reports, with what ``memories`` (the team's robots' at the end) hold: their
+        failed actions (an action the episode's end cut short is not a failure), each goal predicate with the most
+        items any robot saw satisfy it, and every message sent, in the order sent."""
+        failed = tuple(
+            FailedAction(m.agent, a.step, a.action, a.outcome.removeprefix(FAILED))
+            for m in memories
+            for a in m.actions
+            if a.outcome.startswith(FAILED) and a.outcome != FAILED + EPISODE_OVER
+        )
+        statuses = [goal_status(m) for m in memories]
+        goals = tuple(GoalResult(st[0].predicate, max(len(s.done) for s in st)) for st in zip(*statuses, strict=True))
+        sent = sorted((msg for m in memories for msg in m.sent), key=lambda msg: (msg.step, msg.sender))
+        return cls(episode, success, steps, transport_rate, failed, goals, tuple(sent))
 
 
 @dataclass
@@ -282,7 +338,7 @@ def agent_turn(brain: AgentBrain, skill_running: bool) -> Generator[StartSkill |
             return True
         brain.memory.record_action(
             format_action(outcome.action, brain.info.benchmark),
-            "done" if outcome.success else f"failed: {outcome.reason}",
+            "done" if outcome.success else FAILED + outcome.reason,
         )
         skill_running = False
     return False

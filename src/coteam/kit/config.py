@@ -65,12 +65,16 @@ class MethodConfig(BaseModel):
     a switch whose name is not a Python identifier (``lambda``) is a field with an ``alias`` (the switch has that
     one name). Values are taken strictly: ``D=3`` but not ``D="3"`` or ``D=true`` (an int is a valid float).
 
-    ``keep_store`` is the kit's own switch: with it, the team's ``store`` outlives episodes (off by default, so
-    benchmark episodes stay independent)."""
+    ``store`` is the kit's own switch: a file that the team's store (:mod:`coteam.kit.store`) is loaded from and
+    saved to, so that it outlives episodes and runs (unset by default, so benchmark episodes stay independent)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    keep_store: bool = Field(False, description="keep the method's store across episodes (a learning method's memory)")
+    store: str | None = Field(
+        None,
+        description="SQLite file that keeps what the method learns across episodes and runs (default: nothing "
+        "is kept; only methods that declare a store)",
+    )
 
     def recorded(self) -> dict[str, Any]:
         """The switches as results and traces record them: by switch name, JSON values, no secrets."""

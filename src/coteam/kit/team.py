@@ -2,7 +2,7 @@
 
 * :class:`MethodTeam` -- the lifecycle of :class:`coteam.reasoning.Team` (``reset`` per episode, ``decide``,
   ``on_message``, ``end_episode``), the validated config, the role toolkit built once per run (methods with a
-  :class:`~coteam.kit.config.RoleMethodConfig`), a store that may outlive episodes, and how the method's trace
+  :class:`~coteam.kit.config.RoleMethodConfig`), the store a method declares (:mod:`.store`), and how the method's trace
   records are explained.
 * :class:`PerAgentTeam` -- a decentralised method: one :class:`AgentReasoner` per agent, each with its own seeded
   random stream, rebuilt at every ``reset`` (the team object and its model backend stay).
@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from coteam.kit.config import MethodConfig, RoleMethodConfig
 from coteam.kit.explanation import Explanation, rationale_section
 from coteam.kit.roles import RoleKit
+from coteam.kit.store import MethodStore, StoreSchema
 from coteam.navigation import NavGrid
 from coteam.observation import Message
 from coteam.reasoning import Decision, DecisionContext, EpisodeInfo, EpisodeOutcome
@@ -36,6 +37,7 @@ class MethodTeam:
     summary: ClassVar[str] = ""
     Config: ClassVar[type[MethodConfig]] = MethodConfig
     payload_types: ClassVar[tuple[type[BaseModel], ...]] = ()  # what this method's messages may carry
+    store_schema: ClassVar[StoreSchema | None] = None  # what the method keeps across episodes (none by default)
     full_observability: ClassVar[bool] = False
 
     _geometry: Geometry | None = None
@@ -43,10 +45,18 @@ class MethodTeam:
     def __init__(self, config: MethodConfig | None = None, *, name: str | None = None):
         self.config = config if config is not None else self.Config()
         self.name = name or type(self).__name__.removesuffix("Team").lower()  # the registered name by convention
-        self.store: dict[str, Any] = {}  # kept across episodes only when the config's keep_store is true
+        self.store = self._open_store()
         self.roles = RoleKit(self.config, self.prompt_folder()) if isinstance(self.config, RoleMethodConfig) else None
         self.info: EpisodeInfo | None = None
         self.episodes = 0
+
+    def _open_store(self) -> MethodStore | None:
+        path = self.config.store
+        if self.store_schema is None:
+            if path is not None:
+                raise ValueError(f"{self.name}: switch store: this method keeps nothing across episodes")
+            return None
+        return MethodStore(self.name, self.store_schema, path)
 
     @classmethod
     def prompt_folder(cls) -> Traversable:
@@ -63,7 +73,7 @@ class MethodTeam:
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     def reset(self, info: EpisodeInfo) -> None:
-        if not self.config.keep_store:
+        if self.store is not None and not self.store.persisted:
             self.store.clear()
         self.info = info
         self.episodes += 1
@@ -79,7 +89,13 @@ class MethodTeam:
         """A teammate's message was delivered to ``agent`` (already in its memory, payload validated)."""
 
     def end_episode(self, outcome: EpisodeOutcome) -> None:
-        """The episode is over (override to learn from it; the store keeps what should last)."""
+        """The episode is over: learn from it, then save the store (to its file, when it has one)."""
+        self.learn(outcome)
+        if self.store is not None:
+            self.store.save()
+
+    def learn(self, outcome: EpisodeOutcome) -> None:
+        """What the method keeps of an episode (override; write what should last into ``self.store``)."""
 
     # --- explaining ----------------------------------------------------------------------------------------------
     @classmethod
@@ -151,6 +167,7 @@ class TeamWrapper:
         self.name = inner.name
         self.full_observability = inner.full_observability
         self.payload_types = inner.payload_types
+        self.store = getattr(inner, "store", None)
 
     def reset(self, info: EpisodeInfo) -> None:
         self.inner.reset(info)

@@ -108,7 +108,7 @@ class PlannerNode(Node):
         self.clock = 0
         self.ready = False
         self.done = False
-        self.outcome: EpisodeOutcome | None = None  # the episode's end, passed to the team once delivered
+        self.verdict: tuple[bool, int, float] | None = None  # the episode's end (success, steps, transport rate)
         self.skill: RunningSkill | None = None
         self.turn: Any = None
         self.request: Any = None
@@ -151,7 +151,7 @@ class PlannerNode(Node):
         if status.episode_done:
             steps = status.clock if status.success else self.brain.info.task.horizon
             rate = round(float(status.transport_rate), 6)
-            self.outcome = EpisodeOutcome(self.brain.info.episode, status.success, steps, rate)
+            self.verdict = (status.success, steps, rate)  # passed to the team once this observation is delivered
         self.done = status.episode_done
         self.inbox.drop_stale(self.clock - self.stale_message_steps)
         self.waiting = (obs, time.monotonic())
@@ -232,9 +232,9 @@ class PlannerNode(Node):
         self.missing = (self.missing - set(late)) | set(absent)
         texts = tuple(self.inbox.pop(k) for k in [*late, *keys] if k in self.inbox)
         self.brain.observe(replace(obs, messages=texts))
-        if self.outcome is not None:  # the last observation is in: the team's episode ends
-            self.team.end_episode(self.outcome)
-            self.outcome = None
+        if self.verdict is not None:  # the last observation is in: the team's episode ends with what I know of it
+            self.team.end_episode(EpisodeOutcome.of(self.brain.info.episode, *self.verdict, [self.brain.memory]))
+            self.verdict = None
         if self.done:
             return
         if self.ready:
