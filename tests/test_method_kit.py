@@ -16,7 +16,9 @@ import pytest
 from pydantic import BaseModel, Field
 
 from coteam.actions import HighLevelAction, Verb
-from coteam.kit import AgentReasoner, CentralisedTeam, PerAgentTeam
+from coteam.kit import AgentReasoner, CentralisedTeam, Lettered, PerAgentTeam, RoleMethodConfig, match_option
+from coteam.kit.team import TeamRound
+from coteam.llm import Role
 from coteam.messages import TeamStatus
 from coteam.navigation import NavGrid
 from coteam.observation import Message
@@ -187,31 +189,111 @@ def test_one_llm_backend_serves_every_agent_and_episode_of_a_run(monkeypatch):
 
 
 class _PooledCentralTeam(CentralisedTeam):
-    """One planner for the whole team under partial observability: each agent takes the nearest useful action
-    that no teammate's last choice already targets."""
+    """One planner for the whole team under partial observability: each robot waiting for an action takes the
+    nearest useful one that no other robot is doing or was given in this round."""
 
     def start_episode(self, info):
         super().start_episode(info)
-        self.choices: dict[str, object] = {}
-        self.seen_contexts = 0
+        self.rounds: list[TeamRound] = []
 
-    def plan(self, ctx):
-        self.seen_contexts = max(self.seen_contexts, len(self.contexts))
-        taken = {c for a, c in self.choices.items() if a != ctx.agent}
-        options = [o for o in ctx.options if not o.action.is_message and o.action.target not in taken]
-        option, rule = rule_based_choice(ctx)
-        if option.action.target in taken and options:
-            option = min(options, key=lambda o: (o.my_distance, o.text))
-        self.choices[ctx.agent] = option.action.target
-        return Decision(option.action, {"method": "pooled", "rule": rule})
+    def plan_round(self, round):
+        self.rounds.append(round)
+        taken = {a.target for a in round.running.values()}
+        decisions = {}
+        for agent, ctx in round.contexts.items():
+            option, rule = rule_based_choice(ctx)
+            free = [o for o in ctx.options if not o.action.is_message and o.action.target not in taken]
+            if option.action.target in taken and free:
+                option = min(free, key=lambda o: (o.my_distance, o.text))
+            taken.add(option.action.target)
+            decisions[agent] = Decision(option.action, {"method": "pooled", "rule": rule})
+        return decisions
 
 
-def test_a_centralised_team_fits_the_contract_with_partial_observability(registered):
+def test_a_centralised_team_decides_for_every_waiting_robot_from_the_union_of_their_observations(registered):
     name = registered("pooled", _PooledCentralTeam)
     team = make_team(name)
-    assert not team.full_observability
+    assert not team.full_observability and team.centralised
     result = run_episode(get_suite("cwah-test").episodes()[0].build(), team, n_agents=2)
-    assert result.success and team.seen_contexts == 2
+    assert result.success
+    first = team.rounds[0]
+    assert list(first.contexts) == ["alice", "bob"] and not first.running  # both robots, in one round
+    assert len(team.rounds) < result.decisions  # the robot asking second in a round took the action planned then
+    alice, bob = (team.memories[a] for a in ("alice", "bob"))
+    assert alice.objects.keys() == bob.objects.keys()  # every robot holds what any of them saw
+    assert any(r.running for r in team.rounds)  # busy robots' actions are known to the planner
+
+
+class _Assignment(BaseModel):
+    assign: dict[str, str] = Field(description="robot -> the letter of its action")
+
+
+def _rules_assign(ctx):
+    """The symbolic answer: each waiting robot's rule-policy choice, as its letter."""
+    out = {}
+    for agent, c in ctx.data.contexts.items():
+        option, _ = rule_based_choice(c)
+        out[agent] = next(
+            k for k, t in Lettered.physical(c.options, benchmark=c.memory.benchmark).items() if t == option.text
+        )
+    return _Assignment(assign=out)
+
+
+def _check_assign(answer, ctx):
+    for agent, c in ctx.data.contexts.items():
+        match_option(answer.assign.get(agent, ""), Lettered.physical(c.options, benchmark=c.memory.benchmark))
+
+
+_ASSIGN = Role("joint.assign", "joint_assign", _Assignment, _rules_assign, _check_assign)
+
+
+class _JointRoleTeam(CentralisedTeam):
+    """One role call per round assigns every waiting robot its action (a centralised method with roles)."""
+
+    Config = RoleMethodConfig
+    folder: Path
+
+    @classmethod
+    def prompt_folder(cls):
+        return cls.folder
+
+    def plan_round(self, round):
+        session = self.session(round)
+        answer = session.ask(_ASSIGN, round).value
+        decisions = {}
+        for agent, ctx in round.contexts.items():
+            lettered = Lettered.physical(ctx.options, benchmark=ctx.memory.benchmark)
+            action = lettered.action(match_option(answer.assign[agent], lettered)[0])
+            decisions[agent] = Decision(action, {"method": "joint"})
+        decisions[round.asking] = session.decision(decisions[round.asking].action, {"method": "joint"})
+        return decisions
+
+
+def _joint_model(request):
+    user = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    robots = re.findall(r"^(\w+): waiting for an action$", user, re.M)
+    return json.dumps({"assign": dict.fromkeys(robots, "A")})
+
+
+def test_a_centralised_role_method_asks_once_per_round_with_the_teams_slots(registered, tmp_path, monkeypatch):
+    from coteam.llm.testserver import LoopbackOpenAIServer
+
+    (tmp_path / "joint_assign.md").write_text(
+        "---system---\nAssign each robot waiting for an action one of its actions. Reply with JSON.\n---user---\n"
+        "{{goal}}\n{{progress}}\nRobots:\n{{robots}}\nLast actions:\n{{actions}}\nOptions:\n{{available}}\n"
+    )
+    monkeypatch.setattr(_JointRoleTeam, "folder", tmp_path, raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    name = registered("joint", _JointRoleTeam)
+    scene = get_suite("cwah-test").episodes()[0].build()
+    symbolic = run_episode(scene, make_team(name), n_agents=2)
+    assert symbolic.success and symbolic.llm_calls == 0
+    with LoopbackOpenAIServer(_joint_model) as server:
+        team = make_team(name, {"backend": "llm", "base_url": server.base_url, "max_retries": 0})
+        llm = run_episode(scene, team, n_agents=2)
+        first = server.requests[0]["messages"][-1]["content"]
+    assert "alice: waiting for an action" in first and "bob: waiting for an action" in first  # one call, both
+    assert llm.llm_calls == len(server.requests) < llm.decisions and llm.tokens > 0
 
 
 # --- messages --------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from coteam.observation import Observation
 from coteam.physics import Physics
 from coteam.reasoning import AgentBrain, EpisodeInfo, EpisodeOutcome, StartSkill, Team, agent_turn
 from coteam.registry import make_team
@@ -111,8 +112,18 @@ def run_episode(
     visual = VisualObservations(sim.world, perception) if perception else None
     if visual is not None:
         obs = visual(obs)
-    for a, o in obs.items():
-        runtimes[a].brain.observe(o)
+    shared = team_obj.centralised and not team_obj.full_observability  # its robots see what each of them sees
+
+    def deliver(observations: Mapping[str, Observation]) -> None:
+        for a, o in observations.items():
+            runtimes[a].brain.observe(o)
+        if shared:
+            for a, o in observations.items():
+                for b, rt in runtimes.items():
+                    if b != a:
+                        rt.brain.absorb(o)
+
+    deliver(obs)
     while env.agents:
         actions: dict[str, Primitive] = {}
         for a in env.agents:
@@ -126,8 +137,7 @@ def run_episode(
             recorder.step(clock_before, sim, actions, failures)
         if visual is not None:
             obs = visual(obs)
-        for a, o in obs.items():
-            runtimes[a].brain.observe(o)
+        deliver(obs)
         if on_step:
             on_step(sim.clock, sim.horizon)
     meter.stop()

@@ -73,12 +73,31 @@ class AgentMemory:
 
     # --- updating ----------------------------------------------------------------------------------------
     def update(self, obs: Observation) -> None:
+        """My own observation: where I am and what I hold, what I see, and the messages delivered to me."""
         self.step, self.frames = obs.step, obs.frames
         self.position, self.heading, self.room = obs.position, obs.heading, obs.room
         self.holding = obs.holding
         self.room_visits[obs.room] = obs.step
         self.last_failure = obs.last_failure
         self.camera_view = obs.complete_fixtures is not None
+        self._see(obs)
+        for own in obs.holding:
+            if own is not None and own in self.objects:
+                self._mark_held(own, self.agent)
+        self.messages.extend(obs.messages)
+
+    def absorb(self, obs: Observation) -> None:
+        """A teammate's observation of the same step, shared by a centralised team: what it saw (and saw gone), the
+        rooms it explored, and where it is and what it holds -- my own state and my messages are untouched."""
+        self._see(obs)
+        self.teammates[obs.agent] = TeammateSighting(obs.step, obs.position, obs.room, obs.holding)
+        for held in obs.holding:
+            if held is not None and held in self.objects:
+                self._mark_held(held, obs.agent, obs.room, obs.position)
+
+    def _see(self, obs: Observation) -> None:
+        """The world as ``obs`` shows it: items gone from where they should be visible, the objects in view, the
+        room's explored headings and the teammates in view."""
         self._forget_missing(obs)
         for view in obs.visible:
             self.objects[view.id] = view
@@ -93,23 +112,22 @@ class AgentMemory:
                 for off in range(-3, 4):
                     bins.add((heading_bin(h) + off) % FULL_TURN_BINS)
         for mate in obs.teammates:
+            if mate.name == self.agent:
+                continue  # (a teammate's observation that shows me)
             self.teammates[mate.name] = TeammateSighting(obs.step, mate.position, mate.room, mate.holding)
             for held in mate.holding:
                 if held is not None and held in self.objects:
                     self._mark_held(held, mate.name)
-        for own in obs.holding:
-            if own is not None and own in self.objects:
-                self._mark_held(own, self.agent)
-        self.messages.extend(obs.messages)
 
-    def _mark_held(self, item_id: int, agent: str) -> None:
+    def _mark_held(self, item_id: int, agent: str, room: int | None = None, position: Vec2 | None = None) -> None:
+        """Remember the item as held by ``agent``, placed at ``room`` and ``position`` (default: where I am)."""
         old = self.objects[item_id]
         self.objects[item_id] = ObjectView(
             old.id,
             old.name,
             old.kind,
-            self.room,
-            self.position,
+            self.room if room is None else room,
+            self.position if position is None else position,
             old.category,
             old.is_open,
             Relation.HELD,

@@ -41,6 +41,7 @@ from coteam.world import Benchmark, FloorPlan, GoalPredicate, Scene, Task
 log = logging.getLogger(__name__)
 
 MAX_INSTANT_DECISIONS = 4  # decisions allowed in one step when skills end before the robot acts
+STARTED = "started"  # how memory records the outcome of an action whose skill runs
 FAILED = "failed: "  # how memory records a failed action's outcome: FAILED + the skill's reason
 EPISODE_OVER = "episode over"  # the reason of a skill the episode's end cut short (not a failure of the robot)
 
@@ -180,9 +181,12 @@ class Decision:
 class Team(Protocol):
     name: str
     full_observability: bool
+    centralised: bool  # one planner for the whole team: the runtime shares every robot's observation with the others
     payload_types: tuple[type[BaseModel], ...]  # what its messages may carry, checked on receipt
 
     def reset(self, info: EpisodeInfo) -> None: ...
+
+    def join(self, agent: str, memory: AgentMemory) -> None: ...
 
     def decide(self, ctx: DecisionContext) -> Decision: ...
 
@@ -207,6 +211,7 @@ class AgentBrain:
         self.allow_messages = allow_messages and len(info.agents) > 1
         self.memory = AgentMemory(agent, info.benchmark, info.floorplan, info.task)
         self.memory.objects.update({v.id: v for v in info.landmarks})
+        team.join(agent, self.memory)
         self.decision_seconds: list[float] = []
         self.payloads_dropped = 0
         self.guard = MessageGuard()
@@ -218,6 +223,10 @@ class AgentBrain:
         self.memory.update(obs)
         for message in obs.messages:
             self.team.on_message(self.agent, message)
+
+    def absorb(self, obs: Observation) -> None:
+        """A teammate's observation of this step (a centralised team's robots share what they see)."""
+        self.memory.absorb(obs)
 
     def receive(self, message: Message) -> Message:
         """``message`` with its payload validated against the team's payload types (a bad one dropped, logged and
@@ -260,7 +269,7 @@ class AgentBrain:
         if self.guard.stalls > stalls:
             self._guarded["message_stall"] = True
         self.decision_seconds.append(time.perf_counter() - start)
-        self.memory.record_action(format_action(action, self.info.benchmark), "started")
+        self.memory.record_action(format_action(action, self.info.benchmark), STARTED)
         return decision, options
 
     def _decide(self, allow_messages: bool) -> tuple[Decision, list[ActionOption]]:

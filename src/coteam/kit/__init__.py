@@ -7,15 +7,16 @@ a model that the belief cannot know (:mod:`.knowledge`). Register a method with
 :func:`coteam.registry.register_method` or the ``coteam.methods`` entry-point group."""
 
 from coteam.kit.config import MethodConfig, RoleMethodConfig, Switch, ValueRoleConfig
-from coteam.kit.context import SITUATION_SLOTS, actions_text, dialogue_text, situation_slots
-from coteam.kit.deliberation import Deliberation, Lettered, RoleAgent
+from coteam.kit.context import SITUATION_SLOTS, TEAM_SLOTS, actions_text, dialogue_text, situation_slots, team_slots
+from coteam.kit.deliberation import Deliberation, RoleAgent
 from coteam.kit.explanation import Explanation, Section, TreeNode, rationale_section
-from coteam.kit.lettered import letter, match_option
+from coteam.kit.lettered import Lettered, letter, match_option
 from coteam.kit.roles import RoleKit, RoleSession
 from coteam.kit.team import AgentReasoner, CentralisedTeam, MethodTeam, PerAgentTeam, TeamWrapper
 
 __all__ = [
     "SITUATION_SLOTS",
+    "TEAM_SLOTS",
     "AgentReasoner",
     "CentralisedTeam",
     "Deliberation",
@@ -39,4 +40,5 @@ __all__ = [
     "match_option",
     "rationale_section",
     "situation_slots",
+    "team_slots",
 ]

@@ -21,45 +21,19 @@ from coteam.actions import HighLevelAction, format_action
 from coteam.belief import BeliefState
 from coteam.kit.config import ValueRoleConfig
 from coteam.kit.context import SITUATION_SLOTS, situation_slots
-from coteam.kit.lettered import letter
+from coteam.kit.lettered import Lettered
 from coteam.kit.roles import RoleSession
 from coteam.kit.team import AgentReasoner
 from coteam.llm import Role, RoleAnswer
 from coteam.memory import AgentMemory
-from coteam.options import ActionOption
 from coteam.reasoning import Decision, DecisionContext
 from coteam.value.team import ValueModel
-from coteam.world import Benchmark
 
 if TYPE_CHECKING:
     from coteam.kit.team import PerAgentTeam
 
 T = TypeVar("T")
 P = TypeVar("P", bound=BaseModel)
-
-
-class Lettered(dict[str, str]):
-    """Actions lettered A, B, ... for a prompt: letter -> the action's text; ``str()`` is one ``A. text`` line
-    each. :meth:`physical` letters a decision's physical options (and any actions a method adds)."""
-
-    def __init__(self, actions: Sequence[HighLevelAction], texts: Sequence[str]):
-        super().__init__((letter(i), t) for i, t in enumerate(texts))
-        self.actions = list(actions)
-
-    @classmethod
-    def physical(cls, options: Sequence[ActionOption], *extra: HighLevelAction, benchmark: Benchmark) -> Lettered:
-        physical = [o for o in options if not o.action.is_message]
-        return cls(
-            [*(o.action for o in physical), *extra],
-            [*(o.text for o in physical), *(format_action(a, benchmark) for a in extra)],
-        )
-
-    def __str__(self) -> str:
-        return "\n".join(f"{k}. {t}" for k, t in self.items())
-
-    def action(self, key: str) -> HighLevelAction:
-        """The action lettered ``key``."""
-        return self.actions[list(self).index(key)]
 
 
 class Deliberation:

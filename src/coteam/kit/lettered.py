@@ -9,11 +9,12 @@ the name or id of an object that only one physical option mentions. A model that
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from coteam.actions import HighLevelAction, Verb, format_action
 from coteam.llm.schema import regex_literal
+from coteam.options import ActionOption
 from coteam.world import Benchmark
 
 _MARKUP = re.compile(r"[*_`\"']")
@@ -31,6 +32,30 @@ _MESSAGE_PREFIXES = ("[send_message]", "send a message:")
 def letter(index: int) -> str:
     """A, B, ..., Z, AA, AB, ... for option ``index``."""
     return chr(ord("A") + index) if index < 26 else letter(index // 26 - 1) + chr(ord("A") + index % 26)
+
+
+class Lettered(dict[str, str]):
+    """Actions lettered A, B, ... for a prompt: letter -> the action's text; ``str()`` is one ``A. text`` line
+    each. :meth:`physical` letters a decision's physical options (and any actions a method adds)."""
+
+    def __init__(self, actions: Sequence[HighLevelAction], texts: Sequence[str]):
+        super().__init__((letter(i), t) for i, t in enumerate(texts))
+        self.actions = list(actions)
+
+    @classmethod
+    def physical(cls, options: Sequence[ActionOption], *extra: HighLevelAction, benchmark: Benchmark) -> Lettered:
+        physical = [o for o in options if not o.action.is_message]
+        return cls(
+            [*(o.action for o in physical), *extra],
+            [*(o.text for o in physical), *(format_action(a, benchmark) for a in extra)],
+        )
+
+    def __str__(self) -> str:
+        return "\n".join(f"{k}. {t}" for k, t in self.items())
+
+    def action(self, key: str) -> HighLevelAction:
+        """The action lettered ``key``."""
+        return self.actions[list(self).index(key)]
 
 
 def _norm(text: str) -> str:

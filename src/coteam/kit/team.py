@@ -15,19 +15,24 @@ from __future__ import annotations
 import random
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import resources
 from importlib.abc import Traversable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from coteam.actions import HighLevelAction, format_action, parse_action
 from coteam.kit.config import MethodConfig, RoleMethodConfig
+from coteam.kit.context import team_slots
 from coteam.kit.explanation import Explanation, rationale_section
-from coteam.kit.roles import RoleKit
+from coteam.kit.roles import RoleKit, RoleSession
 from coteam.kit.store import MethodStore, StoreSchema
+from coteam.memory import AgentMemory
 from coteam.navigation import NavGrid
 from coteam.observation import Message
-from coteam.reasoning import Decision, DecisionContext, EpisodeInfo, EpisodeOutcome
+from coteam.options import available_actions
+from coteam.reasoning import STARTED, Decision, DecisionContext, EpisodeInfo, EpisodeOutcome
 from coteam.value.abstract import Geometry
 
 
@@ -38,6 +43,7 @@ class MethodTeam:
     Config: ClassVar[type[MethodConfig]] = MethodConfig
     payload_types: ClassVar[tuple[type[BaseModel], ...]] = ()  # what this method's messages may carry
     store_schema: ClassVar[StoreSchema | None] = None  # what the method keeps across episodes (none by default)
+    centralised: ClassVar[bool] = False  # one planner for the whole team (CentralisedTeam)
     full_observability: ClassVar[bool] = False
 
     _geometry: Geometry | None = None
@@ -81,6 +87,9 @@ class MethodTeam:
 
     def start_episode(self, info: EpisodeInfo) -> None:
         """Per-episode set-up (override)."""
+
+    def join(self, agent: str, memory: AgentMemory) -> None:
+        """A robot of the team starts the episode with ``memory`` (its runtime keeps it up to date)."""
 
     def decide(self, ctx: DecisionContext) -> Decision:
         raise NotImplementedError
@@ -141,20 +150,72 @@ class PerAgentTeam(MethodTeam):
         self.agents[agent].on_message(message)
 
 
+@dataclass(frozen=True)
+class TeamRound:
+    """One decision round of a :class:`CentralisedTeam`: the robots that wait for an action (their decision
+    contexts, in the team's order, the asking robot among them) and what each other robot is doing."""
+
+    contexts: dict[str, DecisionContext]
+    running: dict[str, HighLevelAction]  # busy robots -> the action their skill runs
+    memories: Mapping[str, AgentMemory]  # every robot's memory: each holds the union of the robots' observations
+
+    @property
+    def asking(self) -> str:
+        """The robot whose request opened the round."""
+        return next(iter(self.contexts))
+
+
 class CentralisedTeam(MethodTeam):
-    """One planner for all agents. ``contexts`` holds every agent's latest decision context (its memory, so the
-    planner sees everything any agent has perceived); a subclass implements :meth:`plan`. Set
-    ``full_observability`` for a planner that sees the whole world (the oracle)."""
+    """One planner for the whole team: whenever a robot needs an action, :meth:`plan_round` decides one action for
+    every robot that waits for one (a joint decision), from the union of the robots' observations (the runtime
+    shares each robot's observation with its teammates' memories), or from the whole world with
+    ``full_observability`` (the oracle). A robot that asks later in the same step gets the action planned for it
+    then, while it is still one of its options; a robot that asks later is planned for in a round of its own."""
+
+    centralised: ClassVar[bool] = True
 
     def start_episode(self, info: EpisodeInfo) -> None:
-        self.contexts: dict[str, DecisionContext] = {}
+        self.memories: dict[str, AgentMemory] = {}
+        self.planned: dict[str, tuple[tuple[int, int], Decision]] = {}  # robot -> (step, clock), its decision
+
+    def join(self, agent: str, memory: AgentMemory) -> None:
+        self.memories[agent] = memory
 
     def decide(self, ctx: DecisionContext) -> Decision:
-        self.contexts[ctx.agent] = ctx
-        return self.plan(ctx)
+        when = (ctx.memory.step, ctx.memory.frames)
+        planned = self.planned.pop(ctx.agent, None)
+        if planned is not None and planned[0] == when and ctx.option_for(planned[1].action) is not None:
+            return planned[1]
+        decisions = self.plan_round(self._round(ctx))
+        self.planned = {a: (when, d) for a, d in decisions.items() if a != ctx.agent}
+        return decisions[ctx.agent]
 
-    def plan(self, ctx: DecisionContext) -> Decision:
+    def _round(self, ctx: DecisionContext) -> TeamRound:
+        assert self.info is not None
+        contexts, running = {ctx.agent: ctx}, {}
+        for agent in self.info.agents:
+            memory = self.memories.get(agent)
+            if agent == ctx.agent or memory is None:
+                continue
+            last = memory.actions[-1] if memory.actions else None
+            if last is not None and last.outcome == STARTED:
+                running[agent] = parse_action(last.action, memory.benchmark)
+            else:
+                options = available_actions(memory, ctx.nav, allow_messages=False)
+                contexts[agent] = DecisionContext(agent, memory, options, ctx.nav)
+        return TeamRound(contexts, running, dict(self.memories))
+
+    def plan_round(self, round: TeamRound) -> dict[str, Decision]:
+        """A decision for every robot of ``round.contexts`` (the method's joint decision procedure)."""
         raise NotImplementedError
+
+    def session(self, round: TeamRound) -> RoleSession:
+        """The role session of one round (a method with roles): its prompts get the team's slots
+        (:data:`~coteam.kit.context.TEAM_SLOTS`); the calls are charged to the asking robot's decision."""
+        assert self.roles is not None and isinstance(self.config, RoleMethodConfig), "a role method's team"
+        benchmark = next(iter(round.contexts.values())).memory.benchmark
+        doing = {a: format_action(x, benchmark) for a, x in round.running.items()}
+        return self.roles.session(round.asking, team_slots(round.contexts, doing, last_actions=self.config.K_action))
 
 
 class TeamWrapper:
@@ -167,10 +228,14 @@ class TeamWrapper:
         self.name = inner.name
         self.full_observability = inner.full_observability
         self.payload_types = inner.payload_types
+        self.centralised = inner.centralised
         self.store = getattr(inner, "store", None)
 
     def reset(self, info: EpisodeInfo) -> None:
         self.inner.reset(info)
+
+    def join(self, agent: str, memory: AgentMemory) -> None:
+        self.inner.join(agent, memory)
 
     def decide(self, ctx: DecisionContext) -> Decision:
         return self.inner.decide(ctx)

@@ -1,24 +1,31 @@
 """``oracle``: a centralised planner with full observability — the near-optimal reference.
 
 Every agent sees the whole world (the runner enables full observability for this team) and one planner decides
-for all of them, so no messages are needed and nobody explores. C-WAH: whenever an agent is free, the exact
-joint planner (:mod:`coteam.teams.joint_plan`) chooses instances, assignment, order and two-handed trips that
-minimise the makespan from the current state, and the agent takes its first step of that plan. TDW-MAT (and
-C-WAH teams too large for exhaustive search): each free agent claims the needed item that is cheapest for it
-to fetch and deliver unless a free teammate is clearly closer, fills a carried container first when enough
-targets remain, and delivers when its hands are full.
+for all of them, so no messages are needed and nobody explores. Each round (:class:`~coteam.kit.team.TeamRound`)
+decides for every robot waiting for an action, one after the other, each leaving to the others the items they
+fetch. With ``full_observability=false`` the planner sees only the union of the robots' observations: a robot with
+nothing known to fetch searches the nearest place no robot has searched or is searching.
+
+C-WAH: whenever an agent is free, the exact joint planner (:mod:`coteam.teams.joint_plan`) chooses instances,
+assignment, order and two-handed trips that minimise the makespan from the current state, and the agent takes its
+first step of that plan. TDW-MAT (and C-WAH teams too large for exhaustive search): each free agent claims the
+needed item that is cheapest for it to fetch and deliver unless a free teammate is clearly closer, fills a carried
+container first when enough targets remain, and delivers when its hands are full.
 """
 
 from __future__ import annotations
 
 import math
 
+from pydantic import Field
+
 from coteam.actions import Verb
 from coteam.goals import goal_status
-from coteam.kit import CentralisedTeam
+from coteam.kit import CentralisedTeam, MethodConfig
+from coteam.kit.team import TeamRound
 from coteam.observation import ObjectView
 from coteam.options import ActionOption
-from coteam.reasoning import Decision, DecisionContext, EpisodeInfo
+from coteam.reasoning import Decision, DecisionContext
 from coteam.teams import joint_plan
 from coteam.world import Benchmark, ObjectKind, Relation, Vec2
 
@@ -26,15 +33,25 @@ MAX_JOINT_SEARCH = 200_000  # instance choices × assignments × orders the exac
 
 
 TEAMMATE_SLACK_M = 2.0  # take an item unless a free teammate is this much closer to it
+SEARCHES = (Verb.EXPLORE, Verb.GOTO, Verb.CHECK)  # the actions that look for items
+
+
+class OracleConfig(MethodConfig):
+    full_observability: bool = Field(
+        True, description="see the whole world; false: only what the robots see (a centralised planner that searches)"
+    )
 
 
 class OracleTeam(CentralisedTeam):
-    summary = "centralised planner with full observability (near-optimal reference)"
-    full_observability = True
+    summary = (
+        "centralised planner with full observability (near-optimal reference; full_observability=false: it searches)"
+    )
+    Config = OracleConfig
+    config: OracleConfig
 
-    def start_episode(self, info: EpisodeInfo) -> None:
-        super().start_episode(info)
-        self.claims: dict[int, str] = {}
+    @property
+    def full_observability(self) -> bool:  # type: ignore[override]
+        return self.config.full_observability
 
     def _delivery_cost(self, ctx: DecisionContext, option: ActionOption) -> float:
         """Cost to fetch the item and then bring it to its goal target."""
@@ -46,14 +63,18 @@ class OracleTeam(CentralisedTeam):
             back = ctx.nav.path_length(item.position, m.objects[goal].position)
         return option.my_distance + 0.5 * back
 
-    def plan(self, ctx: DecisionContext) -> Decision:
+    def plan_round(self, round: TeamRound) -> dict[str, Decision]:
+        """The robots' choices one after the other, each leaving to the others the items they fetch (the grabs the
+        busy robots run, and those chosen before it in this round) and the places they search."""
+        self.claims = {a.target.id: r for r, a in round.running.items() if a.verb == Verb.GRAB and a.target}
+        self.searched = {a.target.id for a in round.running.values() if a.verb in SEARCHES and a.target}
+        return {agent: self._plan(ctx) for agent, ctx in round.contexts.items()}
+
+    def _plan(self, ctx: DecisionContext) -> Decision:
         m = ctx.memory
         agent = ctx.agent
         # Forget claims on items that are now held or delivered.
         self.claims = {i: a for i, a in self.claims.items() if i in m.objects and not m.objects[i].held_by}
-        mine = {i for i, a in self.claims.items() if a == agent}
-        for i in mine:
-            del self.claims[i]
         statuses = goal_status(m)
         missing = {st.predicate.item: st.missing for st in statuses}
         for i in self.claims:
@@ -73,8 +94,11 @@ class OracleTeam(CentralisedTeam):
             choice, why = self._cwah(ctx, grabs)
         else:
             choice, why = self._tdw(ctx, grabs)
-        if choice.action.verb == Verb.GRAB and choice.action.target is not None:
-            self.claims[choice.action.target.id] = agent
+        target = choice.action.target
+        if choice.action.verb == Verb.GRAB and target is not None:
+            self.claims[target.id] = agent
+        elif choice.action.verb in SEARCHES and target is not None:
+            self.searched.add(target.id)
         return Decision(choice.action, {"method": "oracle", "rule": why})
 
     def _mine_to_take(self, ctx: DecisionContext, grabs: list[ActionOption]) -> list[ActionOption]:
@@ -188,6 +212,19 @@ class OracleTeam(CentralisedTeam):
         return self._idle(ctx), "nothing left for me"
 
     def _idle(self, ctx: DecisionContext) -> ActionOption:
-        """With nothing to fetch, stay out of the way: go to (or look around) the current room."""
+        """With nothing to fetch: seeing the world, stay out of the way (go to, or look around, the current room);
+        seeing what the robots see, search the nearest place no robot has searched or is searching."""
+        if not self.full_observability:
+            m = ctx.memory
+            unsearched = [
+                o
+                for o in ctx.options
+                if o.action.verb in SEARCHES
+                and o.action.target is not None
+                and o.action.target.id not in self.searched
+                and not m.is_explored(o.action.target.id)
+            ]
+            if unsearched:
+                return min(unsearched, key=lambda o: (o.my_distance, o.text))
         here = [o for o in ctx.options if o.action.verb in (Verb.EXPLORE, Verb.GOTO)]
         return min(here, key=lambda o: (o.my_distance if math.isfinite(o.my_distance) else math.inf, o.text))
