@@ -1,7 +1,7 @@
-"""coteam_ros.config, the one loader of team YAML files: strict validation, the node list, the ``--ros-args`` of
-a node process (checked against rclpy's own parsing), and the ``ros2 launch`` files, which are executed with
-small fake ``launch`` / ``launch_ros`` modules (no wheels exist for them) and must start exactly the nodes
-``coteam launch`` starts."""
+"""The team YAML file (``coteam_ros.team_config``, one loader for both launchers): strict validation; the node list
+and the ``--ros-args`` of a node process (``coteam_ros.node_graph``, checked against rclpy's own parsing); and the
+``ros2 launch`` files, which are executed with small fake ``launch`` / ``launch_ros`` modules (no wheels exist for
+them) and must start exactly the nodes ``coteam launch`` starts."""
 
 from __future__ import annotations
 
@@ -32,18 +32,9 @@ from coteam.kit import MethodConfig, MethodTeam  # noqa: E402
 from coteam.registry import register_method, unregister_method  # noqa: E402
 from coteam.signing import PUBLIC_KEYS, init_keystore  # noqa: E402
 from coteam_ros import launcher  # noqa: E402
-from coteam_ros.config import (  # noqa: E402
-    ConfigError,
-    LocalModelConfig,
-    NodeSpec,
-    load_config,
-    model_groups,
-    node_list,
-    parse_config,
-    prepare_keystore,
-    ros_args,
-    write_params_file,
-)
+from coteam_ros.keystore import prepare_keystore  # noqa: E402
+from coteam_ros.node_graph import NodeSpec, model_groups, node_list, ros_args, write_params_file  # noqa: E402
+from coteam_ros.team_config import ConfigError, LocalModelSection, load_config, parse_config  # noqa: E402
 
 SIM = ROOT / "config" / "team_sim.yaml"
 HARDWARE = ROOT / "config" / "team_hardware.yaml"
@@ -123,7 +114,7 @@ def test_defaults_and_number_coercion(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("base", "dotted", "value", "key", "words"),
     [
-        ("sim", "colour", "red", "colour", "unknown key"),
+        ("sim", "colour", "red", "colour", "unknown key (allowed here: world, task, team, navigation, robots, perc"),
         ("sim", "world.modee", "lockstep", "world.modee", "unknown key"),
         ("sim", "robots.1.nmae", "bob", "robots[1].nmae", "unknown key"),
         ("sim", "team.temperature", 0.2, "team.temperature", "unknown key"),
@@ -151,10 +142,16 @@ def test_defaults_and_number_coercion(tmp_path: Path) -> None:
         ("sim", "world", [1, 2], "world", "expected a mapping"),
         ("sim", "team.method", "telepathy", "team.method", "expected one of"),
         ("sim", "team.backend", "oracle", "team.backend", "expected one of"),
-        ("sim", "team.params", [1], "team.params", "mapping"),
-        ("sim", "team", ..., "team", "required"),
+        ("sim", "team.params", [1], "team.params", "expected a mapping, got a list"),
+        ("sim", "team", ..., "team", "required (team: {method: ..., backend: ..., params: {}})"),
         ("sim", "navigation", "teleport", "navigation", "sim, nav2"),
-        ("sim", "robots", [], "robots", "non-empty list"),
+        ("sim", "robots", [], "robots", "expected a non-empty list, got an empty list"),
+        ("sim", "robots", ..., "robots", "required"),
+        ("sim", "world.mode", 3, "world.mode", "expected one of lockstep, realtime, got 3"),
+        ("sim", "world.tick_hz", float("inf"), "world.tick_hz", "must be a positive number, got inf"),
+        ("sim", "robots.1.remap", ["odom"], "robots[1].remap", "expected a mapping, got a list"),
+        ("sim", "robots.1.remap", {"odom": 5}, "robots[1].remap.odom", "expected a non-empty string, got int 5"),
+        ("hw", "perception", {"detector": "aruco", "markers": "m.yaml"}, "perception.markers", "no such file"),
         ("sim", "robots.1.name", "carol", "robots", "alice, bob"),
         ("sim", "robots.1.name", "al ice", "robots[1].name", "not a valid ROS name"),
         ("sim", "robots.1.namespace", "bob", "robots[1].namespace", "absolute"),
@@ -675,7 +672,7 @@ def test_a_planner_with_a_bad_switch_says_so_in_one_line(tmp_path: Path, monkeyp
 def test_a_local_model_is_configured_for_the_llm_backend_only(tmp_path: Path) -> None:
     llm = _edit(_edit(SIM_DOC, "team.backend", "llm"), "team.llm", {"local": True})
     cfg = parse_config(llm, str(tmp_path / "team.yaml"))
-    assert cfg.team.local_llm == LocalModelConfig(share="robot", model=None)
+    assert cfg.team.local_llm == LocalModelSection(local=True, share="robot", model=None)
     assert model_groups(cfg) == [("alice",), ("bob",)]
     shared = parse_config(_edit(llm, "team.llm", {"local": True, "share": "machine"}), "inline")
     assert model_groups(shared) == [("alice", "bob")]

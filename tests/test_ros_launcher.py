@@ -28,8 +28,9 @@ if importlib.util.find_spec("coteam_ros") is None:  # not pip-installed yet: use
 
 from coteam.signing import PUBLIC_KEYS, init_keystore  # noqa: E402
 from coteam_ros import launcher  # noqa: E402
-from coteam_ros.config import load_config, node_list  # noqa: E402
 from coteam_ros.launcher import Child, child_env, plan, run  # noqa: E402
+from coteam_ros.node_graph import node_list  # noqa: E402
+from coteam_ros.team_config import load_config  # noqa: E402
 
 WAIT_S = 15.0  # upper bound of every explicit wait (generous: tests run under `pytest -n 2`)
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from coteam_ros.config import TeamConfig, load_config, model_groups, node_list, prepare_keystore
+from coteam_ros.keystore import prepare_keystore
+from coteam_ros.node_graph import model_groups, node_list
+from coteam_ros.team_config import TeamConfig, load_config
 
 _KINDS = {
     # kind: (needs a world: section, default config, what to use instead)

@@ -92,7 +92,6 @@ from coteam.vision import (
     places_seen_empty,
 )
 from coteam.world import Scene
-from coteam_ros.config import DETECTORS
 from coteam_ros.convert import (
     depth_from_msg,
     detections_from_msg,
@@ -105,6 +104,7 @@ from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer
 from coteam_ros.observations import CameraSightings
 from coteam_ros.qos import CAMERA, LATCHED, STREAM
+from coteam_ros.team_config import DETECTORS
 from coteam_ros.tf import TransformUnavailable, stamp_ns, transform_lookup
 
 NODE_NAME = "perception"
