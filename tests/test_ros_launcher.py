@@ -292,7 +292,7 @@ def test_plan_record_and_results(tmp_path: Path) -> None:
     recorder, *nodes = children
     assert recorder.argv == [sys.executable, "-m", "coteam_ros.recording", "--out", str(tmp_path / "run.mcap")]
     assert recorder.spec is None and not recorder.bridge
-    assert [c.spec for c in nodes] == node_list(cfg)
+    assert [c.spec for c in nodes] == node_list(cfg, tmp_path / "scene.json")  # the task, written for the nodes
     assert [c.bridge for c in nodes] == [True] + [False] * 6
     params_file = Path(nodes[0].argv[nodes[0].argv.index("--params-file") + 1])
     doc = yaml.safe_load(params_file.read_text())

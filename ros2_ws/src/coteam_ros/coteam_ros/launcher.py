@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coteam_ros.keystore import prepare_keystore
-from coteam_ros.node_graph import NodeSpec, model_groups, node_list, ros_args
+from coteam_ros.node_graph import NodeSpec, model_groups, node_list, ros_args, write_task_scene
 from coteam_ros.team_config import TeamConfig, load_config
 
 TIMEOUT_EXIT = 124
@@ -72,8 +72,8 @@ def plan(
     """The children of a team run: the recorder first (when ``record``), then ``node_list(cfg)`` in order. The
     team's keystore is made first where :func:`~coteam_ros.keystore.prepare_keystore` may.
 
-    Parameters go to per-node params files in ``params_dir``; the bridge also gets ``results_path`` and
-    ``trace_path`` (``trace.json`` in the same directory).
+    The task's scene file (:func:`~coteam_ros.node_graph.write_task_scene`) and per-node params files go to
+    ``params_dir``; the bridge also gets ``results_path`` and ``trace_path`` (``trace.json`` in the same directory).
     """
     prepare_keystore(cfg)
     children: list[Child] = []
@@ -81,7 +81,7 @@ def plan(
         children.append(
             Child("recording@/", [sys.executable, "-m", "coteam_ros.recording", "--out", str(record)], None, False)
         )
-    for spec in node_list(cfg, endpoints):
+    for spec in node_list(cfg, write_task_scene(cfg, params_dir), endpoints):
         bridge = spec.executable == "sim_bridge"
         extra = {}
         if bridge and results_path is not None:  # the episode's trace goes next to the results

@@ -1,5 +1,6 @@
 """The nodes a team config starts, shared by ``coteam launch`` and the ``ros2 launch`` files: each node's name,
-namespace, parameters and remappings (:func:`node_list`) and the ``--ros-args`` of a node process (:func:`ros_args`).
+namespace, parameters and remappings (:func:`node_list`), the task's scene file they read (:func:`write_task_scene`)
+and the ``--ros-args`` of a node process (:func:`ros_args`).
 
 ROS parameter values are only ``bool``, ``int``, ``float``, ``str`` or non-empty lists of one of them (launch_ros
 rejects empty lists and rcl drops them), so mappings travel as JSON strings (``params_json``) and an empty
@@ -18,11 +19,13 @@ from typing import Any
 
 import yaml
 
+from coteam.scene_io import save_scene
 from coteam_ros.team_config import TeamConfig
 
-__all__ = ["NodeSpec", "ParamValue", "model_groups", "node_list", "ros_args", "write_params_file"]
+__all__ = ["NodeSpec", "ParamValue", "model_groups", "node_list", "ros_args", "write_params_file", "write_task_scene"]
 
 ParamValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
+TASK_SCENE = "scene.json"  # the task's scene file in the launch's folder
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,20 @@ class NodeSpec:
         return f"{self.name}@{self.namespace}"
 
 
+def write_task_scene(cfg: TeamConfig, directory: str | os.PathLike[str]) -> Path:
+    """The scene file (``coteam.scene_io`` JSON) every node reads the task from: the world's saved scene, or the
+    suite episode of ``world:`` / ``task:`` built here and written to ``directory`` (the launch runs on the operator's
+    machine; the robots' nodes do not import the simulator)."""
+    if cfg.world is not None and cfg.world.scene is not None:
+        return Path(cfg.world.scene)
+    from coteam_sim.suites import get_suite
+
+    ref = cfg.episode_ref
+    path = Path(directory) / TASK_SCENE
+    save_scene(get_suite(ref.suite).episodes()[ref.episode].build(), path)
+    return path
+
+
 def model_groups(cfg: TeamConfig) -> list[tuple[str, ...]]:
     """The robots served by each local model server of ``team.llm`` (none without it)."""
     local = cfg.team.local_llm
@@ -55,14 +72,14 @@ def model_groups(cfg: TeamConfig) -> list[tuple[str, ...]]:
     return [(n,) for n in names] if local.share == "robot" else [names]
 
 
-def node_list(cfg: TeamConfig, endpoints: Mapping[str, Mapping[str, str]] | None = None) -> list[NodeSpec]:
+def node_list(
+    cfg: TeamConfig, scene_path: str | os.PathLike[str], endpoints: Mapping[str, Mapping[str, str]] | None = None
+) -> list[NodeSpec]:
     """The nodes of a team run, in start order: the ``sim_bridge`` (with a world), then per robot its
     ``robot_state`` (without a world), ``perception``, ``planner`` and ``executor`` in the robot's namespace.
-    ``endpoints`` (robot -> ``{"base_url", "model"}``) point each planner at its model server."""
-    ref = cfg.episode_ref
-    episode: dict[str, ParamValue] = {"suite": ref.suite, "episode": ref.episode, "seed": ref.seed}
-    if cfg.world is not None and cfg.world.scene is not None:
-        episode["scene_path"] = cfg.world.scene
+    Every node reads the task from ``scene_path`` (:func:`write_task_scene`). ``endpoints`` (robot ->
+    ``{"base_url", "model"}``) point each planner at its model server."""
+    episode: dict[str, ParamValue] = {"scene_path": str(scene_path), "seed": cfg.episode_ref.seed}
     names = cfg.robot_names
     specs: list[NodeSpec] = []
     if cfg.world is not None:
@@ -73,6 +90,7 @@ def node_list(cfg: TeamConfig, endpoints: Mapping[str, Mapping[str, str]] | None
                 "sim_bridge",
                 "/",
                 {
+                    "suite": w.scene or w.suite,  # what the results call the suite (a saved scene: its path)
                     **episode,
                     "mode": w.mode,
                     "tick_hz": w.tick_hz,
