@@ -139,8 +139,10 @@ RUN printf '%s\n' \
 # executables, `coteam launch` is registered, and Nav2's action type imports when Nav2 is installed.
 RUN coteam-entrypoint python3 -c 'import coteam_ros.nodes.sim_bridge, coteam_ros.nodes.robot_state, \
 coteam_ros.nodes.perception, coteam_ros.nodes.planner, coteam_ros.nodes.executor, coteam_ros.recording' \
- && coteam-entrypoint python3 -c 'from coteam_ros.config import load_config, node_list; \
-[node_list(load_config(f"config/{name}.yaml")) for name in ("team_sim", "team_hardware")]' \
+ && coteam-entrypoint python3 -c 'import tempfile; from coteam_ros.team_config import load_config; \
+from coteam_ros.node_graph import node_list, write_task_scene; \
+cfgs = [load_config(f"config/{name}.yaml") for name in ("team_sim", "team_hardware")]; \
+[node_list(cfg, write_task_scene(cfg, tempfile.mkdtemp())) for cfg in cfgs]' \
  && coteam-entrypoint ros2 pkg executables coteam_ros | grep 'coteam_ros robot_state' > /dev/null \
  && coteam-entrypoint coteam launch --help > /dev/null \
  && if [ "$NAV2" = 1 ]; then coteam-entrypoint python3 -c 'from nav2_msgs.action import NavigateToPose'; fi

@@ -154,10 +154,10 @@ def _ros_fault_run(tmp: Path, fault: str) -> dict[str, Any]:
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-    from coteam_ros.config import load_config
     from coteam_ros.faults import MessageAttacker
     from coteam_ros.launcher import child_env, plan
     from coteam_ros.qos import TEAM_MESSAGES
+    from coteam_ros.team_config import load_config
 
     config = tmp / "team.yaml"
     config.write_text(

@@ -318,8 +318,8 @@ def ros_episode(suite: str, episode: int, robots: int, tmp: Path, context: objec
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
 
-    from coteam_ros.config import load_config
     from coteam_ros.launcher import child_env, plan
+    from coteam_ros.team_config import load_config
 
     work = tmp / f"ros-{suite}-{episode}-{robots}"
     out = work / "out"

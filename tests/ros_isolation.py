@@ -1,4 +1,5 @@
-"""Isolation of ROS 2 tests that use real DDS: a domain of their own, localhost discovery, logs in tmp_path."""
+"""Isolation of ROS 2 tests that use real DDS: a domain of their own, localhost discovery, logs in tmp_path; and the
+task's scene file the nodes they start read."""
 
 from __future__ import annotations
 
@@ -57,3 +58,14 @@ def rclpy_session() -> Iterator[list]:
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
+
+
+def task_scene(directory: Path, suite: str = "cwah-test", episode: int = 0) -> str:
+    """Episode ``episode`` of ``suite`` saved in ``directory`` as the scene file (``scene_path``) a node reads the
+    task from, as ``coteam launch`` writes it."""
+    from coteam.scene_io import save_scene
+    from coteam_sim.suites import get_suite
+
+    path = directory / f"{suite}-{episode}.json"
+    save_scene(get_suite(suite).episodes()[episode].build(), path)
+    return str(path)

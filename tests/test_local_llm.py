@@ -159,8 +159,8 @@ def test_an_episode_played_in_sittings_is_timed_per_model_token(tmp_path):
 
 
 def test_coteam_launch_serves_one_local_model_for_the_team_and_stops_it():
-    from coteam_ros.config import parse_config
     from coteam_ros.launcher import local_models
+    from coteam_ros.team_config import parse_config
 
     doc = {
         "world": {"suite": "cwah-test", "episode": 0},

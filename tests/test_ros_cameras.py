@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ros_isolation import isolate_ros, rclpy_session
+from ros_isolation import isolate_ros, rclpy_session, task_scene
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -37,16 +37,16 @@ LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability
 TIMEOUT_S = 90.0
 
 
-def _episode() -> list[Parameter]:
+def _episode(directory: Path) -> list[Parameter]:
     return [
-        Parameter("suite", value=SUITE),
-        Parameter("episode", value=EPISODE),
+        Parameter("scene_path", value=task_scene(directory, SUITE, EPISODE)),
         Parameter("robots", value=["alice", "bob"]),
     ]
 
 
 def test_camera_images_become_the_semantic_map_the_planner_uses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     isolate_ros(tmp_path, monkeypatch)
+    episode = _episode(tmp_path)
     with rclpy_session() as nodes:
         sizes = [Parameter("marker_size_m", value=MARKER_SIZE_M), Parameter("object_depth_m", value=ITEM_SIZE_M / 2)]
         perception = {
@@ -56,7 +56,7 @@ def test_camera_images_become_the_semantic_map_the_planner_uses(tmp_path: Path, 
                     Parameter("robot", value=name),
                     Parameter("detector", value="aruco"),
                     Parameter("status_from_cameras", value=True),
-                    *_episode(),
+                    *episode,
                     *sizes,
                 ],
             )
@@ -68,7 +68,7 @@ def test_camera_images_become_the_semantic_map_the_planner_uses(tmp_path: Path, 
                 Parameter("robot", value=ROBOT),
                 Parameter("method", value="pce"),
                 Parameter("executor_timeout_s", value=600.0),
-                *_episode(),
+                *episode,
             ],
         )
         test = rclpy.create_node("camera_test")
@@ -81,7 +81,7 @@ def test_camera_images_become_the_semantic_map_the_planner_uses(tmp_path: Path, 
         test.create_subscription(RobotStatus, f"/{ROBOT}/status", statuses.append, LATCHED)
         bridge = SimBridgeNode(
             parameter_overrides=[
-                *_episode(),
+                *episode,
                 Parameter("method", value="pce"),
                 Parameter("cameras", value=True),
                 Parameter("startup_timeout_s", value=60.0),
@@ -148,10 +148,11 @@ def test_the_perception_node_runs_the_configured_detector(tmp_path: Path, monkey
     from coteam_sim.suites import get_suite
 
     isolate_ros(tmp_path, monkeypatch)
+    episode = _episode(tmp_path)
 
     def node(*params: Parameter) -> PerceptionNode:
         return PerceptionNode(
-            namespace="/alice", parameter_overrides=[Parameter("robot", value="alice"), *_episode(), *params]
+            namespace="/alice", parameter_overrides=[Parameter("robot", value="alice"), *episode, *params]
         )
 
     colours = tmp_path / "colours.yaml"

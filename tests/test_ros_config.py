@@ -1,7 +1,7 @@
-"""coteam_ros.config, the one loader of team YAML files: strict validation, the node list, the ``--ros-args`` of
-a node process (checked against rclpy's own parsing), and the ``ros2 launch`` files, which are executed with
-small fake ``launch`` / ``launch_ros`` modules (no wheels exist for them) and must start exactly the nodes
-``coteam launch`` starts."""
+"""The team YAML file (``coteam_ros.team_config``, one loader for both launchers): strict validation; the node list
+and the ``--ros-args`` of a node process (``coteam_ros.node_graph``, checked against rclpy's own parsing); and the
+``ros2 launch`` files, which are executed with small fake ``launch`` / ``launch_ros`` modules (no wheels exist for
+them) and must start exactly the nodes ``coteam launch`` starts."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import types
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,7 +20,7 @@ from typing import Any, ClassVar
 import pytest
 import yaml
 
-from ros_isolation import isolate_ros
+from ros_isolation import isolate_ros, task_scene
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "ros2_ws" / "src" / "coteam_ros"
@@ -32,21 +33,20 @@ from coteam.kit import MethodConfig, MethodTeam  # noqa: E402
 from coteam.registry import register_method, unregister_method  # noqa: E402
 from coteam.signing import PUBLIC_KEYS, init_keystore  # noqa: E402
 from coteam_ros import launcher  # noqa: E402
-from coteam_ros.config import (  # noqa: E402
-    ConfigError,
-    LocalModelConfig,
+from coteam_ros.keystore import prepare_keystore  # noqa: E402
+from coteam_ros.node_graph import (  # noqa: E402
     NodeSpec,
-    load_config,
     model_groups,
     node_list,
-    parse_config,
-    prepare_keystore,
     ros_args,
     write_params_file,
+    write_task_scene,
 )
+from coteam_ros.team_config import ConfigError, LocalModelSection, load_config, parse_config  # noqa: E402
 
 SIM = ROOT / "config" / "team_sim.yaml"
 HARDWARE = ROOT / "config" / "team_hardware.yaml"
+SCENE = "/runs/scene.json"  # the task's scene file (node_list only passes its path on)
 LAUNCH_FILES = {"sim": PKG / "launch" / "team_sim.launch.py", "hardware": PKG / "launch" / "team_hardware.launch.py"}
 
 SIM_DOC: dict[str, Any] = {
@@ -123,7 +123,7 @@ def test_defaults_and_number_coercion(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("base", "dotted", "value", "key", "words"),
     [
-        ("sim", "colour", "red", "colour", "unknown key"),
+        ("sim", "colour", "red", "colour", "unknown key (allowed here: world, task, team, navigation, robots, perc"),
         ("sim", "world.modee", "lockstep", "world.modee", "unknown key"),
         ("sim", "robots.1.nmae", "bob", "robots[1].nmae", "unknown key"),
         ("sim", "team.temperature", 0.2, "team.temperature", "unknown key"),
@@ -151,10 +151,16 @@ def test_defaults_and_number_coercion(tmp_path: Path) -> None:
         ("sim", "world", [1, 2], "world", "expected a mapping"),
         ("sim", "team.method", "telepathy", "team.method", "expected one of"),
         ("sim", "team.backend", "oracle", "team.backend", "expected one of"),
-        ("sim", "team.params", [1], "team.params", "mapping"),
-        ("sim", "team", ..., "team", "required"),
+        ("sim", "team.params", [1], "team.params", "expected a mapping, got a list"),
+        ("sim", "team", ..., "team", "required (team: {method: ..., backend: ..., params: {}})"),
         ("sim", "navigation", "teleport", "navigation", "sim, nav2"),
-        ("sim", "robots", [], "robots", "non-empty list"),
+        ("sim", "robots", [], "robots", "expected a non-empty list, got an empty list"),
+        ("sim", "robots", ..., "robots", "required"),
+        ("sim", "world.mode", 3, "world.mode", "expected one of lockstep, realtime, got 3"),
+        ("sim", "world.tick_hz", float("inf"), "world.tick_hz", "must be a positive number, got inf"),
+        ("sim", "robots.1.remap", ["odom"], "robots[1].remap", "expected a mapping, got a list"),
+        ("sim", "robots.1.remap", {"odom": 5}, "robots[1].remap.odom", "expected a non-empty string, got int 5"),
+        ("hw", "perception", {"detector": "aruco", "markers": "m.yaml"}, "perception.markers", "no such file"),
         ("sim", "robots.1.name", "carol", "robots", "alice, bob"),
         ("sim", "robots.1.name", "al ice", "robots[1].name", "not a valid ROS name"),
         ("sim", "robots.1.namespace", "bob", "robots[1].namespace", "absolute"),
@@ -205,7 +211,7 @@ def _is_ros_value(value: Any) -> bool:
 
 
 def test_node_list_sim() -> None:
-    specs = node_list(load_config(SIM))
+    specs = node_list(load_config(SIM), SCENE)
     assert [(s.name, s.namespace) for s in specs] == [
         ("sim_bridge", "/"),
         ("perception", "/alice"),
@@ -217,8 +223,9 @@ def test_node_list_sim() -> None:
     ]
     assert all(s.name == s.executable for s in specs)
     bridge, _, alice_planner, alice_exec, *_ = specs
-    episode = {"suite": "cwah-test", "episode": 0, "seed": 0}
+    episode = {"scene_path": SCENE, "seed": 0}
     assert bridge.parameters == {
+        "suite": "cwah-test",
         **episode,
         "mode": "lockstep",
         "tick_hz": 10.0,
@@ -247,6 +254,38 @@ def test_node_list_sim() -> None:
     assert all(_is_ros_value(v) for s in specs for v in s.parameters.values())
 
 
+def test_every_node_reads_the_task_from_the_scene_file_the_launch_writes(tmp_path: Path) -> None:
+    """The suite episode is built on the operator's machine and written for the nodes (robot nodes do not import the
+    simulator); a saved scene is passed on as it is, and the results name the suite by the scene's path."""
+    from coteam.scene_io import load_scene, save_scene, scene_to_dict
+    from coteam_sim.suites import get_suite
+
+    for doc in (_edit(SIM_DOC, "world.episode", 2), _edit(HW_DOC, "task", {"suite": "tdwmat-test", "episode": 2})):
+        cfg = parse_config(doc, "inline")
+        written = write_task_scene(cfg, tmp_path)
+        assert written == tmp_path / "scene.json"
+        built = get_suite(cfg.episode_ref.suite).episodes()[2].build()
+        assert scene_to_dict(load_scene(written)) == scene_to_dict(built)
+    save_scene(get_suite("cwah-test").episodes()[1].build(), tmp_path / "saved.json")
+    cfg = parse_config(_edit(SIM_DOC, "world.scene", "saved.json"), str(tmp_path / "team.yaml"))
+    saved = write_task_scene(cfg, tmp_path / "elsewhere")
+    assert saved == tmp_path / "saved.json"
+    specs = node_list(cfg, saved)
+    assert {s.parameters.get("scene_path") for s in specs} == {str(saved), None}  # None: perception without cameras
+    assert specs[0].parameters["suite"] == str(saved)
+
+
+def test_a_robot_node_without_its_scene_file_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolate_ros(tmp_path, monkeypatch)
+    argv = [sys.executable, "-m", "coteam_ros.nodes.executor", "--ros-args", "-p", "robot:=alice"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot start: no scene_path" in lines[0], proc.stderr
+
+
 @pytest.mark.parametrize(
     ("params", "problem"),
     [({"lamda": 1}, "unknown switch 'lamda' (did you mean 'lambda'?)"), ({"lambda": "abc"}, "switch 'lambda'")],
@@ -260,7 +299,7 @@ def test_method_switches_are_validated_before_any_node_starts(params: dict, prob
 
 def test_node_list_hardware() -> None:
     cfg = load_config(HARDWARE)
-    specs = node_list(cfg)
+    specs = node_list(cfg, SCENE)
     assert "sim_bridge" not in [s.name for s in specs]
     assert [(s.name, s.namespace) for s in specs[:4]] == [
         ("robot_state", "/robot1"),
@@ -275,7 +314,7 @@ def test_node_list_hardware() -> None:
     assert planner.parameters["teammates"] == ["robot2"]
     assert planner.parameters["message_delivery"] == "arrival"
     assert specs[0].parameters["robots"] == ["robot1", "robot2"]
-    assert (planner.parameters["suite"], planner.parameters["episode"]) == ("cwah-test", 0)
+    assert (planner.parameters["scene_path"], planner.parameters["seed"]) == (SCENE, 0)
     assert executor.parameters["navigation"] == "nav2"
     assert specs[0].parameters["base_frame"] == "robot1/base_link"  # the pose comes from TF
 
@@ -288,17 +327,17 @@ def test_perception_from_cameras(tmp_path: Path) -> None:
 
     shipped = yaml.safe_load((ROOT / "config" / "team_sim_visual.yaml").read_text())
     for doc in (shipped, _edit(SIM_DOC, "world.suite", "cwah-test-visual"), _edit(SIM_DOC, "perception", "aruco")):
-        specs = {s.fqn: s for s in node_list(parse_config(doc, "inline"))}
+        specs = {s.fqn: s for s in node_list(parse_config(doc, "inline"), SCENE)}
         assert specs["/sim_bridge"].parameters["cameras"] is True
         perception = specs["/alice/perception"].parameters
         assert (perception["detector"], perception["robots"]) == ("aruco", ["alice", "bob"])
         assert perception["status_from_cameras"] is True
         assert (perception["marker_size_m"], perception["object_depth_m"]) == (MARKER_SIZE_M, ITEM_SIZE_M / 2)
-        assert perception["suite"] == doc["world"]["suite"] and "markers" not in perception
+        assert perception["scene_path"] == SCENE and "markers" not in perception
     markers = tmp_path / "markers.yaml"
     markers.write_text("12: apple\n13: cupcake\n")
     hw = _edit(HW_DOC, "perception", {"detector": "aruco", "markers": "markers.yaml", "marker_size_m": 0.05})
-    specs = {s.fqn: s for s in node_list(load_config(_write(tmp_path, hw)))}
+    specs = {s.fqn: s for s in node_list(load_config(_write(tmp_path, hw)), SCENE)}
     perception = specs["/robot1/perception"].parameters
     assert perception["markers"] == str(markers) and perception["marker_size_m"] == 0.05
     assert "object_depth_m" not in perception and "status_from_cameras" not in perception
@@ -312,14 +351,14 @@ def test_perception_from_cameras(tmp_path: Path) -> None:
 def test_class_only_detectors_in_the_team_file(tmp_path: Path) -> None:
     """``color`` in a world uses the simulator's class colours, on hardware a colours file; ``onnx`` needs a model
     file and its class names. Each goes to the perception node as its parameters."""
-    specs = {s.fqn: s for s in node_list(parse_config(_edit(SIM_DOC, "perception", "color"), "inline"))}
+    specs = {s.fqn: s for s in node_list(parse_config(_edit(SIM_DOC, "perception", "color"), "inline"), SCENE)}
     perception = specs["/alice/perception"].parameters
     assert perception["detector"] == "color" and perception["status_from_cameras"] is True
     assert not {"colours", "markers", "marker_size_m"} & set(perception)
     colours = tmp_path / "colours.yaml"
     colours.write_text("apple: [200, 30, 30]\ncup: [30, 30, 200]\n")
     hw = _edit(HW_DOC, "perception", {"detector": "color", "colours": "colours.yaml"})
-    specs = {s.fqn: s for s in node_list(load_config(_write(tmp_path, hw)))}
+    specs = {s.fqn: s for s in node_list(load_config(_write(tmp_path, hw)), SCENE)}
     assert specs["/robot1/perception"].parameters["colours"] == str(colours)
     colours.write_text("apple: red\n")
     with pytest.raises(ConfigError, match=r"perception\.colours: .*RGB triples"):
@@ -327,7 +366,7 @@ def test_class_only_detectors_in_the_team_file(tmp_path: Path) -> None:
     model = tmp_path / "detector.onnx"
     model.write_bytes(b"onnx")
     onnx = _edit(HW_DOC, "perception", {"detector": "onnx", "model": "detector.onnx", "classes": ["apple", "cup"]})
-    specs = {s.fqn: s for s in node_list(load_config(_write(tmp_path, onnx)))}
+    specs = {s.fqn: s for s in node_list(load_config(_write(tmp_path, onnx)), SCENE)}
     perception = specs["/robot1/perception"].parameters
     assert (perception["model"], perception["classes"]) == (str(model), ["apple", "cup"])
     with pytest.raises(ConfigError, match=r"perception\.classes: required"):
@@ -357,7 +396,7 @@ def test_params_json_and_one_robot_team(nested_method: str) -> None:
     doc = _edit(SIM_DOC, "robots", [{"name": "alice"}])
     doc["team"]["method"] = nested_method
     doc["team"]["params"] = {"depth": 3, "weights": {"a": 0.5}, "tags": ["x"]}
-    specs = node_list(parse_config(doc, "inline"))
+    specs = node_list(parse_config(doc, "inline"), SCENE)
     planner = next(s for s in specs if s.name == "planner")
     assert json.loads(planner.parameters["params_json"]) == {"depth": 3, "weights": {"a": 0.5}, "tags": ["x"]}
     # ROS has no empty-list parameter value (launch_ros raises, rcl drops it): a lone robot has no teammates key
@@ -598,16 +637,20 @@ def _run_launch_file(path: Path, config: Path) -> list[NodeSpec]:
 def test_launch_file_and_pip_launcher_start_the_same_nodes(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, which: str, config: Path
 ) -> None:
-    """The YAML loader produces the same node list for both launchers."""
+    """The YAML loader produces the same node list for both launchers, and each writes the same task scene file."""
     _fake_modules(monkeypatch)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the launch file makes its scene's folder
     config = Path(shutil.copy(config, tmp_path))  # its keystore (keys/ next to it) goes to tmp_path
+    cfg = load_config(config)
     if which == "hardware":  # on hardware the keys must exist before launch
-        init_keystore(tmp_path / "keys", load_config(config).robot_names)
+        init_keystore(tmp_path / "keys", cfg.robot_names)
     from_launch_file = _run_launch_file(LAUNCH_FILES[which], config)
-    expected = node_list(load_config(config))
-    assert from_launch_file == expected
+    launch_scene = next(s for s in from_launch_file if s.name == "planner").parameters["scene_path"]
+    assert from_launch_file == node_list(cfg, launch_scene)
     # the pip launcher's children come from the same node_list call, with the same parameters on their command line
-    children = launcher.plan(load_config(config), tmp_path)
+    children = launcher.plan(cfg, tmp_path)
+    expected = node_list(cfg, tmp_path / "scene.json")
+    assert Path(launch_scene).read_text() == (tmp_path / "scene.json").read_text()
     assert [c.spec for c in children] == expected
     for child, spec in zip(children, expected, strict=True):
         assert child.argv[:3] == [sys.executable, "-m", f"coteam_ros.nodes.{spec.executable}"]
@@ -638,7 +681,7 @@ def test_package_files() -> None:
 
 def test_the_bridge_records_the_switches_the_planners_run_with() -> None:
     doc = _edit(SIM_DOC, "team.backend", "llm")
-    specs = node_list(parse_config(doc, "inline"))
+    specs = node_list(parse_config(doc, "inline"), SCENE)
     bridge, planner = specs[0], next(s for s in specs if s.name == "planner")
     assert json.loads(bridge.parameters["params_json"]) == {"backend": "llm"}  # what the planners run with
     assert planner.parameters["backend"] == "llm" and json.loads(planner.parameters["params_json"]) == {}
@@ -675,7 +718,7 @@ def test_a_planner_with_a_bad_switch_says_so_in_one_line(tmp_path: Path, monkeyp
 def test_a_local_model_is_configured_for_the_llm_backend_only(tmp_path: Path) -> None:
     llm = _edit(_edit(SIM_DOC, "team.backend", "llm"), "team.llm", {"local": True})
     cfg = parse_config(llm, str(tmp_path / "team.yaml"))
-    assert cfg.team.local_llm == LocalModelConfig(share="robot", model=None)
+    assert cfg.team.local_llm == LocalModelSection(local=True, share="robot", model=None)
     assert model_groups(cfg) == [("alice",), ("bob",)]
     shared = parse_config(_edit(llm, "team.llm", {"local": True, "share": "machine"}), "inline")
     assert model_groups(shared) == [("alice", "bob")]
@@ -702,11 +745,11 @@ def test_each_planner_is_pointed_at_its_model_server() -> None:
     endpoints = {
         r: {"base_url": f"http://127.0.0.1:{9000 + i}/v1", "model": "m"} for i, r in enumerate(("alice", "bob"))
     }
-    planners = {s.namespace: s for s in node_list(cfg, endpoints) if s.executable == "planner"}
+    planners = {s.namespace: s for s in node_list(cfg, SCENE, endpoints) if s.executable == "planner"}
     for robot, endpoint in endpoints.items():
         params = json.loads(str(planners[f"/{robot}"].parameters["params_json"]))
         assert params == endpoint
-    bare = [s for s in node_list(cfg) if s.executable == "planner"]
+    bare = [s for s in node_list(cfg, SCENE) if s.executable == "planner"]
     assert all(json.loads(str(s.parameters["params_json"])) == {} for s in bare)
 
 
@@ -717,13 +760,13 @@ def test_each_planner_is_pointed_at_its_model_server() -> None:
 def test_planners_sign_by_default_with_the_keystore_next_to_the_file(tmp_path: Path) -> None:
     cfg = parse_config(SIM_DOC, str(tmp_path / "team.yaml"))
     assert cfg.security.sign and cfg.security.keystore == str(tmp_path / "keys")
-    planner = next(s for s in node_list(cfg) if s.executable == "planner")
+    planner = next(s for s in node_list(cfg, SCENE) if s.executable == "planner")
     assert planner.parameters["signing_key"] == str(tmp_path / "keys" / "alice.key")
     assert planner.parameters["team_keys"] == str(tmp_path / "keys" / PUBLIC_KEYS)
     elsewhere = parse_config(_edit(SIM_DOC, "security", {"keystore": "/etc/team"}), str(tmp_path / "team.yaml"))
     assert elsewhere.security.keystore == "/etc/team"
     off = parse_config(_edit(SIM_DOC, "security", {"sign": False}), "inline")
-    assert all("signing_key" not in s.parameters for s in node_list(off))
+    assert all("signing_key" not in s.parameters for s in node_list(off, SCENE))
 
 
 def test_a_simulated_team_gets_its_keys_at_launch_a_real_one_must_have_them(tmp_path: Path) -> None:
@@ -747,6 +790,8 @@ def test_a_planner_without_its_key_says_so_in_one_line(tmp_path: Path, monkeypat
         "-m",
         "coteam_ros.nodes.planner",
         "--ros-args",
+        "-p",
+        f"scene_path:={task_scene(tmp_path)}",
         "-p",
         f"team_keys:={tmp_path / PUBLIC_KEYS}",
     ]

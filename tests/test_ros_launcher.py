@@ -28,8 +28,9 @@ if importlib.util.find_spec("coteam_ros") is None:  # not pip-installed yet: use
 
 from coteam.signing import PUBLIC_KEYS, init_keystore  # noqa: E402
 from coteam_ros import launcher  # noqa: E402
-from coteam_ros.config import load_config, node_list  # noqa: E402
 from coteam_ros.launcher import Child, child_env, plan, run  # noqa: E402
+from coteam_ros.node_graph import node_list  # noqa: E402
+from coteam_ros.team_config import load_config  # noqa: E402
 
 WAIT_S = 15.0  # upper bound of every explicit wait (generous: tests run under `pytest -n 2`)
 
@@ -291,7 +292,7 @@ def test_plan_record_and_results(tmp_path: Path) -> None:
     recorder, *nodes = children
     assert recorder.argv == [sys.executable, "-m", "coteam_ros.recording", "--out", str(tmp_path / "run.mcap")]
     assert recorder.spec is None and not recorder.bridge
-    assert [c.spec for c in nodes] == node_list(cfg)
+    assert [c.spec for c in nodes] == node_list(cfg, tmp_path / "scene.json")  # the task, written for the nodes
     assert [c.bridge for c in nodes] == [True] + [False] * 6
     params_file = Path(nodes[0].argv[nodes[0].argv.index("--params-file") + 1])
     doc = yaml.safe_load(params_file.read_text())

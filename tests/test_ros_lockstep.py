@@ -14,14 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from ros_isolation import isolate_ros, rclpy_session
+from ros_isolation import isolate_ros, rclpy_session, task_scene
 
 rclpy = pytest.importorskip("rclpy")
 
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
-EPISODE = [Parameter("suite", value="tdwmat-test"), Parameter("episode", value=0), Parameter("seed", value=0)]
+
+def _episode(directory: Path) -> list[Parameter]:
+    return [Parameter("scene_path", value=task_scene(directory, "tdwmat-test")), Parameter("seed", value=0)]
 
 
 def _tick(robot: str, step: int, kind: int):
@@ -38,8 +40,9 @@ def test_the_bridge_steps_only_once_a_busy_robot_has_taken_in_its_status(
     from coteam_ros.nodes.sim_bridge import SimBridgeNode
 
     isolate_ros(tmp_path, monkeypatch)
+    episode = _episode(tmp_path)
     with rclpy_session() as nodes:
-        bridge = SimBridgeNode(parameter_overrides=[*EPISODE, Parameter("mode", value="lockstep")])
+        bridge = SimBridgeNode(parameter_overrides=[*episode, Parameter("mode", value="lockstep")])
         nodes.append(bridge)  # without cameras it publishes step 0's status at once
         alice, bob = bridge.robots["alice"], bridge.robots["bob"]
         monkeypatch.setattr(bridge.sim, "is_ready", lambda name: name == "alice")  # bob is in the middle of an action
@@ -67,9 +70,10 @@ def test_a_busy_planner_answers_observed_once_the_status_is_in_its_memory(
     from coteam_ros.qos import LATCHED
 
     isolate_ros(tmp_path, monkeypatch)
+    episode = _episode(tmp_path)
     with rclpy_session() as nodes:
-        bridge = SimBridgeNode(parameter_overrides=EPISODE)
-        planner = PlannerNode(namespace="/bob", parameter_overrides=[Parameter("robot", value="bob"), *EPISODE])
+        bridge = SimBridgeNode(parameter_overrides=episode)
+        planner = PlannerNode(namespace="/bob", parameter_overrides=[Parameter("robot", value="bob"), *episode])
         test = rclpy.create_node("lockstep_test")
         nodes += [bridge, planner, test]
         statuses: list[RobotStatus] = []
@@ -104,12 +108,13 @@ def test_a_decision_made_before_the_bridge_subscribed_is_still_recorded(
     from coteam_ros.nodes.sim_bridge import SimBridgeNode
 
     isolate_ros(tmp_path, monkeypatch)
+    episode = _episode(tmp_path)
     with rclpy_session() as nodes:
-        planner = PlannerNode(namespace="/alice", parameter_overrides=[Parameter("robot", value="alice"), *EPISODE])
+        planner = PlannerNode(namespace="/alice", parameter_overrides=[Parameter("robot", value="alice"), *episode])
         nodes.append(planner)
         record = {"agent": "alice", "step": 0, "action": "[wait]"}
         planner.decision_publisher.publish(Decision(robot="alice", step=0, trace_json=json.dumps(record)))
-        bridge = SimBridgeNode(parameter_overrides=EPISODE)
+        bridge = SimBridgeNode(parameter_overrides=episode)
         nodes.append(bridge)
         executor = SingleThreadedExecutor()
         executor.add_node(bridge)

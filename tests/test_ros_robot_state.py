@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ros_isolation import isolate_ros, rclpy_session
+from ros_isolation import isolate_ros, rclpy_session, task_scene
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -27,7 +27,7 @@ from coteam_ros.nodes.robot_state import RobotStateNode  # noqa: E402
 from coteam_ros.tf import RigidTransform, TransformPublisher  # noqa: E402
 from coteam_sim.suites import get_suite  # noqa: E402
 
-SCENE = get_suite("cwah-test").episodes()[0].build()
+SCENE = get_suite("cwah-test").episodes()[0].build()  # the task of task_scene()
 
 
 def _catalogue() -> tuple:
@@ -72,6 +72,7 @@ def test_robot_state_node_publishes_status_from_tf_and_detections(
             parameter_overrides=[
                 Parameter("robot", value="robot1"),
                 Parameter("robots", value=["robot1", "robot2"]),
+                Parameter("scene_path", value=task_scene(tmp_path)),
                 Parameter("rate_hz", value=20.0),
             ],
         )

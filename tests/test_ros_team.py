@@ -30,8 +30,8 @@ rclpy = pytest.importorskip("rclpy")
 from coteam.scene_io import save_scene, scene_from_dict, scene_to_dict  # noqa: E402
 from coteam.world import Scene  # noqa: E402
 from coteam_harness.trace import load_trace  # noqa: E402
-from coteam_ros.config import load_config  # noqa: E402
 from coteam_ros.launcher import child_env, launch, plan  # noqa: E402
+from coteam_ros.team_config import load_config  # noqa: E402
 from coteam_sim.suites import get_suite  # noqa: E402
 
 

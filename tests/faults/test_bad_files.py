@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from coteam.scene_io import load_scene, save_scene
-from coteam_ros.config import ConfigError, load_config
+from coteam_ros.team_config import ConfigError, load_config
 from coteam_sim.suites import get_suite
 
 ROOT = Path(__file__).resolve().parents[2]

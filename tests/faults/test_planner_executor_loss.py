@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ros_isolation import isolate_ros, rclpy_session
+from ros_isolation import isolate_ros, rclpy_session, task_scene
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -39,18 +39,26 @@ def nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         yield session
 
 
-def _alice_planner(nodes: list, *overrides: Parameter):
+@pytest.fixture
+def alice(tmp_path: Path) -> list[Parameter]:
+    """alice's parameters: her name and the task's scene file."""
+    return [Parameter("robot", value="alice"), Parameter("scene_path", value=task_scene(tmp_path))]
+
+
+def _alice_planner(nodes: list, alice: list[Parameter], *overrides: Parameter):
     from coteam_ros.nodes.planner import PlannerNode
 
-    planner = PlannerNode(namespace="/alice", parameter_overrides=[Parameter("robot", value="alice"), *overrides])
+    planner = PlannerNode(namespace="/alice", parameter_overrides=[*alice, *overrides])
     nodes.append(planner)
     return planner
 
 
-def test_only_an_answer_to_a_goal_sent_since_the_outage_says_the_executor_is_back(nodes: list) -> None:
+def test_only_an_answer_to_a_goal_sent_since_the_outage_says_the_executor_is_back(
+    nodes: list, alice: list[Parameter]
+) -> None:
     from coteam_ros.nodes.planner import RunningSkill
 
-    planner = _alice_planner(nodes)
+    planner = _alice_planner(nodes, alice)
     skill = RunningSkill(HighLevelAction(Verb.EXPLORE, ObjectRef("kitchen", 1)), 0)
     sent_before = time.monotonic()
     planner._executor_lost(skill, "no news of the goal for 2 s")
@@ -62,13 +70,13 @@ def test_only_an_answer_to_a_goal_sent_since_the_outage_says_the_executor_is_bac
 
 
 def test_a_goal_whose_answer_was_lost_is_sent_again_and_a_late_answer_to_it_is_ignored(
-    nodes: list, monkeypatch: pytest.MonkeyPatch
+    nodes: list, alice: list[Parameter], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """DDS drops a goal's answer while the executor's server has not yet discovered the planner's client (Fast DDS:
     "client will not receive response"); the planner sends the goal again after ``goal_answer_timeout_s``."""
     from coteam_ros.nodes.planner import RunningSkill
 
-    planner = _alice_planner(nodes, Parameter("goal_answer_timeout_s", value=0.5))
+    planner = _alice_planner(nodes, alice, Parameter("goal_answer_timeout_s", value=0.5))
     sent: list[str] = []
     monkeypatch.setattr(planner, "_send_skill", lambda skill, text: sent.append(text))
     skill = RunningSkill(HighLevelAction(Verb.EXPLORE, ObjectRef("kitchen", 1)), 0)
@@ -91,14 +99,16 @@ def test_a_goal_whose_answer_was_lost_is_sent_again_and_a_late_answer_to_it_is_i
     assert skill.answered and skill.outcome is not None  # the answer to the goal sent again counts
 
 
-def test_a_goal_sent_again_takes_the_running_skill_over_or_gets_the_result_of_the_ended_one(nodes: list) -> None:
+def test_a_goal_sent_again_takes_the_running_skill_over_or_gets_the_result_of_the_ended_one(
+    nodes: list, alice: list[Parameter]
+) -> None:
     from coteam_interfaces.action import ExecuteSkill
     from rclpy.action import ActionClient
     from rclpy.executors import SingleThreadedExecutor
 
     from coteam_ros.nodes.executor import ExecutorNode
 
-    executor_node = ExecutorNode(namespace="/alice", parameter_overrides=[Parameter("robot", value="alice")])
+    executor_node = ExecutorNode(namespace="/alice", parameter_overrides=alice)
     test = rclpy.create_node("planner_stand_in")
     nodes += [executor_node, test]
     spin = SingleThreadedExecutor()

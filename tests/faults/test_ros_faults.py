@@ -35,9 +35,9 @@ from coteam.signing import (  # noqa: E402
     load_public_keys,
 )
 from coteam_harness.trace import load_trace  # noqa: E402
-from coteam_ros.config import load_config  # noqa: E402
 from coteam_ros.faults import MessageAttacker  # noqa: E402
 from coteam_ros.launcher import child_env, plan  # noqa: E402
+from coteam_ros.team_config import load_config  # noqa: E402
 from coteam_sim.suites import get_suite  # noqa: E402
 
 

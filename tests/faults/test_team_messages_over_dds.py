@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ros_isolation import isolate_ros, rclpy_session
+from ros_isolation import isolate_ros, rclpy_session, task_scene
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -36,6 +36,7 @@ def alice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             namespace="/alice",
             parameter_overrides=[
                 Parameter("robot", value="alice"),
+                Parameter("scene_path", value=task_scene(tmp_path)),
                 Parameter("signing_key", value=str(tmp_path / "team" / "alice.key")),
                 Parameter("team_keys", value=str(team_keys)),
             ],

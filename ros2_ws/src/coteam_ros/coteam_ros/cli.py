@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_keys_init(args: argparse.Namespace) -> int:
     from coteam.signing import init_keystore
-    from coteam_ros.config import load_config
+    from coteam_ros.team_config import load_config
 
     cfg = load_config(args.config)
     directory = Path(args.dir) if args.dir else Path(cfg.security.keystore)

@@ -7,9 +7,12 @@ file asks for its description, never when ``coteam_ros`` is imported.
 from __future__ import annotations
 
 import sys
+import tempfile
 from typing import Any
 
-from coteam_ros.config import TeamConfig, load_config, model_groups, node_list, prepare_keystore
+from coteam_ros.keystore import prepare_keystore
+from coteam_ros.node_graph import model_groups, node_list, write_task_scene
+from coteam_ros.team_config import TeamConfig, load_config
 
 _KINDS = {
     # kind: (needs a world: section, default config, what to use instead)
@@ -44,7 +47,8 @@ def local_model_processes(cfg: TeamConfig) -> tuple[list[Any], dict[str, dict[st
 
 def team_launch_description(kind: str) -> Any:
     """A LaunchDescription with a ``config`` argument that starts ``node_list(load_config(config))``; with a
-    world the launch ends when the simulator bridge exits (the episode is over), as ``coteam launch`` does."""
+    world the launch ends when the simulator bridge exits (the episode is over), as ``coteam launch`` does. The
+    task's scene file goes to a new temporary folder (launch_ros writes its parameter files to one, too)."""
     from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler, Shutdown
     from launch.event_handlers import OnProcessExit
     from launch.substitutions import LaunchConfiguration
@@ -62,7 +66,8 @@ def team_launch_description(kind: str) -> Any:
             raise RuntimeError(f"{path}: team_{kind}.launch.py {need}; {instead}")
         prepare_keystore(cfg)
         actions, endpoints = local_model_processes(cfg)
-        for spec in node_list(cfg, endpoints):
+        scene = write_task_scene(cfg, tempfile.mkdtemp(prefix="coteam-launch-"))
+        for spec in node_list(cfg, scene, endpoints):
             node = Node(
                 package="coteam_ros",
                 executable=spec.executable,

@@ -1,6 +1,6 @@
 """``coteam launch``: the process launcher for pip installs (there is no ``ros2 launch`` without apt ROS 2).
 
-Every node of :func:`coteam_ros.config.node_list` runs as its own OS process
+Every node of :func:`coteam_ros.node_graph.node_list` runs as its own OS process
 (``python -m coteam_ros.nodes.<executable> --ros-args ...``) in its own process group; each output line is
 printed with a ``[name@namespace]`` prefix. The run ends when the ``sim_bridge`` exits (the episode is over; its
 exit code is the launcher's), on ``--timeout``, or on SIGINT/SIGTERM; then every remaining child gets SIGINT, then
@@ -29,7 +29,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from coteam_ros.config import NodeSpec, TeamConfig, model_groups, node_list, prepare_keystore, ros_args
+from coteam_ros.keystore import prepare_keystore
+from coteam_ros.node_graph import NodeSpec, model_groups, node_list, ros_args, write_task_scene
+from coteam_ros.team_config import TeamConfig, load_config
 
 TIMEOUT_EXIT = 124
 POLL_S = 0.05
@@ -55,7 +57,7 @@ class _Running:
 
 
 def node_command(spec: NodeSpec) -> list[str]:
-    """The interpreter command of a node (its arguments come from :func:`coteam_ros.config.ros_args`)."""
+    """The interpreter command of a node (its arguments come from :func:`coteam_ros.node_graph.ros_args`)."""
     return [sys.executable, "-m", f"coteam_ros.nodes.{spec.executable}"]
 
 
@@ -68,10 +70,10 @@ def plan(
     endpoints: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[Child]:
     """The children of a team run: the recorder first (when ``record``), then ``node_list(cfg)`` in order. The
-    team's keystore is made first where :func:`~coteam_ros.config.prepare_keystore` may.
+    team's keystore is made first where :func:`~coteam_ros.keystore.prepare_keystore` may.
 
-    Parameters go to per-node params files in ``params_dir``; the bridge also gets ``results_path`` and
-    ``trace_path`` (``trace.json`` in the same directory).
+    The task's scene file (:func:`~coteam_ros.node_graph.write_task_scene`) and per-node params files go to
+    ``params_dir``; the bridge also gets ``results_path`` and ``trace_path`` (``trace.json`` in the same directory).
     """
     prepare_keystore(cfg)
     children: list[Child] = []
@@ -79,7 +81,7 @@ def plan(
         children.append(
             Child("recording@/", [sys.executable, "-m", "coteam_ros.recording", "--out", str(record)], None, False)
         )
-    for spec in node_list(cfg, endpoints):
+    for spec in node_list(cfg, write_task_scene(cfg, params_dir), endpoints):
         bridge = spec.executable == "sim_bridge"
         extra = {}
         if bridge and results_path is not None:  # the episode's trace goes next to the results
@@ -262,8 +264,6 @@ def launch(
     Returns the exit code and the results JSON the bridge was asked to write (in ``out_dir``, default
     ``workdir``; None without a world). The file exists only if the bridge wrote it.
     """
-    from coteam_ros.config import load_config
-
     cfg = load_config(config)
     env = child_env(domain_id)
     results = None

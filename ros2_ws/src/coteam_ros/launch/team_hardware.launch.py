@@ -2,7 +2,7 @@
 
     ros2 launch coteam_ros team_hardware.launch.py config:=config/team_hardware.yaml
 
-The YAML file is read by coteam_ros.config, the same loader `coteam launch` uses (see docs/ros2.md). The coteam
+The YAML file is read by coteam_ros.team_config, the same loader `coteam launch` uses (see docs/ros2.md). The coteam
 core (`pip install -e .` at the repository root) must be importable.
 """
 

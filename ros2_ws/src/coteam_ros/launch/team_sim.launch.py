@@ -2,7 +2,7 @@
 
     ros2 launch coteam_ros team_sim.launch.py config:=config/team_sim.yaml
 
-The YAML file is read by coteam_ros.config, the same loader `coteam launch` (pip installs) uses, so both
+The YAML file is read by coteam_ros.team_config, the same loader `coteam launch` (pip installs) uses, so both
 launchers start the same nodes with the same parameters. The coteam core (`pip install -e .` at the repository
 root) must be importable.
 """

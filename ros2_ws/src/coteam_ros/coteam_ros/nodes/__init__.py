@@ -35,7 +35,7 @@ def call_later(node: Node, seconds: float, callback: Callable[[], object]) -> No
 
 def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> None:
     """Run one node until Ctrl-C or shutdown, then clean up: exit status 0 on SIGINT. A node that cannot start
-    from its parameters (a bad method switch, an unknown suite, a bad scene file: ``ValueError`` / ``KeyError``)
+    from its parameters (a bad method switch, an unknown method, no or a bad scene file: ``ValueError`` / ``KeyError``)
     prints one line and exits with status 2."""
     rclpy.init(args=argv)
     node = None

@@ -22,8 +22,8 @@ Then the executor publishes ExecuteSkill feedback with that step, and the planne
 (real robots) a navigation goal is armed once accepted and the skill is asked again at every status; a
 manipulation goal's result (its failure reason) is what the skill goes on with.
 
-Parameters: ``robot``, ``navigation`` (sim | nav2), ``suite`` / ``episode`` / ``seed`` / ``scene_path`` (the
-task; see ``coteam_ros.episode``), ``robots`` (the team, in simulator order).
+Parameters: ``robot``, ``navigation`` (sim | nav2), ``scene_path`` / ``seed`` (the task; see
+``coteam_ros.episode``), ``robots`` (the team, in simulator order).
 """
 
 from __future__ import annotations
@@ -96,12 +96,10 @@ class ExecutorNode(Node):
         super().__init__(NODE_NAME, **kwargs)
         self.robot: str = self.declare_parameter("robot", "alice").value
         self.navigation: str = self.declare_parameter("navigation", "sim").value
-        suite = self.declare_parameter("suite", "cwah-test").value
-        episode = self.declare_parameter("episode", 0).value
+        scene_path = self.declare_parameter("scene_path", "").value
         seed = self.declare_parameter("seed", 0).value
         robots = list(self.declare_parameter("robots", ["alice", "bob"]).value)
-        scene_path = self.declare_parameter("scene_path", "").value
-        info = load_episode(suite, episode, seed, robots, scene_path).info
+        info = load_episode(scene_path, seed, robots).info
         self.benchmark = info.benchmark
         self.memory = AgentMemory(self.robot, info.benchmark, info.floorplan, info.task)
         self.memory.objects.update({v.id: v for v in info.landmarks})

@@ -38,9 +38,8 @@ Parameters: ``robot`` (this robot's name; detections from another robot are igno
 (detections below it are ignored), ``frame_id`` of the published map (default "map"), ``forget_after_steps``
 (drop objects not seen for more than that many observations; -1, the default, keeps them); with a detector also
 ``detector``, ``markers``, ``marker_size_m``, ``object_depth_m``, ``colours``, ``model``, ``classes``,
-``fixture_reach_m``, ``frame_wait_s``,
-``status_from_cameras`` (above) and ``robots``, ``suite`` / ``episode`` / ``seed`` / ``scene_path`` (the task: its
-floor plan, fixtures and objects, see ``coteam_ros.episode``).
+``fixture_reach_m``, ``frame_wait_s``, ``status_from_cameras`` (above) and ``robots``, ``scene_path`` / ``seed``
+(the task: its floor plan, fixtures and objects, see ``coteam_ros.episode``).
 
 Each ``ObjectDetections`` gives its step (the sim bridge's step; a detector without one leaves -1 and the node
 numbers messages 0, 1, ...), the robot's room (objects remembered there but not detected are marked unconfirmed)
@@ -92,7 +91,6 @@ from coteam.vision import (
     places_seen_empty,
 )
 from coteam.world import Scene
-from coteam_ros.config import DETECTORS
 from coteam_ros.convert import (
     depth_from_msg,
     detections_from_msg,
@@ -105,6 +103,7 @@ from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer
 from coteam_ros.observations import CameraSightings
 from coteam_ros.qos import CAMERA, LATCHED, STREAM
+from coteam_ros.team_config import DETECTORS
 from coteam_ros.tf import TransformUnavailable, stamp_ns, transform_lookup
 
 NODE_NAME = "perception"
@@ -228,11 +227,7 @@ class PerceptionNode(Node):
             raise ValueError(f"detector must be one of {', '.join(DETECTORS)} (or empty), not {detector!r}")
         robots = list(self.declare_parameter("robots", [self.robot or "alice"]).value)
         setup = load_episode(
-            self.declare_parameter("suite", "cwah-test").value,
-            self.declare_parameter("episode", 0).value,
-            self.declare_parameter("seed", 0).value,
-            robots,
-            self.declare_parameter("scene_path", "").value,
+            self.declare_parameter("scene_path", "").value, self.declare_parameter("seed", 0).value, robots
         )
         scene = setup.scene
         self.detector = self._detector(detector, scene)

@@ -20,16 +20,16 @@ the simulator at a step are listed (sender, step) in the status; their text come
 node waits up to ``message_wait_s`` for it, then goes on and hands the text over when it arrives).
 
 Parameters: ``robot``, ``robots`` (the team, in simulator order), ``teammates`` (informational), ``method``,
-``backend``, ``params_json`` (method hyper-parameters), ``suite`` / ``episode`` / ``seed`` / ``scene_path`` (the
-task, see ``coteam_ros.episode``), ``message_wait_s``, ``message_delivery`` (``status``: when the sim bridge's status
-says; ``arrival``: on real robots, at the next status after the message arrived), ``executor_timeout_s`` (an
-executor without a server, or silent about a running goal, this long is reported once as an error; its skill fails
-with ``executor unavailable`` and the robot idles until the executor answers again), ``goal_answer_timeout_s`` (a
-goal the executor has not answered this long is sent again with its step: DDS drops a goal's answer while the
-executor's server has not yet discovered this planner; the executor lets it take its skill over),
-``signing_key`` (the robot's private key; empty: the team does not sign), ``team_keys`` (the team's public keys),
-``max_message_age_s`` (a signed message older than this is refused), ``stale_message_steps`` (a waiting message
-this many steps older than the robot's clock that no status delivered is dropped).
+``backend``, ``params_json`` (method hyper-parameters), ``scene_path`` / ``seed`` (the task's scene file and the
+methods' seed, see ``coteam_ros.episode``), ``message_wait_s``, ``message_delivery`` (``status``: when the sim
+bridge's status says; ``arrival``: on real robots, at the next status after the message arrived),
+``executor_timeout_s`` (an executor without a server, or silent about a running goal, this long is reported once as
+an error; its skill fails with ``executor unavailable`` and the robot idles until the executor answers again),
+``goal_answer_timeout_s`` (a goal the executor has not answered this long is sent again with its step: DDS drops a
+goal's answer while the executor's server has not yet discovered this planner; the executor lets it take its skill
+over), ``signing_key`` (the robot's private key; empty: the team does not sign), ``team_keys`` (the team's public
+keys), ``max_message_age_s`` (a signed message older than this is refused), ``stale_message_steps`` (a waiting
+message this many steps older than the robot's clock that no status delivered is dropped).
 """
 
 from __future__ import annotations
@@ -82,10 +82,8 @@ class PlannerNode(Node):
         self.method: str = self.declare_parameter("method", "pce").value
         self.backend: str = self.declare_parameter("backend", "symbolic").value
         params = json.loads(self.declare_parameter("params_json", "{}").value or "{}")
-        suite = self.declare_parameter("suite", "cwah-test").value
-        episode = self.declare_parameter("episode", 0).value
-        seed = self.declare_parameter("seed", 0).value
         scene_path = self.declare_parameter("scene_path", "").value
+        seed = self.declare_parameter("seed", 0).value
         self.message_wait_s: float = self.declare_parameter("message_wait_s", 5.0).value
         # the executor is given up on (and the robot idles) after this long without its server or any news of a goal
         self.executor_timeout_s: float = self.declare_parameter("executor_timeout_s", 10.0).value
@@ -100,7 +98,7 @@ class PlannerNode(Node):
             params.setdefault("backend", self.backend)
         team = make_team(self.method, params)
         self.backend = str(getattr(team.config, "backend", "none"))  # what the method's roles really run on
-        info = load_episode(suite, episode, seed, robots, scene_path).info
+        info = load_episode(scene_path, seed, robots).info
         team.reset(info)
         self.team = team
         self.brain = AgentBrain(self.robot, info, team, NavGrid(info.floorplan))

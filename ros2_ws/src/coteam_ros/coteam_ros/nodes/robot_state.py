@@ -15,9 +15,9 @@ In simulation the sim bridge publishes each robot's status; on a real robot this
   say which gripper). Teammates are not observed (they report over ``/team/messages``); messages are delivered by
   the planner on arrival.
 
-Parameters: ``robot``, ``robots``, ``suite`` / ``episode`` / ``seed`` / ``scene_path`` (the task, see
-``coteam_ros.episode``), ``rate_hz`` (default 2.0), ``hands`` (default 2), ``map_frame`` (default ``map``),
-``base_frame`` (default ``<robot>/base_link``).
+Parameters: ``robot``, ``robots``, ``scene_path`` / ``seed`` (the task, see ``coteam_ros.episode``), ``rate_hz``
+(default 2.0), ``hands`` (default 2), ``map_frame`` (default ``map``), ``base_frame`` (default
+``<robot>/base_link``).
 """
 
 from __future__ import annotations
@@ -46,15 +46,13 @@ class RobotStateNode(Node):
         super().__init__(NODE_NAME, **kwargs)
         self.robot: str = self.declare_parameter("robot", "robot1").value
         robots = list(self.declare_parameter("robots", [self.robot]).value)
-        suite = self.declare_parameter("suite", "cwah-test").value
-        episode = self.declare_parameter("episode", 0).value
-        seed = self.declare_parameter("seed", 0).value
         scene_path = self.declare_parameter("scene_path", "").value
+        seed = self.declare_parameter("seed", 0).value
         rate_hz: float = self.declare_parameter("rate_hz", 2.0).value
         hands: int = self.declare_parameter("hands", 2).value
         self.map_frame: str = self.declare_parameter("map_frame", "map").value
         self.base_frame: str = self.declare_parameter("base_frame", f"{self.robot}/base_link").value
-        setup = load_episode(suite, episode, seed, robots, scene_path)
+        setup = load_episode(scene_path, seed, robots)
         self.assembler = ObservationAssembler(self.robot, setup.scene, hands)
         self.camera = CameraPerception(self.assembler)  # class-only detections: fused, bound to the task's objects
         self.confirmed: list[int] = []  # map objects of class-only detections confirmed since the last status

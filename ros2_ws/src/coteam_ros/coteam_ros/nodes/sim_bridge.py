@@ -1,12 +1,14 @@
 """The sim_bridge node: the embedded simulator as the robots' world, over ROS 2.
 
-One per world. For every robot (namespace from ``namespaces``, default ``/<robot>``) it publishes after every
-simulation step ``status`` (``coteam_interfaces/RobotStatus``: the robot's observation as JSON; latched),
-``odom`` (``nav_msgs/Odometry``) and ``detections`` (``coteam_interfaces/ObjectDetections``: an oracle detector,
-what the robot sees), and serves ``navigate_to_pose`` (the simulator's navigator, one primitive per step, with
-Nav2's interface: feedback every step, cancel, a newer goal preempts) and ``manipulate`` (one primitive in the
-next step). World topics: ``/map`` (``nav_msgs/OccupancyGrid``, latched), ``/clock`` (simulated time: one
-benchmark clock unit lasts ``1 / tick_hz`` s) and the transforms (``coteam_ros.tf``): ``map -> <robot>/odom`` and
+One per world. It runs the task of the scene file ``scene_path`` (the one every robot's nodes read, see
+``coteam_ros.episode``) with ``seed``; the results name the suite ``suite``. For every robot (namespace from
+``namespaces``, default ``/<robot>``) it publishes after every simulation step ``status``
+(``coteam_interfaces/RobotStatus``: the robot's observation as JSON; latched), ``odom`` (``nav_msgs/Odometry``) and
+``detections`` (``coteam_interfaces/ObjectDetections``: an oracle detector, what the robot sees), and serves
+``navigate_to_pose`` (the simulator's navigator, one primitive per step, with Nav2's interface: feedback every step,
+cancel, a newer goal preempts) and ``manipulate`` (one primitive in the next step). World topics: ``/map``
+(``nav_msgs/OccupancyGrid``, latched), ``/clock`` (simulated time: one benchmark clock unit lasts ``1 / tick_hz`` s)
+and the transforms (``coteam_ros.tf``): ``map -> <robot>/odom`` and
 ``<robot>/camera_link -> <robot>/camera_optical_frame`` on ``/tf_static``, ``<robot>/odom -> <robot>/base_link`` at
 every step on ``/tf``.
 
@@ -144,8 +146,7 @@ class SimBridgeNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        suite = self.declare_parameter("suite", "cwah-test").value
-        episode = self.declare_parameter("episode", 0).value
+        self.suite: str = self.declare_parameter("suite", "").value
         self.seed: int = self.declare_parameter("seed", 0).value
         self.mode: str = self.declare_parameter("mode", "lockstep").value
         self.tick_hz: float = self.declare_parameter("tick_hz", 10.0).value
@@ -166,10 +167,8 @@ class SimBridgeNode(Node):
             raise ValueError(f"{len(namespaces)} namespaces for {len(robots)} robots")
 
         scene_path: str = self.declare_parameter("scene_path", "").value
-        setup = load_episode(suite, episode, self.seed, robots, scene_path)
-        self.episode_name = setup.name
-        self.suite = scene_path or suite
-        self.scene = setup.scene
+        self.scene = load_episode(scene_path, self.seed, robots).scene
+        self.episode_name = self.scene.name
         full_observability = method_class(self.method).full_observability
         self.method_params = method_config(self.method, params).recorded()
         self.team_name = self.method

@@ -1,0 +1,220 @@
+"""The nodes a team config starts, shared by ``coteam launch`` and the ``ros2 launch`` files: each node's name,
+namespace, parameters and remappings (:func:`node_list`), the task's scene file they read (:func:`write_task_scene`)
+and the ``--ros-args`` of a node process (:func:`ros_args`).
+
+ROS parameter values are only ``bool``, ``int``, ``float``, ``str`` or non-empty lists of one of them (launch_ros
+rejects empty lists and rcl drops them), so mappings travel as JSON strings (``params_json``) and an empty
+``teammates`` list is left out (a one-robot team).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from coteam.scene_io import save_scene
+from coteam_ros.team_config import TeamConfig
+
+__all__ = ["NodeSpec", "ParamValue", "model_groups", "node_list", "ros_args", "write_params_file", "write_task_scene"]
+
+ParamValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
+TASK_SCENE = "scene.json"  # the task's scene file in the launch's folder
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node to start: the same fields for ``launch_ros.actions.Node`` and for ``coteam launch``."""
+
+    name: str
+    executable: str
+    namespace: str
+    parameters: dict[str, ParamValue]
+    remappings: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def fqn(self) -> str:
+        """Fully-qualified node name, e.g. ``/alice/planner`` or ``/sim_bridge``."""
+        return f"{self.namespace.rstrip('/')}/{self.name}"
+
+    @property
+    def label(self) -> str:
+        """``planner@/alice``: how the launcher prefixes the node's output."""
+        return f"{self.name}@{self.namespace}"
+
+
+def write_task_scene(cfg: TeamConfig, directory: str | os.PathLike[str]) -> Path:
+    """The scene file (``coteam.scene_io`` JSON) every node reads the task from: the world's saved scene, or the
+    suite episode of ``world:`` / ``task:`` built here and written to ``directory`` (the launch runs on the operator's
+    machine; the robots' nodes do not import the simulator)."""
+    if cfg.world is not None and cfg.world.scene is not None:
+        return Path(cfg.world.scene)
+    from coteam_sim.suites import get_suite
+
+    ref = cfg.episode_ref
+    path = Path(directory) / TASK_SCENE
+    save_scene(get_suite(ref.suite).episodes()[ref.episode].build(), path)
+    return path
+
+
+def model_groups(cfg: TeamConfig) -> list[tuple[str, ...]]:
+    """The robots served by each local model server of ``team.llm`` (none without it)."""
+    local = cfg.team.local_llm
+    if local is None:
+        return []
+    names = tuple(cfg.robot_names)
+    return [(n,) for n in names] if local.share == "robot" else [names]
+
+
+def node_list(
+    cfg: TeamConfig, scene_path: str | os.PathLike[str], endpoints: Mapping[str, Mapping[str, str]] | None = None
+) -> list[NodeSpec]:
+    """The nodes of a team run, in start order: the ``sim_bridge`` (with a world), then per robot its
+    ``robot_state`` (without a world), ``perception``, ``planner`` and ``executor`` in the robot's namespace.
+    Every node reads the task from ``scene_path`` (:func:`write_task_scene`). ``endpoints`` (robot ->
+    ``{"base_url", "model"}``) point each planner at its model server."""
+    episode: dict[str, ParamValue] = {"scene_path": str(scene_path), "seed": cfg.episode_ref.seed}
+    names = cfg.robot_names
+    specs: list[NodeSpec] = []
+    if cfg.world is not None:
+        w = cfg.world
+        specs.append(
+            NodeSpec(
+                "sim_bridge",
+                "sim_bridge",
+                "/",
+                {
+                    "suite": w.scene or w.suite,  # what the results call the suite (a saved scene: its path)
+                    **episode,
+                    "mode": w.mode,
+                    "tick_hz": w.tick_hz,
+                    "robots": list(names),
+                    "namespaces": [r.namespace for r in cfg.robots],
+                    "method": cfg.team.method,
+                    "params_json": json.dumps(cfg.team.switches(), sort_keys=True),
+                    "cameras": cfg.perception is not None,
+                },
+            )
+        )
+    perception: dict[str, ParamValue] = {}
+    if cfg.perception is not None:
+        pc = cfg.perception
+        perception = {"detector": pc.detector, "robots": list(names), **episode}
+        if cfg.world is not None:  # the bridge's status goes through perception, which adds what the cameras saw
+            perception["status_from_cameras"] = True
+        if pc.markers:
+            perception["markers"] = pc.markers
+        if pc.marker_size_m:
+            perception["marker_size_m"] = pc.marker_size_m
+        if pc.object_depth_m:
+            perception["object_depth_m"] = pc.object_depth_m
+        if pc.colours:
+            perception["colours"] = pc.colours
+        if pc.model:
+            perception.update(model=pc.model, classes=list(pc.classes))
+    for robot in cfg.robots:
+        remappings = list(robot.remap.items())
+        teammates = [n for n in names if n != robot.name]
+        planner: dict[str, ParamValue] = {"robot": robot.name, "robots": list(names)}
+        if teammates:  # an empty list is not a valid ROS parameter value (one-robot team: left out)
+            planner["teammates"] = teammates
+        planner.update(
+            method=cfg.team.method,
+            backend=cfg.team.backend,
+            params_json=json.dumps({**cfg.team.params, **(endpoints or {}).get(robot.name, {})}, sort_keys=True),
+            **episode,
+        )
+        if cfg.security.sign:
+            planner.update(
+                signing_key=str(cfg.security.private_key(robot.name)),
+                team_keys=str(cfg.security.public_keys),
+                max_message_age_s=cfg.security.max_age_s,
+            )
+        if cfg.world is None:  # a real robot: its status comes from its odometry and detector
+            planner["message_delivery"] = "arrival"
+            specs.append(
+                NodeSpec(
+                    "robot_state",
+                    "robot_state",
+                    robot.namespace,
+                    {"robot": robot.name, "robots": list(names), "base_frame": robot.base_frame, **episode},
+                    list(remappings),
+                )
+            )
+        specs += [
+            NodeSpec(
+                "perception",
+                "perception",
+                robot.namespace,
+                {"robot": robot.name, **perception},
+                list(remappings),
+            ),
+            NodeSpec("planner", "planner", robot.namespace, planner, list(remappings)),
+            NodeSpec(
+                "executor",
+                "executor",
+                robot.namespace,
+                {"robot": robot.name, "robots": list(names), "navigation": cfg.navigation, **episode},
+                list(remappings),
+            ),
+        ]
+    for spec in specs:
+        for key, value in spec.parameters.items():
+            _check_param(spec, key, value)
+    return specs
+
+
+def _check_param(spec: NodeSpec, key: str, value: Any) -> None:
+    ok = isinstance(value, bool | int | float | str)
+    if isinstance(value, list) and value:
+        kinds = {bool if isinstance(v, bool) else type(v) for v in value}
+        ok = len(kinds) == 1 and kinds <= {bool, int, float, str}
+    if not ok:
+        raise TypeError(f"{spec.label}: parameter {key}={value!r} is not a valid ROS parameter value")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Command-line arguments for a node process (what ros2 launch does for launch_ros.actions.Node)
+
+
+def _yaml_scalar(value: ParamValue) -> str:
+    """A value as rcl's YAML parser reads it back with the same type (strings quoted when ambiguous)."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=math.inf, allow_unicode=True)
+    return text.removesuffix("\n...\n").strip()  # a plain scalar document ends with "..."
+
+
+def write_params_file(spec: NodeSpec, directory: str | os.PathLike[str], extra: Mapping[str, ParamValue] = ()) -> Path:
+    """Write ``<fqn>: {ros__parameters: ...}`` for one node; returns the file's path."""
+    params = {**spec.parameters, **dict(extra)}
+    path = Path(directory) / f"{spec.fqn.strip('/').replace('/', '__')}.params.yaml"
+    path.write_text(yaml.safe_dump({spec.fqn: {"ros__parameters": params}}, sort_keys=False, allow_unicode=True))
+    return path
+
+
+def ros_args(
+    spec: NodeSpec,
+    params_dir: str | os.PathLike[str] | None = None,
+    extra: Mapping[str, ParamValue] = (),
+) -> list[str]:
+    """``--ros-args`` for a node process: name, namespace, parameters, remappings.
+
+    With ``params_dir`` the parameters go to a per-node params file there (``--params-file``, as ros2 launch
+    does); without it each is a ``-p key:=value`` with a YAML value that rcl parses back to the same type.
+    ``extra`` adds parameters (the launcher's ``results_path``).
+    """
+    args = ["--ros-args", "-r", f"__node:={spec.name}", "-r", f"__ns:={spec.namespace}"]
+    params = {**spec.parameters, **dict(extra)}
+    if params_dir is not None:
+        args += ["--params-file", str(write_params_file(spec, params_dir, extra))]
+    else:
+        for key, value in params.items():
+            args += ["-p", f"{key}:={_yaml_scalar(value)}"]
+    for src, dst in spec.remappings:
+        args += ["-r", f"{src}:={dst}"]
+    return args

@@ -1,0 +1,642 @@
+"""The team YAML file, shared by ``coteam launch`` (pip installs) and the ``ros2 launch`` files: its schema
+(frozen pydantic models that forbid unknown keys) and :func:`load_config`, which reads it with PyYAML.
+
+A file describes one team run::
+
+    world:            # the simulator; omit it (or write null) on hardware
+      suite: cwah-test      # a coteam_sim suite (`coteam suites`)
+      episode: 0
+      seed: 0
+      mode: lockstep        # lockstep | realtime
+      tick_hz: 10.0         # realtime only: simulator steps per second
+      scene: my_scene.json  # optional: a saved scene (coteam.scene_io) instead of the episode (path relative
+                            #   to this file); suite and episode then only label the run
+    task:             # hardware only (forbidden with a world, whose suite/episode define the task):
+      suite: cwah-test      #   the task definition (goal, horizon) is episode `episode` of `suite`
+      episode: 0
+      seed: 0               #   optional, default 0: seeds the methods' random choices
+    team:
+      method: pce           # `coteam methods`
+      backend: symbolic     # symbolic | llm
+      params: {}            # method hyper-parameters, as `coteam run --set key=value`
+      llm:                  # optional, backend llm only: a local model (the local-llm extra) started by
+        local: true         #   `coteam launch` on loopback, one per robot (share: robot) or one for all
+        share: robot        #   (share: machine); model: a GGUF path (default: the packaged Gemma 3 270M)
+    navigation: sim   # sim (the simulator's navigator) | nav2 (each robot's Nav2); default: sim with a world, else nav2
+    robots:
+      - name: alice
+        namespace: /alice   # default "/" + name
+        remap: {}           # node-level remappings, e.g. {camera/image_raw: /alice/camera/color/image_raw}
+        base_frame: alice/base_link   # hardware: the robot's base frame on /tf (default "<name>/base_link")
+    perception:       # optional: each robot's perception node detects items in its RGB-D camera (a visual suite's
+      detector: aruco       #   world turns it on by default; the shorthand `perception: aruco` names only the detector)
+      markers: markers.yaml #   hardware: the printed markers (YAML, marker id: class name; relative to this file);
+                            #   with a world the simulator's (marker id = object id)
+      marker_size_m: 0.05   #   the printed markers' side and how far behind a marker the object's centre is (with a
+      object_depth_m: 0.04  #   world: the simulator's); without them a detection is the marker's centre
+      # detector: color     # untagged objects by class colour: `colours: colours.yaml` (class: [r, g, b]) on
+                            #   hardware; with a world the colours the simulator paints the classes in
+      # detector: onnx      # a YOLO-format model: `model: detector.onnx` and `classes: [apple, cup, ...]`
+                            #   (color and onnx know classes, not instances: see docs/ros2.md)
+    security:         # optional; signed team messages (coteam.signing), on by default
+      sign: true            # each planner signs what it sends and believes only signed, new messages of the team
+      keystore: keys        # `coteam keys init CONFIG` makes it (relative to this file); with a world a missing
+                            #   keystore is made at launch, on hardware it must exist
+      max_age_s: 120        # a message signed longer ago than this is refused (a replay of an earlier run)
+
+An absent key and a null one take the default. :func:`load_config` validates strictly: unknown keys, wrong types and
+unknown names raise a :class:`ConfigError` of one line naming the file and the key path. The models hold the file's
+relative paths made absolute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
+
+from coteam.signing import DEFAULT_MAX_AGE_S, PUBLIC_KEYS
+
+__all__ = [
+    "DETECTORS",
+    "ConfigError",
+    "LocalModelSection",
+    "PerceptionSection",
+    "RobotSection",
+    "SecuritySection",
+    "TaskSection",
+    "TeamConfig",
+    "TeamMethodSection",
+    "WorldSection",
+    "load_config",
+    "parse_config",
+]
+
+Mode = Literal["lockstep", "realtime"]
+Navigation = Literal["sim", "nav2"]
+Detector = Literal["aruco", "color", "onnx"]  # what the perception node runs on camera images (YAML and parameter)
+DETECTORS: tuple[str, ...] = typing.get_args(Detector)
+DETECTOR_KEYS = {  # the perception keys of each detector
+    "aruco": ("markers", "marker_size_m", "object_depth_m"),
+    "color": ("colours",),
+    "onnx": ("model", "classes"),
+}
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # a robot name: one ROS name token
+_NAMESPACE = re.compile(r"^/([A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*)?$")
+_TOPIC = re.compile(r"^(~/|/)?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+class ConfigError(ValueError):
+    """A team YAML file is malformed; the message names the file and the key."""
+
+
+class _ProblemAt(ValueError):
+    """A validator's problem with ``key`` (a path below the section it validates)."""
+
+    def __init__(self, key: str | tuple[str, ...], problem: str):
+        super().__init__(problem)
+        self.key = (key,) if isinstance(key, str) else key
+
+
+def _beside_the_file(path: str, info: ValidationInfo) -> str:
+    """``path`` made absolute, relative to the team file's folder."""
+    return str((Path(info.context["source"]).parent / path).resolve())
+
+
+Text = Annotated[str, Field(min_length=1)]
+Count = Annotated[int, Field(ge=0)]
+PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+FileRelativePath = Annotated[Text, AfterValidator(_beside_the_file)]  # made absolute
+
+
+def _one_of(value: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise ValueError(_not_one_of(choices, value))
+    return value
+
+
+def _not_one_of(choices: Sequence[str], value: Any) -> str:
+    return f"expected one of {', '.join(choices)}, got {value!r}"
+
+
+def _existing_file(key: str, path: str | None) -> str:
+    if path is None:
+        raise _ProblemAt(key, "required")
+    if not Path(path).is_file():
+        raise _ProblemAt(key, f"no such file: {path}")
+    return path
+
+
+def _has_backend_switch(method: object) -> bool:
+    """Whether ``method`` has LLM roles (a ``backend`` switch)."""
+    from coteam.registry import method_class, method_names
+
+    return method in method_names() and "backend" in method_class(str(method)).Config.switch_names()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The sections of the file
+
+
+class _Section(BaseModel):
+    """One mapping of the file: unknown keys are errors, and an absent or null key takes its default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _given_keys(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            return cls._defaults({k: v for k, v in data.items() if v is not None})
+        return data
+
+    @classmethod
+    def _defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` with the defaults that depend on its other keys."""
+        return data
+
+
+class TaskSection(_Section):
+    """``task`` (hardware): episode ``episode`` of ``suite`` defines the task; ``seed`` seeds the methods."""
+
+    suite: Text
+    episode: Count = 0
+    seed: Count = 0
+
+    @field_validator("suite")
+    @classmethod
+    def _known_suite(cls, suite: str) -> str:
+        from coteam_sim.suites import get_suite
+
+        try:
+            get_suite(suite)
+        except KeyError as exc:
+            raise ValueError(str(exc.args[0])) from None
+        return suite
+
+    @model_validator(mode="after")
+    def _episode_of_the_suite(self) -> TaskSection:
+        from coteam_sim.suites import get_suite
+
+        suite = get_suite(self.suite)
+        if suite.fixed and self.episode >= (count := len(suite.episodes())):
+            raise _ProblemAt("episode", f"{self.suite} has {count} episodes (0-{count - 1}), got {self.episode}")
+        return self
+
+
+class WorldSection(TaskSection):
+    """``world``: the simulator, whose suite episode (or saved ``scene``) is the task."""
+
+    mode: Mode = "lockstep"
+    tick_hz: PositiveNumber = 10.0
+    scene: FileRelativePath | None = None  # a saved scene (coteam.scene_io JSON) run instead of the suite's episode
+
+    @field_validator("scene")
+    @classmethod
+    def _a_scene_file(cls, scene: str) -> str:
+        from coteam.scene_io import load_scene
+
+        if not Path(scene).is_file():
+            raise ValueError(f"no scene file {scene}")
+        load_scene(scene)  # a one-line ValueError naming the file
+        return scene
+
+
+class LocalModelSection(_Section):
+    """``team.llm``: the local model ``coteam launch`` serves to the planners (see the module docstring)."""
+
+    local: bool = False
+    share: Literal["robot", "machine"] = "robot"  # robot: one server per robot | machine: one for the whole team
+    model: FileRelativePath | None = None  # a GGUF file; None = the packaged Gemma 3 270M
+
+    @field_validator("model")
+    @classmethod
+    def _a_model_file(cls, model: str) -> str:
+        if not Path(model).is_file():
+            raise ValueError(f"model file {model} does not exist")
+        return model
+
+
+class TeamMethodSection(_Section):
+    """``team``: the method every planner runs, its backend and its switches (``coteam.kit.MethodConfig``)."""
+
+    method: Text
+    backend: Text = "symbolic"
+    params: dict[str, Any] = {}  # the method's switches, without the backend
+    llm: LocalModelSection | None = None
+
+    @classmethod
+    def _defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """``params: {backend: ...}`` sets the backend of a method with LLM roles, as ``backend:`` does."""
+        params = data.get("params")
+        if not (isinstance(params, Mapping) and "backend" in params and _has_backend_switch(data.get("method"))):
+            return data
+        backend = params["backend"]
+        if data.get("backend", backend) != backend:
+            raise _ProblemAt("params", f"backend {backend!r} contradicts team.backend {data['backend']!r}")
+        return {**data, "backend": backend, "params": {k: v for k, v in params.items() if k != "backend"}}
+
+    @field_validator("method")
+    @classmethod
+    def _registered(cls, method: str) -> str:
+        from coteam.registry import method_names
+
+        return _one_of(method, method_names())
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, backend: str) -> str:
+        from coteam.llm import backends
+
+        return _one_of(backend, backends())
+
+    @field_validator("params")
+    @classmethod
+    def _json_like(cls, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            json.dumps(params, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"must be plain JSON-like values: {exc}") from None
+        return params
+
+    @model_validator(mode="after")
+    def _runnable(self) -> TeamMethodSection:
+        from coteam.registry import method_class
+
+        if self.backend != "symbolic" and not _has_backend_switch(self.method):
+            raise _ProblemAt("backend", f"{self.method} has no LLM roles: it runs without a backend")
+        if self.local_llm is not None and self.backend != "llm":
+            raise _ProblemAt(
+                ("llm", "local"), f"a local model serves the llm backend, but team.backend is {self.backend!r}"
+            )
+        try:
+            method_class(self.method).Config.parse_switches(self.method, self.switches())
+        except ValueError as exc:
+            raise _ProblemAt("params", str(exc)) from None
+        return self
+
+    @property
+    def local_llm(self) -> LocalModelSection | None:
+        """``llm`` when it asks for a local model."""
+        return self.llm if self.llm is not None and self.llm.local else None
+
+    def switches(self) -> dict[str, Any]:
+        """The method's switches as the planners run them: ``params`` plus the backend (methods with LLM roles)."""
+        return {**self.params, "backend": self.backend} if _has_backend_switch(self.method) else dict(self.params)
+
+
+class RobotSection(_Section):
+    """One of ``robots``."""
+
+    name: Text
+    namespace: Text  # default "/" + name
+    remap: dict[str, str] = {}
+    base_frame: Text  # default "<name>/base_link"
+
+    @classmethod
+    def _defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
+        name = data.get("name")
+        if isinstance(name, str):
+            return {"namespace": "/" + name, "base_frame": f"{name}/base_link", **data}
+        return data
+
+    @field_validator("name")
+    @classmethod
+    def _ros_name(cls, name: str) -> str:
+        if not _NAME.match(name):
+            raise ValueError(f"{name!r} is not a valid ROS name (letters, digits, _)")
+        return name
+
+    @field_validator("namespace")
+    @classmethod
+    def _absolute_namespace(cls, namespace: str, info: ValidationInfo) -> str:
+        if not _NAMESPACE.match(namespace) or namespace == "/":
+            example = "/" + info.data.get("name", "robot")
+            raise ValueError(f"{namespace!r} is not an absolute ROS namespace like {example}")
+        return namespace
+
+    @field_validator("remap")
+    @classmethod
+    def _topic_names(cls, remap: dict[str, str]) -> dict[str, str]:
+        for src, dst in remap.items():
+            for name in (src, dst):
+                if not _TOPIC.match(name):
+                    raise _ProblemAt(src, f"{name!r} is not a valid ROS topic/action name")
+        return remap
+
+    @field_validator("base_frame")
+    @classmethod
+    def _frame_name(cls, base_frame: str) -> str:
+        if not _TOPIC.match(base_frame.lstrip("/")):
+            raise ValueError(f"{base_frame!r} is not a valid frame name")
+        return base_frame
+
+
+class PerceptionSection(_Section):
+    """``perception``: detection in the robots' cameras (see the module docstring)."""
+
+    detector: Detector
+    markers: FileRelativePath | None = None  # aruco on hardware: the marker catalogue
+    marker_size_m: PositiveNumber | None = None  # aruco: None = unknown (a detection is the marker's centre)
+    object_depth_m: PositiveNumber | None = None
+    colours: FileRelativePath | None = None  # color on hardware: the class colours
+    model: FileRelativePath | None = None  # onnx: the model
+    classes: tuple[Text, ...] = Field((), strict=False)  # onnx: the model's class names, in its output order
+
+    @model_validator(mode="after")
+    def _keys_of_the_detector(self) -> PerceptionSection:
+        for other, keys in DETECTOR_KEYS.items():
+            for key in keys:
+                if other != self.detector and key in self.model_fields_set:
+                    raise _ProblemAt(key, f"only with detector {other}")
+        if self.detector == "onnx":
+            _existing_file("model", self.model)
+            if not self.classes:
+                raise _ProblemAt("classes", "required: the model's class names in its output order, e.g. [apple, cup]")
+        return self
+
+    def in_simulation(self) -> PerceptionSection:
+        """This section with a world: the simulator prints the markers (aruco: of the simulator's size unless the
+        file says otherwise) and paints the classes (color)."""
+        for key, what in (("markers", "prints the markers"), ("colours", "paints the classes")):
+            if key in self.model_fields_set:
+                raise _ProblemAt(key, f"only on hardware (with a world, the simulator {what})")
+        if self.detector != "aruco":
+            return self
+        from coteam_sim.camera import ITEM_SIZE_M, MARKER_SIZE_M  # an item's centre is half a cube behind its face
+
+        return self.model_copy(
+            update={
+                "marker_size_m": self.marker_size_m or MARKER_SIZE_M,
+                "object_depth_m": self.object_depth_m or ITEM_SIZE_M / 2,
+            }
+        )
+
+    def check_hardware_files(self) -> None:
+        """On hardware the detector's files must be readable: the printed markers (aruco), the class colours
+        (color)."""
+        from coteam.vision import MarkerCatalogue, load_class_colours
+
+        if self.detector == "aruco":
+            if self.markers is None:
+                raise _ProblemAt("markers", "required on hardware: a YAML of the printed marker ids and their classes")
+            key, read = "markers", MarkerCatalogue.from_file
+        elif self.detector == "color":
+            key, read = "colours", load_class_colours
+        else:
+            return
+        path = _existing_file(key, getattr(self, key))
+        try:
+            read(path)
+        except ValueError as exc:
+            raise _ProblemAt(key, str(exc)) from None
+
+
+class SecuritySection(_Section):
+    """``security``: signed team messages (see the module docstring)."""
+
+    sign: bool = True
+    keystore: FileRelativePath = Field("keys", validate_default=True)  # the team's keystore directory
+    max_age_s: PositiveNumber = DEFAULT_MAX_AGE_S
+
+    def private_key(self, robot: str) -> Path:
+        return Path(self.keystore) / f"{robot}.key"
+
+    @property
+    def public_keys(self) -> Path:
+        return Path(self.keystore) / PUBLIC_KEYS
+
+
+class TeamConfig(_Section):
+    """A team file (see the module docstring)."""
+
+    world: WorldSection | None = None
+    task: TaskSection | None = Field(None, validate_default=True)
+    team: TeamMethodSection = Field(examples=["{method: ..., backend: ..., params: {}}"])
+    navigation: Navigation  # default: sim with a world, else nav2
+    robots: tuple[RobotSection, ...] = Field(min_length=1, strict=False)
+    perception: PerceptionSection | None = Field(None, validate_default=True)  # default: the world's suite's
+    security: SecuritySection
+    _source: str = PrivateAttr("<config>")
+
+    def model_post_init(self, context: Any) -> None:
+        if context:
+            self._source = context["source"]
+
+    @classmethod
+    def _defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(data.get("perception"), str):  # the shorthand `perception: aruco`
+            data = {**data, "perception": {"detector": data["perception"]}}
+        return {"navigation": "sim" if "world" in data else "nav2", "security": {}, **data}
+
+    @field_validator("task")
+    @classmethod
+    def _task_without_a_world(cls, task: TaskSection | None, info: ValidationInfo) -> TaskSection | None:
+        if "world" not in info.data:  # the world is wrong, which says more
+            return task
+        if info.data["world"] is not None and task is not None:
+            raise ValueError("only without a world (with a world, world.suite and world.episode are the task)")
+        if info.data["world"] is None and task is None:
+            raise ValueError("required without a world (name the task definition: {suite: ..., episode: ...})")
+        return task
+
+    @field_validator("navigation")
+    @classmethod
+    def _nav2_without_a_world(cls, navigation: str, info: ValidationInfo) -> str:
+        if "world" in info.data and info.data["world"] is None and navigation != "nav2":
+            raise ValueError("must be nav2 without a world (sim navigation needs the simulator)")
+        return navigation
+
+    @field_validator("robots")
+    @classmethod
+    def _distinct_robots(cls, robots: tuple[RobotSection, ...], info: ValidationInfo) -> tuple[RobotSection, ...]:
+        for key in ("name", "namespace"):
+            values = [getattr(r, key) for r in robots]
+            dupes = sorted({v for v in values if values.count(v) > 1})
+            if dupes:
+                raise ValueError(f"duplicate {key}: {', '.join(dupes)}")
+        if info.data.get("world") is not None:
+            from coteam.world import AGENT_NAMES
+
+            names = [r.name for r in robots]
+            expected = list(AGENT_NAMES[: len(robots)])
+            if len(robots) > len(AGENT_NAMES) or names != expected:
+                raise ValueError(
+                    f"with a world the robots are the simulator's agents, in order: {', '.join(expected)} "
+                    f"(at most {len(AGENT_NAMES)}); got {', '.join(names)}"
+                )
+        return robots
+
+    @field_validator("perception")
+    @classmethod
+    def _perception_of_the_world(
+        cls, perception: PerceptionSection | None, info: ValidationInfo
+    ) -> PerceptionSection | None:
+        if "world" not in info.data:
+            return perception
+        world = info.data["world"]
+        if world is None:
+            if perception is not None:
+                perception.check_hardware_files()
+            return perception
+        if perception is None:  # a visual suite sees through cameras
+            from coteam_sim.suites import get_suite
+
+            detector = get_suite(world.suite).episodes()[0].perception
+            return PerceptionSection(detector=detector).in_simulation() if detector else None
+        return perception.in_simulation()
+
+    @property
+    def source(self) -> str:
+        """The file the config was read from (``<config>`` when unnamed)."""
+        return self._source
+
+    @property
+    def episode_ref(self) -> TaskSection:
+        """Where the task comes from: the simulated world, or the hardware ``task:`` section."""
+        ref = self.world or self.task
+        assert ref is not None  # guaranteed by validation
+        return ref
+
+    @property
+    def robot_names(self) -> list[str]:
+        return [r.name for r in self.robots]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Loading
+
+
+class _NoDuplicateKeysLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys instead of keeping the last one."""
+
+
+def _construct_mapping(loader: _NoDuplicateKeysLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_NoDuplicateKeysLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_config(path: str | os.PathLike[str]) -> TeamConfig:
+    """Read and validate a team YAML file (see the module docstring for the schema)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"team config not found: {path}")
+    from coteam_harness.yamlfile import load_yaml
+
+    try:
+        data = load_yaml(path, _NoDuplicateKeysLoader)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return parse_config(data, source=str(path))
+
+
+def parse_config(data: Any, source: str = "<config>") -> TeamConfig:
+    """Validate an already-parsed YAML document (``source`` names it in error messages; relative paths are
+    relative to its folder)."""
+    try:
+        return TeamConfig.model_validate(data, context={"source": source})
+    except ValidationError as exc:
+        errors = exc.errors()
+        unknown = [e for e in errors if e["type"] == "extra_forbidden"]  # a misspelt key explains the rest
+        raise ConfigError(_one_line(source, (unknown or errors)[0])) from None
+
+
+def _one_line(source: str, error: ErrorDetails) -> str:
+    """``<file>: <key path>: <problem>`` for one pydantic error."""
+    loc, kind, value = tuple(error["loc"]), error["type"], error["input"]
+    ctx = error.get("ctx", {})
+    if isinstance(ctx.get("error"), _ProblemAt):
+        loc += ctx["error"].key
+    if kind in _EXPECTED:
+        problem = f"expected {_EXPECTED[kind]}, got {_kind(value)}"
+    elif kind == "missing":
+        examples = _field_at(loc).examples
+        problem = f"required ({loc[-1]}: {examples[0]})" if examples else "required"
+    elif kind == "extra_forbidden":
+        problem = f"unknown key (allowed here: {', '.join(_section_at(loc).model_fields)})"
+    elif kind == "literal_error":
+        problem = _not_one_of(typing.get_args(_field_at(loc).annotation), value)
+    elif kind == "greater_than_equal":
+        problem = f"must be >= {ctx['ge']}, got {value}"
+    elif kind in ("greater_than", "finite_number"):
+        problem = f"must be a positive number, got {float(value)}"
+    elif kind == "value_error":
+        problem = str(ctx["error"])
+    else:
+        problem = error["msg"]
+    return f"{source}: {_key_path(loc)}: {problem}"
+
+
+_EXPECTED = {  # pydantic's error types of a value of the wrong kind: what the key takes
+    "model_type": "a mapping",
+    "dict_type": "a mapping",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "string_type": "a non-empty string",
+    "string_too_short": "a non-empty string",
+    "tuple_type": "a non-empty list",
+    "too_short": "a non-empty list",
+}
+
+
+def _section_at(loc: tuple[int | str, ...]) -> type[BaseModel]:
+    """The section that holds the key at ``loc``."""
+    section: type[BaseModel] = TeamConfig
+    for part in loc[:-1]:
+        if isinstance(part, str):
+            annotation = section.model_fields[part].annotation
+            # a section, a section or None, a tuple of sections
+            candidates = (annotation, *typing.get_args(annotation))
+            section = next(a for a in candidates if isinstance(a, type) and issubclass(a, BaseModel))
+    return section
+
+
+def _field_at(loc: tuple[int | str, ...]) -> Any:
+    return _section_at(loc).model_fields[str(loc[-1])]
+
+
+def _key_path(loc: tuple[int | str, ...]) -> str:
+    """``robots[1].remap.odom`` for ``("robots", 1, "remap", "odom")``."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else part
+    return path or "top level"
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, bool | int | float):
+        return f"{type(value).__name__} {value!r}"
+    if isinstance(value, list | dict) and not value:
+        return f"an empty {type(value).__name__}"
+    return f"a {type(value).__name__}"
