@@ -30,6 +30,7 @@ if importlib.util.find_spec("coteam_ros") is None:  # not pip-installed yet: use
 from pydantic import Field  # noqa: E402
 
 from coteam.kit import MethodConfig, MethodTeam  # noqa: E402
+from coteam.kit.store import StoreSchema  # noqa: E402
 from coteam.registry import register_method, unregister_method  # noqa: E402
 from coteam.signing import PUBLIC_KEYS, init_keystore  # noqa: E402
 from coteam_ros import launcher  # noqa: E402
@@ -390,6 +391,34 @@ def nested_method():
     register_method("nested-params", _NestedTeam)
     yield "nested-params"
     unregister_method("nested-params")
+
+
+class _LearningTeam(MethodTeam):
+    store_schema = StoreSchema(1, {"seen": "episode TEXT"})
+
+
+@pytest.mark.parametrize("robots", [["alice"], ["alice", "bob"]])
+def test_each_planner_of_a_decentralised_team_keeps_its_own_store_beside_the_team_file(tmp_path, robots) -> None:
+    register_method("learning", _LearningTeam)
+    try:
+        doc = _edit(SIM_DOC, "robots", [{"name": r} for r in robots])
+        doc["team"] = {"method": "learning", "params": {"store": "memory/learned.sqlite"}}
+        specs = node_list(parse_config(doc, str(tmp_path / "team.yaml")), SCENE)
+    finally:
+        unregister_method("learning")
+    planners = [s.parameters for s in specs if s.name == "planner"]
+    stores = {p["robot"]: json.loads(str(p["params_json"]))["store"] for p in planners}
+    folder = tmp_path.resolve() / "memory"
+    if len(robots) == 1:
+        assert stores == {"alice": str(folder / "learned.sqlite")}
+    else:
+        assert stores == {r: str(folder / f"learned.{r}.sqlite") for r in robots}
+
+
+def test_a_store_for_a_method_that_keeps_nothing_is_refused_before_any_node_starts(tmp_path) -> None:
+    doc = _edit(SIM_DOC, "team.params", {"store": "x.sqlite"})
+    with pytest.raises(ConfigError, match=r"team\.params\.store: pce keeps nothing across episodes"):
+        parse_config(doc, str(tmp_path / "team.yaml"))
 
 
 def test_params_json_and_one_robot_team(nested_method: str) -> None:

@@ -63,6 +63,15 @@ def write_task_scene(cfg: TeamConfig, directory: str | os.PathLike[str]) -> Path
     return path
 
 
+def _planner_switches(cfg: TeamConfig, robot: str, endpoints: Mapping[str, Mapping[str, str]] | None) -> dict[str, Any]:
+    """The method's switches for ``robot``'s planner: its model endpoint, and its own store file."""
+    switches = {**cfg.team.params, **(endpoints or {}).get(robot, {})}
+    store = cfg.team.store_of(robot, cfg.robot_names)
+    if store is not None:
+        switches["store"] = store
+    return switches
+
+
 def model_groups(cfg: TeamConfig) -> list[tuple[str, ...]]:
     """The robots served by each local model server of ``team.llm`` (none without it)."""
     local = cfg.team.local_llm
@@ -127,7 +136,7 @@ def node_list(
         planner.update(
             method=cfg.team.method,
             backend=cfg.team.backend,
-            params_json=json.dumps({**cfg.team.params, **(endpoints or {}).get(robot.name, {})}, sort_keys=True),
+            params_json=json.dumps(_planner_switches(cfg, robot.name, endpoints), sort_keys=True),
             **episode,
         )
         if cfg.security.sign:

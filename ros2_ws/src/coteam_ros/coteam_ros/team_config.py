@@ -18,7 +18,9 @@ A file describes one team run::
     team:
       method: pce           # `coteam methods`
       backend: symbolic     # symbolic | llm
-      params: {}            # method hyper-parameters, as `coteam run --set key=value`
+      params: {}            # method hyper-parameters, as `coteam run --set key=value`; a learning method's
+                            #   `store: learned.sqlite` (relative to this file) outlives the launch: each
+                            #   planner keeps its own, learned.<robot>.sqlite
       llm:                  # optional, backend llm only: a local model (the local-llm extra) started by
         local: true         #   `coteam launch` on loopback, one per robot (share: robot) or one for all
         share: robot        #   (share: machine); model: a GGUF path (default: the packaged Gemma 3 270M)
@@ -270,12 +272,25 @@ class TeamMethodSection(_Section):
 
     @field_validator("params")
     @classmethod
-    def _json_like(cls, params: dict[str, Any]) -> dict[str, Any]:
+    def _json_like(cls, params: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         try:
             json.dumps(params, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"must be plain JSON-like values: {exc}") from None
+        if isinstance(params.get("store"), str):  # a learning method's store file, beside the team file
+            params = {**params, "store": _beside_the_file(params["store"], info)}
         return params
+
+    def store_of(self, robot: str, robots: Sequence[str]) -> str | None:
+        """The store file of ``robot``'s planner: ``params.store``, with the robot's name before its suffix when
+        several planners each run their own team (``learner.sqlite`` -> ``learner.alice.sqlite``)."""
+        from coteam.registry import method_class
+
+        store = self.params.get("store")
+        if not isinstance(store, str) or len(robots) == 1 or method_class(self.method).centralised:
+            return store
+        path = Path(store)
+        return str(path.with_name(f"{path.stem}.{robot}{path.suffix}"))
 
     @model_validator(mode="after")
     def _runnable(self) -> TeamMethodSection:
@@ -291,6 +306,8 @@ class TeamMethodSection(_Section):
             method_class(self.method).Config.parse_switches(self.method, self.switches())
         except ValueError as exc:
             raise _ProblemAt("params", str(exc)) from None
+        if "store" in self.params and method_class(self.method).store_schema is None:
+            raise _ProblemAt(("params", "store"), f"{self.method} keeps nothing across episodes")
         return self
 
     @property
