@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from coteam.actions import HighLevelAction, Verb
 from coteam.kit import AgentReasoner, CentralisedTeam, Lettered, PerAgentTeam, RoleMethodConfig, match_option
+from coteam.kit.store import StoreSchema
 from coteam.kit.team import TeamRound
 from coteam.llm import Role
 from coteam.messages import TeamStatus
@@ -495,11 +496,16 @@ def test_no_two_methods_share_code():
             assert f"coteam.methods.{other.name}" not in "\n".join(p.read_text() for p in one.rglob("*.py"))
 
 
-def test_coteam_methods_lists_every_switch_of_a_role_method(capsys, monkeypatch):
+def test_coteam_methods_lists_every_switch_of_a_role_method(capsys, monkeypatch, registered):
     from coteam.cli import main
 
     monkeypatch.setenv("COLUMNS", "400")
     assert main(["methods"]) == 0
     text = capsys.readouterr().out
-    for switch in ("store:", "structured_output", "decision_budget_s", "transcript, replay, cache"):
+    for switch in ("structured_output", "decision_budget_s", "transcript, replay, cache", "full_observability"):
         assert switch in text, switch
+    learning = type("LearningTeam", (PerAgentTeam,), {"store_schema": StoreSchema(1, {"seen": "item TEXT"})})
+    registered("learning", learning)
+    assert main(["methods"]) == 0
+    with_learning = capsys.readouterr().out
+    assert text.count("store:") + 1 == with_learning.count("store:")  # offered by the methods that learn only

@@ -29,7 +29,8 @@ def _cmd_methods(args: argparse.Namespace) -> int:
             if issubclass(team.Config, RoleMethodConfig)
             else set()
         )
-        lines = [f"{s.name}: {s.describe()}" for s in team.Config.switches() if s.name not in endpoint]
+        hidden = endpoint | ({"store"} if team.store_schema is None else set())  # a store only for what learns
+        lines = [f"{s.name}: {s.describe()}" for s in team.Config.switches() if s.name not in hidden]
         if endpoint:
             lines.append("model endpoint (backend=llm): " + ", ".join(RoleMethodConfig.LLM_FIELDS))
             llm = RoleMethodConfig.LLM_FIELDS
