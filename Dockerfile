@@ -138,7 +138,8 @@ RUN printf '%s\n' \
 # Smoke checks without DDS: every node module imports, both team YAML files load into node lists, ros2 finds the
 # executables, `coteam launch` is registered, and Nav2's action type imports when Nav2 is installed.
 RUN coteam-entrypoint python3 -c 'import coteam_ros.nodes.sim_bridge, coteam_ros.nodes.robot_state, \
-coteam_ros.nodes.perception, coteam_ros.nodes.planner, coteam_ros.nodes.executor, coteam_ros.recording' \
+coteam_ros.nodes.perception, coteam_ros.nodes.planner, coteam_ros.nodes.executor, coteam_ros.nodes.coordinator, \
+coteam_ros.recording' \
  && coteam-entrypoint python3 -c 'import tempfile; from coteam_ros.team_config import load_config; \
 from coteam_ros.node_graph import node_list, write_task_scene; \
 cfgs = [load_config(f"config/{name}.yaml") for name in ("team_sim", "team_hardware")]; \

@@ -225,6 +225,33 @@ def test_a_centralised_team_decides_for_every_waiting_robot_from_the_union_of_th
     assert any(r.running for r in team.rounds)  # busy robots' actions are known to the planner
 
 
+def test_a_robot_that_leaves_a_centralised_team_is_planned_without_until_it_joins_again(registered):
+    from coteam.navigation import NavGrid
+    from coteam.reasoning import AgentBrain, EpisodeInfo
+
+    team = make_team(registered("pooled", _PooledCentralTeam))
+    scene = get_suite("cwah-test").episodes()[0].build()
+    info = EpisodeInfo.for_scene(scene, ("alice", "bob"), 0)
+    team.reset(info)
+    nav = NavGrid(info.floorplan)
+    alice, bob = (AgentBrain(a, info, team, nav) for a in info.agents)
+    assert not alice.allow_messages, "one planner for the team: its robots have nothing to tell each other"
+    bob.decide()  # one round for both: alice takes the action planned for her then
+    alice.decide()
+    alice.memory.record_action(alice.memory.actions[-1].action, "done")
+    alice.decide()
+    assert team.rounds[-1].running.keys() == {"bob"}, "bob's action runs: alice's round knows it"
+    team.leave("bob")
+    alice.memory.record_action(alice.memory.actions[-1].action, "done")
+    alice.decide()
+    assert team.rounds[-1].memories.keys() == team.rounds[-1].contexts.keys() == {"alice"}
+    assert not team.rounds[-1].running, "the planner no longer counts on bob's action"
+    team.join("bob", bob.memory)
+    alice.memory.record_action(alice.memory.actions[-1].action, "done")
+    alice.decide()
+    assert team.rounds[-1].memories.keys() == {"alice", "bob"}
+
+
 class _Assignment(BaseModel):
     assign: dict[str, str] = Field(description="robot -> the letter of its action")
 

@@ -415,6 +415,25 @@ def test_each_planner_of_a_decentralised_team_keeps_its_own_store_beside_the_tea
         assert stores == {r: str(folder / f"learned.{r}.sqlite") for r in robots}
 
 
+@pytest.mark.parametrize("sees_all", [True, False])
+def test_a_centralised_team_gets_one_coordinator_and_its_robots_share_what_they_see(sees_all: bool) -> None:
+    doc = _edit(SIM_DOC, "team", {"method": "oracle", "params": {"full_observability": sees_all}})
+    doc["robots"] = [{"name": "alice"}, {"name": "bob"}, {"name": "carol"}]
+    specs = node_list(parse_config(doc, "inline"), SCENE)
+    assert [s.fqn for s in specs][:2] == ["/sim_bridge", "/coordinator"]
+    coordinator = specs[1].parameters
+    assert coordinator["robots"] == ["alice", "bob", "carol"] and coordinator["lockstep"] is True
+    assert json.loads(str(coordinator["params_json"])) == {"full_observability": sees_all}
+    executors = {s.namespace: s.parameters for s in specs if s.name == "executor"}
+    if sees_all:
+        assert all("teammate_status" not in p for p in executors.values())
+    else:  # in the team's order, without the robot's own
+        assert executors["/bob"]["teammate_status"] == ["/alice/status", "/carol/status"]
+        assert executors["/bob"]["teammate_wait_s"] > 0
+    decentralised = node_list(parse_config(SIM_DOC, "inline"), SCENE)
+    assert not any(s.name == "coordinator" or "teammate_status" in s.parameters for s in decentralised)
+
+
 def test_a_store_for_a_method_that_keeps_nothing_is_refused_before_any_node_starts(tmp_path) -> None:
     doc = _edit(SIM_DOC, "team.params", {"store": "x.sqlite"})
     with pytest.raises(ConfigError, match=r"team\.params\.store: pce keeps nothing across episodes"):

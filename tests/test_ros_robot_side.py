@@ -1,4 +1,5 @@
-"""The robots' nodes need no simulator: planner, executor, perception and robot_state, and ``coteam_ros.episode``
+"""The robots' nodes need no simulator: planner, executor, perception and robot_state (and a centralised team's
+coordinator), and ``coteam_ros.episode``
 which gives them the task from a scene file, import in a Python where ``coteam_sim`` and ``coteam_harness`` are not
 installed. The sim bridge is the node that runs the simulator."""
 
@@ -20,6 +21,7 @@ ROBOT_SIDE = [
     "coteam_ros.nodes.executor",
     "coteam_ros.nodes.perception",
     "coteam_ros.nodes.robot_state",
+    "coteam_ros.nodes.coordinator",
 ]
 WITHOUT_SIMULATOR = """
 import importlib, importlib.abc, sys

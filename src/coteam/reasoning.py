@@ -188,6 +188,8 @@ class Team(Protocol):
 
     def join(self, agent: str, memory: AgentMemory) -> None: ...
 
+    def leave(self, agent: str) -> None: ...
+
     def decide(self, ctx: DecisionContext) -> Decision: ...
 
     def on_message(self, agent: str, message: Message) -> None: ...
@@ -208,7 +210,8 @@ class AgentBrain:
         self.info = info
         self.team = team
         self.nav = nav
-        self.allow_messages = allow_messages and len(info.agents) > 1
+        # a centralised team is one mind: its robots have nothing to tell each other
+        self.allow_messages = allow_messages and len(info.agents) > 1 and not team.centralised
         self.memory = AgentMemory(agent, info.benchmark, info.floorplan, info.task)
         self.memory.objects.update({v.id: v for v in info.landmarks})
         team.join(agent, self.memory)

@@ -89,6 +89,13 @@ def method_config(name: str, params: Mapping[str, Any] | None = None) -> Any:
     return cls.Config.parse_switches(name, params or {})
 
 
+def observes_world(name: str, params: Mapping[str, Any] | None = None) -> bool:
+    """Whether a team of method ``name`` with ``params`` sees the whole world (the runtime gives it full
+    observability): the method's ``full_observability``, or its switch of that name (the oracle's)."""
+    config = method_config(name, params)
+    return bool(getattr(config, "full_observability", method_class(name).full_observability))
+
+
 def make_team(name: str, params: Mapping[str, Any] | None = None) -> MethodTeam:
     """A team of method ``name`` for a whole run: validated config, then the team (and its model backend) built
     once; call ``reset`` for each episode."""

@@ -91,6 +91,10 @@ class MethodTeam:
     def join(self, agent: str, memory: AgentMemory) -> None:
         """A robot of the team starts the episode with ``memory`` (its runtime keeps it up to date)."""
 
+    def leave(self, agent: str) -> None:
+        """A robot of the team stopped answering: its runtime gives up on it, so the team plans without it (until it
+        ``join``s again)."""
+
     def decide(self, ctx: DecisionContext) -> Decision:
         raise NotImplementedError
 
@@ -181,6 +185,10 @@ class CentralisedTeam(MethodTeam):
     def join(self, agent: str, memory: AgentMemory) -> None:
         self.memories[agent] = memory
 
+    def leave(self, agent: str) -> None:
+        self.memories.pop(agent, None)
+        self.planned.pop(agent, None)
+
     def decide(self, ctx: DecisionContext) -> Decision:
         when = (ctx.memory.step, ctx.memory.frames)
         planned = self.planned.pop(ctx.agent, None)
@@ -236,6 +244,9 @@ class TeamWrapper:
 
     def join(self, agent: str, memory: AgentMemory) -> None:
         self.inner.join(agent, memory)
+
+    def leave(self, agent: str) -> None:
+        self.inner.leave(agent)
 
     def decide(self, ctx: DecisionContext) -> Decision:
         return self.inner.decide(ctx)

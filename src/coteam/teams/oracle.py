@@ -23,6 +23,7 @@ from coteam.actions import Verb
 from coteam.goals import goal_status
 from coteam.kit import CentralisedTeam, MethodConfig
 from coteam.kit.team import TeamRound
+from coteam.memory import AgentMemory, TeammateSighting
 from coteam.observation import ObjectView
 from coteam.options import ActionOption
 from coteam.reasoning import Decision, DecisionContext
@@ -66,6 +67,7 @@ class OracleTeam(CentralisedTeam):
     def plan_round(self, round: TeamRound) -> dict[str, Decision]:
         """The robots' choices one after the other, each leaving to the others the items they fetch (the grabs the
         busy robots run, and those chosen before it in this round) and the places they search."""
+        self.members = set(round.memories)  # the robots the team plans with (a robot that stopped answering is not)
         self.claims = {a.target.id: r for r, a in round.running.items() if a.verb == Verb.GRAB and a.target}
         self.searched = {a.target.id for a in round.running.values() if a.verb in SEARCHES and a.target}
         return {agent: self._plan(ctx) for agent, ctx in round.contexts.items()}
@@ -101,11 +103,15 @@ class OracleTeam(CentralisedTeam):
             self.searched.add(target.id)
         return Decision(choice.action, {"method": "oracle", "rule": why})
 
+    def _teammates(self, m: AgentMemory) -> dict[str, TeammateSighting]:
+        """What ``m`` knows of the teammates the team plans with."""
+        return {name: seen for name, seen in m.teammates.items() if name in self.members}
+
     def _mine_to_take(self, ctx: DecisionContext, grabs: list[ActionOption]) -> list[ActionOption]:
         """Leave an item to a teammate who can reach it clearly sooner (from where its current job ends)."""
         m = ctx.memory
         others = []
-        for name, seen in m.teammates.items():
+        for name, seen in self._teammates(m).items():
             claimed = [i for i, a in self.claims.items() if a == name]
             if sum(h is not None for h in seen.holding) + len(claimed) >= 2:
                 continue  # no free hand left for another item
@@ -136,7 +142,7 @@ class OracleTeam(CentralisedTeam):
         needed = {st.predicate.item: st.missing for st in goal_status(m)}
         wanted = set(needed)
         starts = [joint_plan.AgentStart(ctx.agent, m.position, sum(v.name in wanted for v in m.held_items()))]
-        for name, seen in sorted(m.teammates.items()):
+        for name, seen in sorted(self._teammates(m).items()):
             held = sum(
                 1 for h in seen.holding if h is not None and m.objects.get(h, None) and m.objects[h].name in wanted
             )

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from coteam.registry import method_class, observes_world
 from coteam.scene_io import save_scene
 from coteam_ros.team_config import TeamConfig
 
@@ -26,6 +27,7 @@ __all__ = ["NodeSpec", "ParamValue", "model_groups", "node_list", "ros_args", "w
 
 ParamValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
 TASK_SCENE = "scene.json"  # the task's scene file in the launch's folder
+TEAMMATE_WAIT_S = 2.0  # lockstep: how long a centralised team's executor waits for its teammates' statuses of a step
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,8 @@ def write_task_scene(cfg: TeamConfig, directory: str | os.PathLike[str]) -> Path
 
 
 def _planner_switches(cfg: TeamConfig, robot: str, endpoints: Mapping[str, Mapping[str, str]] | None) -> dict[str, Any]:
-    """The method's switches for ``robot``'s planner: its model endpoint, and its own store file."""
+    """The method's switches for ``robot``'s planner (or a centralised team's coordinator): its model endpoint, and
+    its own store file."""
     switches = {**cfg.team.params, **(endpoints or {}).get(robot, {})}
     store = cfg.team.store_of(robot, cfg.robot_names)
     if store is not None:
@@ -84,8 +87,9 @@ def model_groups(cfg: TeamConfig) -> list[tuple[str, ...]]:
 def node_list(
     cfg: TeamConfig, scene_path: str | os.PathLike[str], endpoints: Mapping[str, Mapping[str, str]] | None = None
 ) -> list[NodeSpec]:
-    """The nodes of a team run, in start order: the ``sim_bridge`` (with a world), then per robot its
-    ``robot_state`` (without a world), ``perception``, ``planner`` and ``executor`` in the robot's namespace.
+    """The nodes of a team run, in start order: the ``sim_bridge`` (with a world), the team's ``coordinator`` (a
+    centralised method), then per robot its ``robot_state`` (without a world), ``perception``, ``planner`` and
+    ``executor`` in the robot's namespace.
     Every node reads the task from ``scene_path`` (:func:`write_task_scene`). ``endpoints`` (robot ->
     ``{"base_url", "model"}``) point each planner at its model server."""
     episode: dict[str, ParamValue] = {"scene_path": str(scene_path), "seed": cfg.episode_ref.seed}
@@ -111,6 +115,30 @@ def node_list(
                 },
             )
         )
+    lockstep = cfg.world is not None and cfg.world.mode == "lockstep"
+    executor: dict[str, ParamValue] = {"robots": list(names), "navigation": cfg.navigation, **episode}
+    centralised = method_class(cfg.team.method).centralised
+    if centralised:  # one planner for the whole team: the robots' planners relay
+        specs.append(
+            NodeSpec(
+                "coordinator",
+                "coordinator",
+                "/",
+                {
+                    "robots": list(names),
+                    "namespaces": [r.namespace for r in cfg.robots],
+                    "method": cfg.team.method,
+                    "backend": cfg.team.backend,
+                    # the first robot's model server (a local model shared by the team), the team's store file
+                    "params_json": json.dumps(_planner_switches(cfg, names[0], endpoints), sort_keys=True),
+                    "lockstep": lockstep,
+                    **episode,
+                },
+            )
+        )
+        if len(names) > 1 and not observes_world(cfg.team.method, cfg.team.switches()):
+            # its robots' skills read what the whole team sees, as their memories do in process
+            executor["teammate_wait_s"] = TEAMMATE_WAIT_S if lockstep else 0.0
     perception: dict[str, ParamValue] = {}
     if cfg.perception is not None:
         pc = cfg.perception
@@ -129,6 +157,8 @@ def node_list(
             perception.update(model=pc.model, classes=list(pc.classes))
     for robot in cfg.robots:
         remappings = list(robot.remap.items())
+        if "teammate_wait_s" in executor:
+            executor["teammate_status"] = [f"{r.namespace.rstrip('/')}/status" for r in cfg.robots if r is not robot]
         teammates = [n for n in names if n != robot.name]
         planner: dict[str, ParamValue] = {"robot": robot.name, "robots": list(names)}
         if teammates:  # an empty list is not a valid ROS parameter value (one-robot team: left out)
@@ -165,13 +195,7 @@ def node_list(
                 list(remappings),
             ),
             NodeSpec("planner", "planner", robot.namespace, planner, list(remappings)),
-            NodeSpec(
-                "executor",
-                "executor",
-                robot.namespace,
-                {"robot": robot.name, "robots": list(names), "navigation": cfg.navigation, **episode},
-                list(remappings),
-            ),
+            NodeSpec("executor", "executor", robot.namespace, {"robot": robot.name, **executor}, list(remappings)),
         ]
     for spec in specs:
         for key, value in spec.parameters.items():

@@ -8,6 +8,10 @@
 * ``DECISIONS``: a planner's decisions, kept like team messages (the same profile): the first decision of an
   episode is made as soon as the planner hears the bridge's first status, which can be before the planner has
   discovered the bridge's ``decision`` subscription; a volatile topic lost it, and the run's trace missed one.
+* ``TURNS``: a centralised team's exchange between its coordinator and the robots' planners (``turn_report``,
+  ``turn_command``): reliable, and kept for a node that matches late (a planner reports step 0 as soon as it hears
+  the bridge, possibly before it has discovered the coordinator); receivers ignore what they have seen (by step and
+  sequence number).
 * ``CAMERA``: a step's camera views are a burst (six per robot in C-WAH): the writer keeps several steps of them
   until they are read.
 
@@ -24,4 +28,5 @@ TEAM_MESSAGES = QoSProfile(
     depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
 DECISIONS = TEAM_MESSAGES
+TURNS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 CAMERA = QoSProfile(depth=30, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)

@@ -22,13 +22,21 @@ Then the executor publishes ExecuteSkill feedback with that step, and the planne
 (real robots) a navigation goal is armed once accepted and the skill is asked again at every status; a
 manipulation goal's result (its failure reason) is what the skill goes on with.
 
+A centralised team's robots share what they see (``teammate_status``: the teammates' status topics, in the team's
+order, for a team that does not see the whole world): the executor's memory also takes in each teammate's
+observation of the step, after its own, as the in-process runner's memories do, so a skill stops as soon as the
+team has seen what it looks for. With ``teammate_wait_s`` > 0 (lockstep) a step's skill waits that long at most for
+the teammates' statuses of that step (the bridge publishes them together; a late one is taken in when it comes).
+
 Parameters: ``robot``, ``navigation`` (sim | nav2), ``scene_path`` / ``seed`` (the task; see
-``coteam_ros.episode``), ``robots`` (the team, in simulator order).
+``coteam_ros.episode``), ``robots`` (the team, in simulator order), ``teammate_status``, ``teammate_wait_s``.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,12 +50,12 @@ from std_msgs.msg import Header
 
 from coteam.actions import ActionError, HighLevelAction, Verb, parse_action
 from coteam.memory import AgentMemory
-from coteam.observation import observation_from_dict
+from coteam.observation import Observation, observation_from_dict
 from coteam.skills import Manipulation, NavGoal, NavResult, SkillOutcome, SkillRunner
 from coteam_ros.convert import nav_goal_to_pose
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
-from coteam_ros.nodes import RETRY_S, call_later, spin_node
+from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
 from coteam_ros.qos import LATCHED
 
 NODE_NAME = "executor"
@@ -128,6 +136,15 @@ class ExecutorNode(Node):
             cancel_callback=self._on_cancel,
         )
         self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
+        self.teammate_wait_s: float = self.declare_parameter("teammate_wait_s", 0.0).value
+        self.pending: tuple[RobotStatus, Observation, float] | None = None  # my status, waiting for the teammates'
+        self.shared: dict[str, Observation | None] = {}  # teammate -> its newest observation not taken in yet
+        for topic in self.declare_parameter("teammate_status", [""]).value:
+            if topic:
+                self.shared[topic] = None
+                self.create_subscription(RobotStatus, topic, lambda m, t=topic: self._on_teammate_status(t, m), LATCHED)
+        if self.shared:
+            wall_timer(self, 0.05, self._take_status)
         self.get_logger().info(f"executor for {self.robot}: navigation {self.navigation}, {self.benchmark.value}")
 
     # --- inputs ---------------------------------------------------------------------------------------------------
@@ -139,7 +156,38 @@ class ExecutorNode(Node):
         except ValueError as exc:
             self.get_logger().error(f"status for step {status.step} ignored: {exc}")
             return
+        if self.pending is not None:  # a newer status: the older one is taken in now
+            self.pending = (*self.pending[:2], -math.inf)
+            self._take_status()
+        self.pending = (status, obs, time.monotonic())
+        self._take_status()
+
+    def _on_teammate_status(self, topic: str, status: RobotStatus) -> None:
+        try:
+            obs = observation_from_dict(json.loads(status.observation_json))
+        except ValueError as exc:
+            self.get_logger().error(f"{status.robot}'s status for step {status.step} ignored: {exc}")
+            return
+        newest = self.shared[topic]
+        if obs.agent == self.robot or (newest is not None and newest.step >= obs.step):
+            return
+        self.shared[topic] = obs
+        self._take_status()
+
+    def _take_status(self) -> None:
+        """Take my pending status in, with the teammates' observations of its step (see the module docstring)."""
+        if self.pending is None:
+            return
+        status, obs, since = self.pending
+        heard = all(o is not None and o.step >= obs.step for o in self.shared.values())
+        if not heard and time.monotonic() - since < self.teammate_wait_s:
+            return
+        self.pending = None
         self.memory.update(obs)
+        for topic, mate in self.shared.items():
+            if mate is not None and mate.step <= obs.step:
+                self.memory.absorb(mate)
+                self.shared[topic] = None
         self.step, self.ready = status.step, status.ready
         self.stamp = (status.header.stamp.sec, status.header.stamp.nanosec)
         if status.episode_done and self.job is not None:

@@ -15,6 +15,12 @@ Topics and actions, relative to the robot's namespace:
   it is busy with an action, ``OBSERVED`` once the observation is in the robot's memory (so the bridge never
   steps past a status the planner has not taken in).
 
+For a centralised method (one planner for the whole team) the team's ``coordinator`` node decides and this node
+only runs its robot: it reports every status on ``turn_report`` (``coteam_interfaces/TurnReport``: the observation,
+and whether the running action acts at this step or has ended), starts the actions the coordinator sends on
+``turn_command`` (``coteam_interfaces/TurnCommand``) with the executor, reports how each goes, and answers the bridge
+with the step tick the coordinator says. It builds no team and sends no team messages.
+
 A step's turn is :func:`coteam.reasoning.agent_turn`, the same as the in-process runner's. Messages delivered by
 the simulator at a step are listed (sender, step) in the status; their text comes from ``/team/messages`` (the
 node waits up to ``message_wait_s`` for it, then goes on and hands the text over when it arrives).
@@ -40,22 +46,22 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coteam_interfaces.action import ExecuteSkill
-from coteam_interfaces.msg import Decision, RobotStatus, StepTick, TeamMessage
+from coteam_interfaces.msg import Decision, RobotStatus, StepTick, TeamMessage, TurnCommand, TurnReport
 from rclpy.action import ActionClient
 from rclpy.node import Node
 from std_msgs.msg import Header
 
-from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, truncate_message
+from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, parse_action, truncate_message
 from coteam.navigation import NavGrid
 from coteam.observation import Message, Observation, observation_from_dict
 from coteam.reasoning import AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
-from coteam.registry import make_team, method_class
+from coteam.registry import make_team, method_class, method_config
 from coteam.signing import Envelope, Signer, Verifier, robot_keys
 from coteam.skills import SkillOutcome
 from coteam_ros.episode import load_episode
 from coteam_ros.inbox import TeamInbox
 from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
-from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES
+from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES, TURNS
 
 NODE_NAME = "planner"
 
@@ -94,14 +100,23 @@ class PlannerNode(Node):
         self.message_delivery: str = self.declare_parameter("message_delivery", "status").value
         if self.message_delivery not in ("status", "arrival"):
             raise ValueError(f"message_delivery must be status or arrival, not {self.message_delivery!r}")
+        # a centralised method's team lives in the coordinator: this planner only runs the robot
+        self.coordinated = method_class(self.method).centralised
         if "backend" in method_class(self.method).Config.switch_names():
             params.setdefault("backend", self.backend)
-        team = make_team(self.method, params)
-        self.backend = str(getattr(team.config, "backend", "none"))  # what the method's roles really run on
+        if self.coordinated:
+            method_config(self.method, params)  # a bad switch is refused here too
+        else:
+            team = make_team(self.method, params)
+            self.backend = str(getattr(team.config, "backend", "none"))  # what the method's roles really run on
         info = load_episode(scene_path, seed, robots).info
-        team.reset(info)
-        self.team = team
-        self.brain = AgentBrain(self.robot, info, team, NavGrid(info.floorplan))
+        self.benchmark = info.benchmark
+        if not self.coordinated:
+            team.reset(info)
+            self.team = team
+            self.brain = AgentBrain(self.robot, info, team, NavGrid(info.floorplan))
+        self.report: TurnReport | None = None  # coordinated: the report due once the running action's state is known
+        self.last_command = 0  # coordinated: the seq of the last command taken
         self.step = -1
         self.clock = 0
         self.ready = False
@@ -124,15 +139,19 @@ class PlannerNode(Node):
         self.missing: set[tuple[str, int]] = set()  # delivered keys whose text never came (handed over later)
         self.skill_client = ActionClient(self, ExecuteSkill, "execute_skill")
         self.tick_publisher = self.create_publisher(StepTick, "step_tick", LATCHED)
-        self.decision_publisher = self.create_publisher(Decision, "decision", DECISIONS)
-        self.team_publisher = self.create_publisher(TeamMessage, "/team/messages", TEAM_MESSAGES)
-        self.create_subscription(TeamMessage, "/team/messages", self._on_team_message, TEAM_MESSAGES)
-        self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
+        if self.coordinated:
+            self.report_publisher = self.create_publisher(TurnReport, "turn_report", TURNS)
+            self.create_subscription(TurnCommand, "turn_command", self._on_command, TURNS)
+            self.create_subscription(RobotStatus, "status", self._report_status, LATCHED)
+            how = "decided by the team's coordinator"
+        else:
+            self.decision_publisher = self.create_publisher(Decision, "decision", DECISIONS)
+            self.team_publisher = self.create_publisher(TeamMessage, "/team/messages", TEAM_MESSAGES)
+            self.create_subscription(TeamMessage, "/team/messages", self._on_team_message, TEAM_MESSAGES)
+            self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
+            how = f"{self.backend}, {'signed' if self.signer else 'unsigned'} messages"
         wall_timer(self, 0.1, self._on_timer)
-        signed = "signed messages" if self.signer else "unsigned messages"
-        self.get_logger().info(
-            f"planner for {self.robot}: {self.method} ({self.backend}), team {', '.join(robots)}, {signed}"
-        )
+        self.get_logger().info(f"planner for {self.robot}: {self.method} ({how}), team {', '.join(robots)}")
 
     # --- observations and messages ----------------------------------------------------------------------------
     def _on_status(self, status: RobotStatus) -> None:
@@ -178,7 +197,7 @@ class PlannerNode(Node):
         if self.waiting is not None and time.monotonic() - self.waiting[1] > self.message_wait_s:
             self._deliver(self.waiting[0], give_up=True)
         skill = self.skill
-        waiting = skill is not None and not skill.message and skill.outcome is None and self.request is not None
+        waiting = skill is not None and not skill.message and skill.outcome is None and self._waiting_for_executor()
         if waiting and time.monotonic() - max(skill.heard, self.waiting_since) > self.executor_timeout_s:
             self._executor_lost(skill, f"no news of the goal for {self.executor_timeout_s:g} s")
         elif (
@@ -189,13 +208,17 @@ class PlannerNode(Node):
             and time.monotonic() - skill.sent > self.goal_answer_timeout_s
             and self.skill_client.server_is_ready()  # else the executor is away: executor_timeout_s deals with it
         ):
-            text = format_action(skill.action, self.brain.info.benchmark)
+            text = format_action(skill.action, self.benchmark)
             self.get_logger().warning(
                 f"no answer to the goal {text} within {self.goal_answer_timeout_s:g} s: sending it again "
                 "(DDS drops a goal's answer while the executor has not yet discovered this planner)",
                 throttle_duration_sec=self.executor_timeout_s,
             )
             self._send_skill(skill, text)
+
+    def _waiting_for_executor(self) -> bool:
+        """Whether the robot's turn (its own, or the coordinator's report) waits for news from the executor."""
+        return (self.report if self.coordinated else self.request) is not None
 
     def _executor_lost(self, skill: RunningSkill, why: str) -> None:
         """The executor is gone: say so (once per outage) and fail the skill, so the robot decides anew (and idles
@@ -283,7 +306,9 @@ class PlannerNode(Node):
                 self._tick(StepTick.ACT)
 
     def _resume(self) -> None:
-        if self.turn is not None and self.request is not None:
+        if self.coordinated:
+            self._send_report()
+        elif self.turn is not None and self.request is not None:
             request, self.request = self.request, None
             self._play(request)
 
@@ -296,7 +321,7 @@ class PlannerNode(Node):
                 kind=kind,
                 text=text,
                 payload_json=payload,
-                payloads_dropped=self.brain.payloads_dropped,
+                payloads_dropped=0 if self.coordinated else self.brain.payloads_dropped,  # coordinated: no messages
                 messages_dropped=self.inbox.dropped,
             )
         )
@@ -308,7 +333,7 @@ class PlannerNode(Node):
         decision = request.decision
         action = decision.action
         record = self.brain.record(decision, request.options)
-        text = format_action(action, self.brain.info.benchmark)
+        text = format_action(action, self.benchmark)
         self.skill = RunningSkill(action, self.step)
         if action.is_message:  # the brain has cut it to the 500-character limit, with a warning
             self.skill.message = action.text
@@ -386,11 +411,72 @@ class PlannerNode(Node):
         result = future.result().result
         skill.outcome = SkillOutcome(skill.action, result.success, result.failure_reason, result.steps_taken)
         if not result.success:
-            self.get_logger().info(
-                f"{format_action(skill.action, self.brain.info.benchmark)} failed: {result.failure_reason}"
-            )
+            self.get_logger().info(f"{format_action(skill.action, self.benchmark)} failed: {result.failure_reason}")
         if skill is self.skill:
             self._resume()
+
+    # --- a centralised team: the coordinator decides -------------------------------------------------------------
+    def _report_status(self, status: RobotStatus) -> None:
+        """Tell the coordinator what the robot observed at this step, once the running action's state is known."""
+        if status.robot != self.robot or status.step <= self.step or self.done:
+            return
+        self.step, self.clock, self.ready, self.done = status.step, status.clock, status.ready, status.episode_done
+        self.waiting_since = time.monotonic()
+        self.report = TurnReport(
+            robot=self.robot,
+            step=status.step,
+            clock=status.clock,
+            ready=status.ready,
+            episode_done=status.episode_done,
+            success=status.success,
+            transport_rate=status.transport_rate,
+            observation_json=status.observation_json,
+            command_seq=0,
+        )
+        self._send_report()
+
+    def _on_command(self, command: TurnCommand) -> None:
+        if command.robot != self.robot or command.seq <= self.last_command or command.step != self.step:
+            return  # another robot's, seen already, or for a step that is over
+        self.last_command = command.seq
+        if command.kind == TurnCommand.END:
+            self._tick(command.tick)
+            return
+        try:
+            action = parse_action(command.action, self.benchmark)
+        except ValueError as exc:  # the coordinator validated it: a forged or garbled command
+            self.get_logger().error(f"command {command.seq} for step {command.step} ignored: {exc}")
+            return
+        self.skill = RunningSkill(action, self.step)
+        self.report = TurnReport(robot=self.robot, step=self.step, clock=self.clock, command_seq=command.seq)
+        self.waiting_since = time.monotonic()
+        self._send_skill(self.skill, command.action)
+
+    def _send_report(self) -> None:
+        """Send the due report once the running action's state at this step is known: it acts (its goal is in
+        place), it has ended, or the robot is not ready (or the episode is over)."""
+        report, skill = self.report, self.skill
+        if report is None:
+            return
+        if report.command_seq == 0 and (not report.ready or report.episode_done):
+            report.action_state = TurnReport.BUSY
+        elif skill is None:
+            report.action_state = TurnReport.NO_ACTION
+        elif skill.outcome is not None:
+            outcome = skill.outcome
+            self.skill = None
+            report.action_state = TurnReport.ENDED
+            report.action = format_action(outcome.action, self.benchmark)
+            report.action_success = outcome.success
+            report.failure_reason = outcome.reason
+            report.steps_taken = outcome.primitives
+        elif skill.armed_step == self.step:
+            report.action_state = TurnReport.ACTING
+        else:
+            return  # wait for the executor's feedback or result
+        self.report = None
+        report.header = self._header()
+        self.report_publisher.publish(report)
 
 
 def main(argv: list[str] | None = None) -> None:

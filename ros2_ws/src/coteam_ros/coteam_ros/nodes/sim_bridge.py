@@ -69,7 +69,7 @@ from std_msgs.msg import Header
 
 from coteam.observation import Message, Observation, observation_to_dict
 from coteam.perception import detection_from_view
-from coteam.registry import method_class, method_config
+from coteam.registry import method_config, observes_world
 from coteam.skills import Manipulation, ManipulationKind, NavGoal, NavResult
 from coteam_harness.meter import EpisodeMeter
 from coteam_harness.results import EpisodeResult, write_results
@@ -169,7 +169,7 @@ class SimBridgeNode(Node):
         scene_path: str = self.declare_parameter("scene_path", "").value
         self.scene = load_episode(scene_path, self.seed, robots).scene
         self.episode_name = self.scene.name
-        full_observability = method_class(self.method).full_observability
+        full_observability = observes_world(self.method, params)
         self.method_params = method_config(self.method, params).recorded()
         self.team_name = self.method
         self.env = CoteamParallelEnv(self.scene.benchmark, len(robots), full_observability=full_observability)

@@ -1,0 +1,312 @@
+"""The coordinator node: a centralised method's one planner for the whole team, on ROS 2.
+
+One per team: ``coteam launch`` starts it when the team's method is centralised (the oracle, or any
+:class:`coteam.kit.CentralisedTeam`). It holds the team object and one :class:`coteam.reasoning.AgentBrain` per
+robot, each robot's memory also taking in its teammates' observations (the union of what they see) unless the team
+sees the whole world, exactly as the in-process runner does. Per robot (namespace from ``namespaces``, default
+``/<robot>``) it
+
+* subscribes ``turn_report`` (``coteam_interfaces/TurnReport``) from the robot's planner: what the robot observed at
+  a step and how its running action goes, and the answer to each started action;
+* publishes ``turn_command`` (``coteam_interfaces/TurnCommand``): ``START`` an action, ``END`` the robot's turn
+  with the step tick its planner answers the bridge with;
+* publishes ``decision`` (``coteam_interfaces/Decision``, the trace record as JSON), as a planner does.
+
+**Turns.** With ``lockstep`` (a simulated world in lockstep) it takes one step's reports from every robot it plans
+with, hands every observation to the brains, then plays the ready robots' turns one after the other in the team's
+order -- :func:`coteam.reasoning.agent_turn`, the running action polled through the robot's report, a new action
+started by ``START`` and polled through its answer -- and ends each turn with ``END`` (``ACT`` or ``IDLE``); a busy
+robot's turn ends at once (``OBSERVED``). So a joint decision sees what the in-process runner's sees, and the run is
+step for step the in-process one. Without ``lockstep`` (real time, real robots) each report is played as it comes.
+
+**A robot that stops answering** -- no report for ``report_timeout_s`` (``startup_timeout_s`` before its first), or
+no answer to a started action for ``answer_timeout_s`` (longer than a planner's ``executor_timeout_s``, after which
+a planner with a dead executor answers ``executor unavailable``) -- is dropped from the joint plan
+(:meth:`coteam.reasoning.Team.leave`): the others go on and take over what it had claimed. It joins again when it
+reports again.
+
+At the episode's end (a report with ``episode_done``) the team's episode ends with every robot's memory
+(``end_episode``; a method's store is saved then).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from coteam_interfaces.msg import Decision, StepTick, TurnCommand, TurnReport
+from rclpy.node import Node
+from rclpy.publisher import Publisher
+from std_msgs.msg import Header
+
+from coteam.actions import HighLevelAction, format_action
+from coteam.navigation import NavGrid
+from coteam.observation import observation_from_dict
+from coteam.reasoning import AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
+from coteam.registry import make_team, method_class
+from coteam.skills import SkillOutcome
+from coteam_ros.episode import load_episode
+from coteam_ros.nodes import spin_node, wall_timer
+from coteam_ros.qos import DECISIONS, TURNS
+
+NODE_NAME = "coordinator"
+LOST = "the robot's planner lost the action"  # an action the planner no longer runs (it was restarted)
+
+
+@dataclass
+class TeamRobot:
+    """One robot as the coordinator runs it."""
+
+    name: str
+    brain: AgentBrain
+    commands: Publisher
+    decisions: Publisher
+    report: TurnReport | None = None  # its newest status report, not yet played
+    answer: TurnReport | None = None  # how its running action goes at this step (a report, or a START's answer)
+    action: HighLevelAction | None = None  # the action its planner runs, as far as the coordinator knows
+    turn: Generator[Any, Any, bool] | None = None
+    step: int = -1  # the last status step played
+    seq: int = 0  # the last command's seq
+    since: float = field(default_factory=time.monotonic)  # since when it is waited for (a report or an answer)
+    in_team: bool = True  # planned with (dropped while it does not answer)
+    reported: bool = False  # it has reported at least once
+
+
+class CoordinatorNode(Node):
+    """Decides for every robot of a centralised team (see the module docstring)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        robots = list(self.declare_parameter("robots", ["alice", "bob"]).value)
+        namespaces = list(self.declare_parameter("namespaces", [""]).value)
+        self.method: str = self.declare_parameter("method", "oracle").value
+        backend: str = self.declare_parameter("backend", "symbolic").value
+        params = json.loads(self.declare_parameter("params_json", "{}").value or "{}")
+        scene_path = self.declare_parameter("scene_path", "").value
+        seed = self.declare_parameter("seed", 0).value
+        self.lockstep: bool = self.declare_parameter("lockstep", True).value
+        self.report_timeout_s: float = self.declare_parameter("report_timeout_s", 5.0).value
+        self.startup_timeout_s: float = self.declare_parameter("startup_timeout_s", 60.0).value
+        self.answer_timeout_s: float = self.declare_parameter("answer_timeout_s", 15.0).value
+        if namespaces == [""]:
+            namespaces = ["/" + r for r in robots]
+        if len(namespaces) != len(robots):
+            raise ValueError(f"{len(namespaces)} namespaces for {len(robots)} robots")
+        cls = method_class(self.method)
+        if not cls.centralised:
+            raise ValueError(f"{self.method} is not a centralised method: each robot's planner decides for it")
+        if "backend" in cls.Config.switch_names():
+            params.setdefault("backend", backend)
+        self.team = make_team(self.method, params)
+        self.backend = str(getattr(self.team.config, "backend", "none"))
+        self.info = load_episode(scene_path, seed, robots).info
+        self.team.reset(self.info)
+        nav = NavGrid(self.info.floorplan)
+        self.shared = not self.team.full_observability  # each robot's memory takes in what its teammates see
+        self.robots: dict[str, TeamRobot] = {}
+        for name, ns in zip(robots, namespaces, strict=True):
+            robot = TeamRobot(
+                name,
+                AgentBrain(name, self.info, self.team, nav),
+                self.create_publisher(TurnCommand, f"{ns}/turn_command", TURNS),
+                self.create_publisher(Decision, f"{ns}/decision", DECISIONS),
+            )
+            self.robots[name] = robot
+            self.create_subscription(TurnReport, f"{ns}/turn_report", lambda m, r=robot: self._on_report(r, m), TURNS)
+        self.queue: deque[TeamRobot] = deque()  # ready robots whose turns are still to play, in the team's order
+        self.playing: TeamRobot | None = None  # the robot whose turn waits for its planner's answer
+        self.done = False
+        wall_timer(self, 0.1, self._on_timer)
+        self.get_logger().info(
+            f"coordinator of {', '.join(robots)}: {self.method} ({self.backend}), "
+            f"{'lockstep' if self.lockstep else 'as reports come'}"
+        )
+
+    # --- reports -----------------------------------------------------------------------------------------------
+    def _on_report(self, robot: TeamRobot, report: TurnReport) -> None:
+        if report.robot != robot.name or self.done:
+            return
+        if report.command_seq:
+            if report.command_seq == robot.seq and robot is self.playing and report.step == robot.step:
+                robot.answer = report
+                self._advance(robot, PollSkill())
+            return
+        if report.step <= robot.step or (robot.report is not None and report.step <= robot.report.step):
+            return  # seen already (a late-matching copy)
+        robot.report, robot.reported = report, True
+        if not robot.in_team:
+            robot.in_team = True
+            self.team.join(robot.name, robot.brain.memory)
+            self.get_logger().info(f"{robot.name} reports again: the team plans with it again")
+        self._take_step()
+
+    def _take_step(self) -> None:
+        """Play the reports in: in lockstep one step of every robot in the team at once, else each as it comes."""
+        if self.playing is not None or self.queue or self.done:
+            return
+        members = [r for r in self.robots.values() if r.in_team]
+        reported = [r for r in members if r.report is not None]
+        if not reported or (self.lockstep and len(reported) < len(members)):
+            return
+        observations = {}
+        for robot in reported:
+            report = robot.report
+            assert report is not None
+            robot.report, robot.step = None, report.step
+            try:
+                observations[robot.name] = observation_from_dict(json.loads(report.observation_json))
+            except ValueError as exc:
+                self.get_logger().error(f"{robot.name}'s report of step {report.step} ignored: {exc}")
+                self._end_turn(robot, StepTick.IDLE if report.ready else StepTick.OBSERVED)
+                continue
+            robot.answer = report
+        for name, obs in observations.items():
+            self.robots[name].brain.observe(obs)
+        if self.shared:
+            for name, obs in observations.items():
+                for other in self.robots.values():
+                    if other.name != name:
+                        other.brain.absorb(obs)
+        ending = next((self.robots[n].answer for n in observations if self.robots[n].answer.episode_done), None)
+        if ending is not None:
+            self._end_episode(ending)
+            return
+        for name in observations:
+            robot = self.robots[name]
+            if robot.answer.ready:
+                self.queue.append(robot)
+            else:
+                self._end_turn(robot, StepTick.OBSERVED)
+        self._play_next()
+
+    def _end_episode(self, report: TurnReport) -> None:
+        self.done = True
+        steps = report.clock if report.success else self.info.task.horizon
+        memories = [r.brain.memory for r in self.robots.values()]
+        outcome = EpisodeOutcome.of(self.info.episode, report.success, steps, round(report.transport_rate, 6), memories)
+        self.team.end_episode(outcome)
+        self.get_logger().info(f"episode over: {'success' if report.success else 'not finished'}")
+
+    # --- turns -------------------------------------------------------------------------------------------------
+    def _play_next(self) -> None:
+        while self.playing is None and self.queue:
+            robot = self.queue.popleft()
+            if not robot.in_team:
+                continue
+            if robot.action is None:
+                robot.answer = None  # the report says nothing of an action the turn polls
+            elif robot.answer is not None and robot.answer.action_state == TurnReport.NO_ACTION:
+                text = format_action(robot.action, self.info.benchmark)
+                self.get_logger().warning(f"{robot.name}'s planner no longer runs {text}")
+            robot.turn = agent_turn(robot.brain, robot.action is not None)
+            self.playing = robot
+            self._advance(robot, next(robot.turn))
+
+    def _advance(self, robot: TeamRobot, request: Any) -> None:
+        """Play ``robot``'s turn until it waits for its planner's answer, or ends."""
+        assert robot.turn is not None
+        try:
+            while True:
+                if isinstance(request, StartSkill):
+                    self._start(robot, request)
+                    request = next(robot.turn)
+                    continue
+                answer = robot.answer
+                if answer is None:
+                    robot.since = time.monotonic()
+                    return  # the START's answer comes as a report
+                robot.answer = None
+                if answer.action_state == TurnReport.ACTING:
+                    request = robot.turn.send(None)
+                    continue
+                action, robot.action = robot.action, None
+                assert action is not None
+                if answer.action_state == TurnReport.ENDED:
+                    outcome = SkillOutcome(action, answer.action_success, answer.failure_reason, answer.steps_taken)
+                else:
+                    outcome = SkillOutcome(action, False, LOST)
+                request = robot.turn.send(outcome)
+        except StopIteration as stop:
+            robot.turn = None
+            self._end_turn(robot, StepTick.ACT if stop.value else StepTick.IDLE)
+
+    def _start(self, robot: TeamRobot, request: StartSkill) -> None:
+        """Record the decision and send its action to the robot's planner."""
+        record = robot.brain.record(request.decision, request.options)
+        text = format_action(request.decision.action, self.info.benchmark)
+        robot.action, robot.answer = request.decision.action, None
+        robot.decisions.publish(
+            Decision(
+                header=self._header(),
+                robot=robot.name,
+                method=self.method,
+                backend=self.backend,
+                step=robot.step,
+                action=text,
+                trace_json=json.dumps(record, default=str),
+            )
+        )
+        self._command(robot, TurnCommand.START, action=text)
+
+    def _end_turn(self, robot: TeamRobot, tick: int) -> None:
+        self._command(robot, TurnCommand.END, tick=tick)
+        robot.since = time.monotonic()
+        if robot is self.playing:
+            self.playing = None
+            self._play_next()
+            self._take_step()
+
+    def _command(self, robot: TeamRobot, kind: int, action: str = "", tick: int = 0) -> None:
+        robot.seq += 1
+        command = TurnCommand(
+            header=self._header(), robot=robot.name, step=robot.step, seq=robot.seq, kind=kind, action=action, tick=tick
+        )
+        robot.commands.publish(command)
+
+    def _header(self) -> Header:
+        return Header(stamp=self.get_clock().now().to_msg())
+
+    # --- robots that stop answering ----------------------------------------------------------------------------
+    def _on_timer(self) -> None:
+        if self.done:
+            return
+        now = time.monotonic()
+        playing = self.playing
+        if playing is not None and now - playing.since > self.answer_timeout_s:
+            self._drop(playing, f"no answer to its action for {self.answer_timeout_s:g} s")
+            return
+        if playing is not None or self.queue:
+            return
+        waiting = [r for r in self.robots.values() if r.in_team and r.report is None]
+        if len(waiting) == sum(r.in_team for r in self.robots.values()):
+            return  # nobody has reported this step yet: nothing to wait for
+        for robot in waiting:
+            limit = self.report_timeout_s if robot.reported else self.startup_timeout_s
+            if now - robot.since > limit:
+                self._drop(robot, f"no report for step {robot.step + 1} within {limit:g} s")
+        self._take_step()
+
+    def _drop(self, robot: TeamRobot, why: str) -> None:
+        """Plan without ``robot`` until it reports again."""
+        robot.in_team = False
+        self.team.leave(robot.name)
+        if robot.turn is not None:
+            robot.turn.close()
+            robot.turn = None
+        self.get_logger().warning(f"{robot.name} does not answer ({why}): the team plans without it")
+        if robot is self.playing:
+            self.playing = None
+            self._play_next()
+        self._take_step()
+
+
+def main(argv: list[str] | None = None) -> None:
+    spin_node(CoordinatorNode, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""A centralised team over ROS 2: one ``coordinator`` node decides for every robot, the robots' planners relay.
+
+* in lockstep the run is step for step the in-process run: the oracle seeing the world, and a centralised team that
+  sees only what its robots see (each robot's memory, and its executor's, take in what its teammates see);
+* a robot whose nodes are all killed mid-episode is dropped from the joint plan, and the other robot finishes the
+  task, taking over the item the dead robot had set out to fetch.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ros_isolation import isolate_ros
+from ros_team_run import RUN_TIMEOUT_S, StatusSteps, comparable, shut_down, start_bridge_first
+
+rclpy = pytest.importorskip("rclpy")
+
+from coteam.actions import Verb, parse_action  # noqa: E402
+from coteam.world import Benchmark  # noqa: E402
+from coteam_harness.runner import run_episode  # noqa: E402
+from coteam_harness.trace import load_trace  # noqa: E402
+from coteam_ros.launcher import child_env, launch, plan  # noqa: E402
+from coteam_ros.node_graph import node_list  # noqa: E402
+from coteam_ros.team_config import load_config  # noqa: E402
+from coteam_sim.suites import get_suite  # noqa: E402
+
+
+def _oracle_config(path: Path, world: str, params: str = "{}") -> Path:
+    path.write_text(
+        f"world: {{{world}}}\nteam: {{method: oracle, backend: symbolic, params: {params}}}\nnavigation: sim\n"
+        "robots: [{name: alice}, {name: bob}]\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("suite", "params"),
+    [("cwah-test", "{}"), ("tdwmat-test", "{full_observability: false}")],
+    ids=["oracle-seeing-all", "oracle-searching"],
+)
+def test_a_centralised_team_over_ros_plays_the_in_process_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suite: str, params: str
+) -> None:
+    isolate_ros(tmp_path, monkeypatch)
+    spec = get_suite(suite).episodes()[0]
+    switches = {"full_observability": False} if "false" in params else {}
+    expected = run_episode(
+        spec.build(), "oracle", params=switches, seed=0, trace_path=tmp_path / "in_process.json", episode_name=spec.name
+    )
+    config = _oracle_config(tmp_path / "team.yaml", f"suite: {suite}, episode: 0, seed: 0, mode: lockstep", params)
+    assert [s.name for s in node_list(load_config(config), "scene.json")].count("coordinator") == 1
+    code, results = launch(config, tmp_path, out_dir=tmp_path / "ros", timeout=RUN_TIMEOUT_S)
+    assert code == 0 and results is not None
+    got = json.loads(results.read_text())["episodes"][0]
+    for key in ("success", "steps", "transport_rate", "decisions"):
+        assert got[key] == getattr(expected, key), key
+    ours = comparable(load_trace(tmp_path / "ros" / "trace.json"))
+    theirs = comparable(load_trace(tmp_path / "in_process.json"))
+    assert len(ours["steps"]) == len(theirs["steps"]) > 10
+    assert ours == theirs
+
+
+def _quiet(child) -> subprocess.Popen:
+    return subprocess.Popen(child.argv, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+
+
+def test_a_robot_that_stops_answering_is_dropped_and_the_others_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolate_ros(tmp_path, monkeypatch)
+    config = _oracle_config(tmp_path / "team.yaml", "suite: cwah-test, episode: 1, seed: 0, mode: lockstep")
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "plan").mkdir()
+    children = plan(load_config(config), tmp_path / "plan", results_path=out / "results.json")
+    rclpy.init()
+    node = rclpy.create_node("coordinator_kill_test")
+    bob = StatusSteps(node, "bob")
+    coordinator_log = tmp_path / "coordinator.log"
+
+    def popen(child) -> subprocess.Popen:
+        if child.label == "coordinator@/":
+            with coordinator_log.open("wb") as log:
+                return subprocess.Popen(child.argv, env=child_env(), stdout=log, stderr=subprocess.STDOUT)
+        return _quiet(child)
+
+    procs = start_bridge_first(node, children, lambda: bool(bob.seen), popen)
+    try:
+        killed_at = bob.reach(5)  # bob walks to the first item the joint plan gave him (an apple, until step 36)
+        for label, proc in procs.items():
+            if label.endswith("@/bob"):
+                proc.send_signal(signal.SIGKILL)
+        assert procs["sim_bridge@/"].wait(timeout=RUN_TIMEOUT_S) == 0, "the episode ends without bob's nodes"
+    finally:
+        shut_down(node, procs)
+    trace = load_trace(out / "trace.json")
+    result = json.loads((out / "results.json").read_text())["episodes"][0]
+    bobs = [d for d in trace["decisions"] if d["agent"] == "bob"]
+    fetching = parse_action(bobs[-1]["action"], Benchmark.CWAH)
+    assert fetching.verb == Verb.GRAB and fetching.target is not None, "bob was fetching an item when he died"
+    assert all(d["step"] <= killed_at + 1 for d in bobs), "no decision for bob after his nodes died"
+    alices = [parse_action(d["action"], Benchmark.CWAH) for d in trace["decisions"] if d["agent"] == "alice"]
+    assert any(a.verb == Verb.GRAB and a.target == fetching.target for a in alices), "alice took bob's item over"
+    assert result["success"], "alice finished the task alone"
+    assert "bob does not answer" in coordinator_log.read_text()
