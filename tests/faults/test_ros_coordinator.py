@@ -2,6 +2,7 @@
 
 * in lockstep the run is step for step the in-process run: the oracle seeing the world, and a centralised team that
   sees only what its robots see (each robot's memory, and its executor's, take in what its teammates see);
+* in real time the team finishes its task;
 * a robot whose nodes are all killed mid-episode is dropped from the joint plan, and the other robot finishes the
   task, taking over the item the dead robot had set out to fetch.
 """
@@ -63,6 +64,19 @@ def test_a_centralised_team_over_ros_plays_the_in_process_run(
     theirs = comparable(load_trace(tmp_path / "in_process.json"))
     assert len(ours["steps"]) == len(theirs["steps"]) > 10
     assert ours == theirs
+
+
+def test_a_centralised_team_in_real_time_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without lockstep the coordinator plays each report as it comes (real robots work this way)."""
+    isolate_ros(tmp_path, monkeypatch)
+    world = "suite: cwah-test, episode: 0, seed: 0, mode: realtime, tick_hz: 10.0"
+    config = _oracle_config(tmp_path / "team.yaml", world)
+    coordinator = next(s for s in node_list(load_config(config), "scene.json") if s.name == "coordinator")
+    assert coordinator.parameters["lockstep"] is False
+    code, results = launch(config, tmp_path, out_dir=tmp_path / "ros", timeout=RUN_TIMEOUT_S)
+    assert code == 0 and results is not None
+    got = json.loads(results.read_text())["episodes"][0]
+    assert got["success"] and got["decisions"] > 2
 
 
 def _quiet(child) -> subprocess.Popen:

@@ -137,6 +137,9 @@ class CoordinatorNode(Node):
             return
         if report.step <= robot.step or (robot.report is not None and report.step <= robot.report.step):
             return  # seen already (a late-matching copy)
+        if robot is self.playing:  # real time: the robot has gone on with its new action before the answer came
+            robot.answer = TurnReport(action_state=TurnReport.ACTING)
+            self._advance(robot, PollSkill())
         robot.report, robot.reported = report, True
         if not robot.in_team:
             robot.in_team = True
