@@ -41,6 +41,8 @@ from pathlib import Path
 TITLE = "## ROS 2 team stack"
 DEFAULT_DOMAIN = 77
 EPISODES = (("cwah-test", 0), ("tdwmat-test", 0))
+# (robots, method) per episode: symbolic PCE (a planner per robot), and the oracle (centralised: one coordinator)
+TEAMS = ((2, "pce"), (4, "pce"), (2, "oracle"))
 ROBOTS = ("alice", "bob", "carol", "dave")
 LATENCY_COUNT = 1000
 LATENCY_WARMUP = 50  # sent first at the same rate, not measured
@@ -49,7 +51,7 @@ LATENCY_SIZES = (200, 500)
 EPISODE_TIMEOUT_S = 180.0
 POLL_S = 0.02
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-NODE_ORDER = ("sim_bridge", "perception", "planner", "executor")
+NODE_ORDER = ("sim_bridge", "coordinator", "perception", "planner", "executor")
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -259,6 +261,7 @@ class RosRun:
     suite: str
     episode: int
     robots: int
+    method: str
     result: dict  # results.json's episode
     sim_steps: int  # simulator steps (trace); C-WAH: equals result steps
     startup_s: float  # spawn -> first step
@@ -284,20 +287,20 @@ _IN_PROCESS = (
     "import json, sys, time\n"
     "from coteam_harness.runner import run_episode\n"
     "from coteam_sim.suites import get_suite\n"
-    "suite, index, n, trace = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]\n"
-    "r = run_episode(get_suite(suite).episodes()[index].build(), 'pce', seed=0, n_agents=n, trace_path=trace)\n"
+    "suite, index, n, trace, method = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]\n"
+    "r = run_episode(get_suite(suite).episodes()[index].build(), method, seed=0, n_agents=n, trace_path=trace)\n"
     "steps = len(json.load(open(trace))['steps'])\n"
     "hwm = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:'))\n"
     "print(json.dumps({'result': r.__dict__, 'sim_steps': steps, 'hwm_mb': hwm / 1024}, default=str))\n"
 )
 
 
-def in_process_episode(suite: str, episode: int, robots: int, tmp: Path) -> dict:
+def in_process_episode(suite: str, episode: int, robots: int, tmp: Path, method: str) -> dict:
     """``run_episode`` in a fresh process (cold, like the ROS nodes): its result, process wall, CPU and peak RSS."""
-    trace = tmp / f"in-process-{suite}-{episode}-{robots}.json"
+    trace = tmp / f"in-process-{suite}-{episode}-{robots}-{method}.json"
     start = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-c", _IN_PROCESS, suite, str(episode), str(robots), str(trace)],
+        [sys.executable, "-c", _IN_PROCESS, suite, str(episode), str(robots), str(trace), method],
         stdout=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
     )
@@ -310,7 +313,7 @@ def in_process_episode(suite: str, episode: int, robots: int, tmp: Path) -> dict
     return {**data, "process_wall_s": reaped.at - start, "cpu_s": reaped.cpu_s, "peak_mb": data["hwm_mb"]}
 
 
-def ros_episode(suite: str, episode: int, robots: int, tmp: Path, context: object) -> RosRun:
+def ros_episode(suite: str, episode: int, robots: int, tmp: Path, context: object, method: str) -> RosRun:
     """Start the lockstep team as ``coteam launch`` does (``plan`` + ``child_env``), watch ``/clock`` from this
     process, reap every node with ``os.wait4``."""
     from rclpy.executors import SingleThreadedExecutor
@@ -321,14 +324,14 @@ def ros_episode(suite: str, episode: int, robots: int, tmp: Path, context: objec
     from coteam_ros.launcher import child_env, plan
     from coteam_ros.team_config import load_config
 
-    work = tmp / f"ros-{suite}-{episode}-{robots}"
+    work = tmp / f"ros-{suite}-{episode}-{robots}-{method}"
     out = work / "out"
     out.mkdir(parents=True)
     config = work / "team.yaml"
     names = ", ".join(f"{{name: {r}}}" for r in ROBOTS[:robots])
     config.write_text(
         f"world: {{suite: {suite}, episode: {episode}, seed: 0, mode: lockstep}}\n"
-        f"team: {{method: pce, backend: symbolic}}\nnavigation: sim\nrobots: [{names}]\n"
+        f"team: {{method: {method}, backend: symbolic}}\nnavigation: sim\nrobots: [{names}]\n"
     )
     children = plan(load_config(config), work, results_path=out / "results.json")
     env = child_env(int(os.environ["ROS_DOMAIN_ID"]))
@@ -411,6 +414,7 @@ def ros_episode(suite: str, episode: int, robots: int, tmp: Path, context: objec
         suite,
         episode,
         robots,
+        method,
         result,
         sim_steps,
         startup_s=clock_times[0] - start,
@@ -421,7 +425,7 @@ def ros_episode(suite: str, episode: int, robots: int, tmp: Path, context: objec
     for child in children:
         assert child.spec is not None
         r = reaped[child.label]
-        robot = "" if child.bridge else child.spec.namespace.strip("/")
+        robot = child.spec.namespace.strip("/")  # "" for the bridge and a coordinator
         startup = startup_cpu.get(child.label, 0.0)
         episode_cpu = end_cpu.get(child.label, r.cpu_s) - startup
         peak_mb = peak.get(child.label, 0.0)
@@ -486,17 +490,19 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
         context = rclpy.Context()
         rclpy.init(context=context)
         rmw = rclpy.get_rmw_implementation_identifier()
-        runs: dict[tuple[str, int], RosRun] = {}
-        refs: dict[tuple[str, int], dict] = {}
+        runs: dict[tuple[str, int, str], RosRun] = {}
+        refs: dict[tuple[str, int, str], dict] = {}
         try:
             for suite, episode in EPISODES:
-                for robots in (2, 4):
-                    refs[suite, robots] = ref = in_process_episode(suite, episode, robots, tmp)
-                    runs[suite, robots] = run = ros_episode(suite, episode, robots, tmp, context)
+                for robots, method in TEAMS:
+                    key = (suite, robots, method)
+                    refs[key] = ref = in_process_episode(suite, episode, robots, tmp, method)
+                    runs[key] = run = ros_episode(suite, episode, robots, tmp, context, method)
                     say(
-                        f"{suite}/{episode} x{robots}: in-process {ref['result']['wall_s']:.2f} s, ROS episode "
-                        f"{run.episode_s:.2f} s (bridge {run.result['wall_s']:.2f} s, process {run.process_wall_s:.2f} "
-                        f"s), {run.sim_steps} steps, CPU {run.cpu_s:.1f} s vs {ref['cpu_s']:.1f} s"
+                        f"{suite}/{episode} x{robots} {method}: in-process {ref['result']['wall_s']:.2f} s, "
+                        f"ROS episode {run.episode_s:.2f} s (bridge {run.result['wall_s']:.2f} s, "
+                        f"process {run.process_wall_s:.2f} s), {run.sim_steps} steps, "
+                        f"CPU {run.cpu_s:.1f} s vs {ref['cpu_s']:.1f} s"
                     )
         finally:
             rclpy.try_shutdown(context=context)
@@ -508,7 +514,8 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
         f"process on loopback DDS (ROS domain {domain}, `ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`). Symbolic PCE, "
         "lockstep mode, seed 0. Numbers from one run on a noisy shared machine (1-minute load average "
         f"{load_before:.1f} before the run; 13 busy processes with 4 robots load it further): compare ratios, not "
-        "absolute times.",
+        "absolute times. *oracle*: the centralised oracle, whose `coordinator` node decides for both robots (their "
+        "planners relay, docs/ros2.md).",
         "",
         "### Team-message latency",
         "",
@@ -540,26 +547,29 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
         f"bridge's last {RESULTS_GRACE_S:g} s (waiting for decisions in flight) and its writing of results and trace, "
         "which weigh on the short C-WAH episodes.",
         "",
-        "| episode | robots | steps (TDW-MAT: frames) | transport rate | sim steps | same result | in-process s "
-        "| ROS episode s | × in-process | ms/step in-process | ms/step ROS | CPU ms/step ROS | decide s in-process "
-        "| decide s ROS |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| episode | method | robots | steps (TDW-MAT: frames) | transport rate | sim steps | same result | "
+        "in-process s | ROS episode s | × in-process | ms/step in-process | ms/step ROS | CPU ms/step ROS | decide s "
+        "in-process | decide s ROS |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for (suite, robots), run in runs.items():
-        ref = refs[suite, robots]
+    for key, run in runs.items():
+        ref = refs[key]
         wall = ref["result"]["wall_s"]
         lines.append(
-            f"| {suite}/{run.episode} | {robots} | {run.result['steps']} | {run.result['transport_rate']:.2f} | "
+            f"| {run.suite}/{run.episode} | {run.method} | {run.robots} | {run.result['steps']} | "
+            f"{run.result['transport_rate']:.2f} | "
             f"{run.sim_steps} | {_same(run, ref)} | {wall:.2f} | {run.episode_s:.2f} | {run.episode_s / wall:.1f} | "
             f"{1000 * wall / ref['sim_steps']:.1f} | {1000 * run.episode_s / max(1, run.clock_msgs - 1):.1f} | "
             f"{run.episode_cpu_ms_per_step:.1f} | {_decide_s(ref['result']):.2f} | {_decide_s(run.result):.2f} |"
         )
-    longest = max((run for (_, robots), run in runs.items() if robots == 2), key=lambda r: r.sim_steps)
+    pce_pairs = [run for (_, robots, method), run in runs.items() if (robots, method) == (2, "pce")]
+    longest = max(pce_pairs, key=lambda r: r.sim_steps)
     by_kind = {
         kind: 1000 * sum(n.episode_cpu_s for n in longest.nodes if n.kind == kind) / longest.sim_steps
         for kind in NODE_ORDER
+        if any(n.kind == kind for n in longest.nodes)
     }
-    ref = refs[longest.suite, 2]
+    ref = refs[longest.suite, 2, "pce"]
     lines += [
         "",
         f"Where a step's time goes ({longest.suite}/{longest.episode}, 2 robots, {longest.sim_steps} steps): "
@@ -569,6 +579,16 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
         f"ms for the whole in-process step, for {1000 * longest.episode_s / max(1, longest.clock_msgs - 1):.1f} ms "
         f"of wall time per step on {os.cpu_count()} CPUs.",
     ]
+    central = runs.get((longest.suite, 2, "oracle"))
+    if central is not None:
+        per_step = {r.method: 1000 * r.episode_s / max(1, r.clock_msgs - 1) for r in (longest, central)}
+        lines += [
+            "",
+            f"A centralised team's step over ROS ({longest.suite}/{longest.episode}, oracle: "
+            f"{per_step['oracle']:.1f} ms of wall time, pce {per_step['pce']:.1f} ms) waits for every robot's report, "
+            "then plays the robots' turns one after the other, each new action a round trip to the robot's planner "
+            "and executor and back before the next robot's turn; a decentralised team's robots decide in parallel.",
+        ]
     lines += [
         "",
         "Whole runs: *ROS startup s* from spawning the bridge to the first step (the robots' nodes start once this "
@@ -577,14 +597,15 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
         "the other nodes); *process s* from spawning to the exit of the process (ROS: of the bridge, after it wrote "
         "the results); CPU s: user + system time of every process of the run (`os.wait4`), start-up included.",
         "",
-        "| episode | robots | ROS startup s | bridge s | ROS process s | in-process process s | × | CPU s ROS "
-        "| CPU s in-process | × |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| episode | method | robots | ROS startup s | bridge s | ROS process s | in-process process s | × | CPU s "
+        "ROS | CPU s in-process | × |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for (suite, robots), run in runs.items():
-        ref = refs[suite, robots]
+    for key, run in runs.items():
+        ref = refs[key]
         lines.append(
-            f"| {suite}/{run.episode} | {robots} | {run.startup_s:.1f} | {run.result['wall_s']:.2f} | "
+            f"| {run.suite}/{run.episode} | {run.method} | {run.robots} | {run.startup_s:.1f} | "
+            f"{run.result['wall_s']:.2f} | "
             f"{run.process_wall_s:.1f} | {ref['process_wall_s']:.1f} | "
             f"{run.process_wall_s / ref['process_wall_s']:.1f} | {run.cpu_s:.1f} | {ref['cpu_s']:.1f} | "
             f"{run.cpu_s / ref['cpu_s']:.1f} |"
@@ -600,29 +621,31 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
         "A robot is its perception, planner and executor (peak RSS summed over the three "
         "processes).",
         "",
-        "| episode | node | CPU s | startup | episode | episode ms/step | peak RSS MB |",
-        "|---|---|---|---|---|---|---|",
+        "| episode | method | node | CPU s | startup | episode | episode ms/step | peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for (suite, robots), run in runs.items():
-        if robots != 2:
+    for run in runs.values():
+        if run.robots != 2:
             continue
         for n in sorted(run.nodes, key=lambda n: (n.robot, NODE_ORDER.index(n.kind))):
+            if run.method != "pce" and n.kind != "coordinator":
+                continue  # the centralised team's other nodes do what pce's do; its coordinator is what it adds
             lines.append(
-                f"| {suite}/{run.episode} | {n.label} | {n.cpu_s:.2f} | {n.startup_cpu_s:.2f} | {n.episode_cpu_s:.2f} "
-                f"| {1000 * n.episode_cpu_s / run.sim_steps:.1f} | {n.peak_mb:.0f} |"
+                f"| {run.suite}/{run.episode} | {run.method} | {n.label} | {n.cpu_s:.2f} | {n.startup_cpu_s:.2f} | "
+                f"{n.episode_cpu_s:.2f} | {1000 * n.episode_cpu_s / run.sim_steps:.1f} | {n.peak_mb:.0f} |"
             )
     lines += [
         "",
-        "| episode | robots | per robot: CPU s | per robot: peak RSS MB | bridge CPU s | bridge MB | "
+        "| episode | method | robots | per robot: CPU s | per robot: peak RSS MB | bridge CPU s | bridge MB | "
         "in-process CPU s | in-process MB |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for (suite, robots), run in runs.items():
-        ref = refs[suite, robots]
-        per = [run.robot_usage(r) for r in ROBOTS[:robots]]
+    for key, run in runs.items():
+        ref = refs[key]
+        per = [run.robot_usage(r) for r in ROBOTS[: run.robots]]
         bridge = next(n for n in run.nodes if n.kind == "sim_bridge")
         lines.append(
-            f"| {suite}/{run.episode} | {robots} | {' / '.join(f'{c:.2f}' for c, _ in per)} | "
+            f"| {run.suite}/{run.episode} | {run.method} | {run.robots} | {' / '.join(f'{c:.2f}' for c, _ in per)} | "
             f"{' / '.join(f'{m:.0f}' for _, m in per)} | {bridge.cpu_s:.2f} | {bridge.peak_mb:.0f} | "
             f"{ref['cpu_s']:.2f} | {ref['peak_mb']:.0f} |"
         )

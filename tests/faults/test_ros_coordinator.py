@@ -3,6 +3,8 @@
 * in lockstep the run is step for step the in-process run: the oracle seeing the world, and a centralised team that
   sees only what its robots see (each robot's memory, and its executor's, take in what its teammates see);
 * in real time the team finishes its task;
+* a planner takes only its own robot's new, well-formed commands for the step it is at: a garbled, repeated or
+  misaddressed one is refused with one line and changes nothing;
 * a robot whose nodes are all killed mid-episode is dropped from the joint plan, and the other robot finishes the
   task, taking over the item the dead robot had set out to fetch.
 """
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ros_isolation import isolate_ros
+from ros_isolation import isolate_ros, rclpy_session, task_scene
 from ros_team_run import RUN_TIMEOUT_S, StatusSteps, comparable, shut_down, start_bridge_first
 
 rclpy = pytest.importorskip("rclpy")
@@ -77,6 +79,39 @@ def test_a_centralised_team_in_real_time_finishes(tmp_path: Path, monkeypatch: p
     assert code == 0 and results is not None
     got = json.loads(results.read_text())["episodes"][0]
     assert got["success"] and got["decisions"] > 2
+
+
+def test_a_planner_refuses_garbled_repeated_and_misaddressed_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coteam_interfaces.msg import RobotStatus, StepTick, TurnCommand
+    from rclpy.parameter import Parameter
+
+    from coteam_ros.nodes.planner import PlannerNode
+
+    isolate_ros(tmp_path, monkeypatch)
+    scene = Parameter("scene_path", value=task_scene(tmp_path))
+    with rclpy_session() as nodes:
+        planner = PlannerNode(
+            namespace="/bob",
+            parameter_overrides=[Parameter("robot", value="bob"), Parameter("method", value="oracle"), scene],
+        )
+        nodes.append(planner)
+        assert planner.coordinated and not hasattr(planner, "brain"), "the coordinator holds the team"
+        ticks: list[int] = []
+        planner._tick = lambda kind, *rest: ticks.append(kind)  # type: ignore[method-assign]
+        planner._report_status(RobotStatus(robot="bob", step=3, ready=True, observation_json="{}"))
+        sent: list[str] = []
+        planner._send_skill = lambda skill, text: sent.append(text)  # type: ignore[method-assign]
+
+        planner._on_command(TurnCommand(robot="bob", step=3, seq=1, kind=TurnCommand.START, action="[fly] <moon> (1)"))
+        assert planner.skill is None and not sent, "a garbled action starts nothing"
+        planner._on_command(TurnCommand(robot="alice", step=3, seq=2, kind=TurnCommand.END, tick=StepTick.ACT))
+        planner._on_command(TurnCommand(robot="bob", step=2, seq=3, kind=TurnCommand.END, tick=StepTick.ACT))
+        planner._on_command(TurnCommand(robot="bob", step=3, seq=1, kind=TurnCommand.END, tick=StepTick.ACT))
+        assert ticks == [], "another robot's, another step's and an old command are ignored"
+        planner._on_command(TurnCommand(robot="bob", step=3, seq=4, kind=TurnCommand.END, tick=StepTick.IDLE))
+        assert ticks == [StepTick.IDLE]
 
 
 def _quiet(child) -> subprocess.Popen:

@@ -8,8 +8,10 @@ and not with ``cv_bridge``, which has no PyPI wheel: ``rgb8`` / ``bgr8`` colour 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -26,6 +28,23 @@ from coteam.world import Vec2
 
 
 # --- geometry ------------------------------------------------------------------------------------------------
+def decision_to_msg(
+    header: Header, method: str, backend: str, step: int, record: Mapping[str, Any], message: str = ""
+) -> ci.Decision:
+    """A robot's decision at status ``step`` as its ``decision`` topic carries it: the trace record
+    (``AgentBrain.record``) as JSON, with its robot, action and message text for a reader that does not parse it."""
+    return ci.Decision(
+        header=header,
+        robot=record["agent"],
+        method=method,
+        backend=backend,
+        step=step,
+        action=record["action"],
+        message=message,
+        trace_json=json.dumps(record, default=str),
+    )
+
+
 def point_to_msg(xy: Vec2, z: float = 0.0) -> Point:
     return Point(x=float(xy[0]), y=float(xy[1]), z=float(z))
 

@@ -49,6 +49,7 @@ from coteam.observation import observation_from_dict
 from coteam.reasoning import AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
 from coteam.registry import make_team, method_class
 from coteam.skills import SkillOutcome
+from coteam_ros.convert import decision_to_msg
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer
 from coteam_ros.qos import DECISIONS, TURNS
@@ -240,20 +241,9 @@ class CoordinatorNode(Node):
     def _start(self, robot: TeamRobot, request: StartSkill) -> None:
         """Record the decision and send its action to the robot's planner."""
         record = robot.brain.record(request.decision, request.options)
-        text = format_action(request.decision.action, self.info.benchmark)
         robot.action, robot.answer = request.decision.action, None
-        robot.decisions.publish(
-            Decision(
-                header=self._header(),
-                robot=robot.name,
-                method=self.method,
-                backend=self.backend,
-                step=robot.step,
-                action=text,
-                trace_json=json.dumps(record, default=str),
-            )
-        )
-        self._command(robot, TurnCommand.START, action=text)
+        robot.decisions.publish(decision_to_msg(self._header(), self.method, self.backend, robot.step, record))
+        self._command(robot, TurnCommand.START, action=record["action"])
 
     def _end_turn(self, robot: TeamRobot, tick: int) -> None:
         self._command(robot, TurnCommand.END, tick=tick)

@@ -58,6 +58,7 @@ from coteam.reasoning import AgentBrain, EpisodeOutcome, PollSkill, StartSkill, 
 from coteam.registry import make_team, method_class, method_config
 from coteam.signing import Envelope, Signer, Verifier, robot_keys
 from coteam.skills import SkillOutcome
+from coteam_ros.convert import decision_to_msg
 from coteam_ros.episode import load_episode
 from coteam_ros.inbox import TeamInbox
 from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
@@ -350,16 +351,7 @@ class PlannerNode(Node):
                 message.seq, message.signature = envelope.seq, envelope.signature
             self.team_publisher.publish(message)
         self.decision_publisher.publish(
-            Decision(
-                header=self._header(),
-                robot=self.robot,
-                method=self.method,
-                backend=self.backend,
-                step=self.step,
-                action=text,
-                message=self.skill.message,
-                trace_json=json.dumps(record, default=str),
-            )
+            decision_to_msg(self._header(), self.method, self.backend, self.step, record, self.skill.message)
         )
         if not action.is_message:
             self._send_skill(self.skill, text)
