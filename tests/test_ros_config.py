@@ -434,6 +434,17 @@ def test_a_centralised_team_gets_one_coordinator_and_its_robots_share_what_they_
     assert not any(s.name == "coordinator" or "teammate_status" in s.parameters for s in decentralised)
 
 
+def test_a_team_that_sees_the_whole_world_needs_the_simulator() -> None:
+    oracle = _edit(HW_DOC, "team", {"method": "oracle"})
+    with pytest.raises(ConfigError, match=r"team\.params\.full_observability: oracle sees the whole world"):
+        parse_config(oracle, "inline")
+    searching = _edit(oracle, "team.params", {"full_observability": False})
+    specs = node_list(parse_config(searching, "inline"), SCENE)
+    coordinator = next(s for s in specs if s.name == "coordinator")
+    assert coordinator.parameters["lockstep"] is False  # real robots: each report played as it comes
+    assert next(s for s in specs if s.name == "executor").parameters["teammate_wait_s"] == 0.0
+
+
 def test_a_store_for_a_method_that_keeps_nothing_is_refused_before_any_node_starts(tmp_path) -> None:
     doc = _edit(SIM_DOC, "team.params", {"store": "x.sqlite"})
     with pytest.raises(ConfigError, match=r"team\.params\.store: pce keeps nothing across episodes"):

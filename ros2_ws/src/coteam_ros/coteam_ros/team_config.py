@@ -464,6 +464,18 @@ class TeamConfig(_Section):
             data = {**data, "perception": {"detector": data["perception"]}}
         return {"navigation": "sim" if "world" in data else "nav2", "security": {}, **data}
 
+    @field_validator("team")
+    @classmethod
+    def _seeing_all_needs_a_world(cls, team: TeamMethodSection, info: ValidationInfo) -> TeamMethodSection:
+        from coteam.registry import observes_world
+
+        if "world" in info.data and info.data["world"] is None and observes_world(team.method, team.switches()):
+            raise _ProblemAt(
+                ("params", "full_observability"),
+                f"{team.method} sees the whole world, which only the simulator shows: false on robots",
+            )
+        return team
+
     @field_validator("task")
     @classmethod
     def _task_without_a_world(cls, task: TaskSection | None, info: ValidationInfo) -> TaskSection | None:
