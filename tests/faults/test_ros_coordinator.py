@@ -3,8 +3,8 @@
 * in lockstep the run is step for step the in-process run: the oracle seeing the world, and a centralised team that
   sees only what its robots see (each robot's memory, and its executor's, take in what its teammates see);
 * in real time the team finishes its task;
-* a planner takes only its own robot's new, well-formed commands for the step it is at: a garbled, repeated or
-  misaddressed one is refused with one line and changes nothing;
+* a planner takes only its own robot's new commands for the step it is at (a repeated or misaddressed one changes
+  nothing) and answers a garbled action as failed, with one line, so the coordinator's turn goes on;
 * a robot whose nodes are all killed mid-episode is dropped from the joint plan, and the other robot finishes the
   task, taking over the item the dead robot had set out to fetch.
 """
@@ -84,7 +84,7 @@ def test_a_centralised_team_in_real_time_finishes(tmp_path: Path, monkeypatch: p
 def test_a_planner_refuses_garbled_repeated_and_misaddressed_commands(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from coteam_interfaces.msg import RobotStatus, StepTick, TurnCommand
+    from coteam_interfaces.msg import RobotStatus, StepTick, TurnCommand, TurnReport
     from rclpy.parameter import Parameter
 
     from coteam_ros.nodes.planner import PlannerNode
@@ -104,8 +104,12 @@ def test_a_planner_refuses_garbled_repeated_and_misaddressed_commands(
         sent: list[str] = []
         planner._send_skill = lambda skill, text: sent.append(text)  # type: ignore[method-assign]
 
+        reports: list = []
+        planner.report_publisher.publish = reports.append  # type: ignore[method-assign]
         planner._on_command(TurnCommand(robot="bob", step=3, seq=1, kind=TurnCommand.START, action="[fly] <moon> (1)"))
         assert planner.skill is None and not sent, "a garbled action starts nothing"
+        assert [(r.command_seq, r.action_state, r.action_success) for r in reports] == [(1, TurnReport.ENDED, False)]
+        assert reports[0].failure_reason.startswith("not an action"), "the coordinator's turn goes on at once"
         planner._on_command(TurnCommand(robot="alice", step=3, seq=2, kind=TurnCommand.END, tick=StepTick.ACT))
         planner._on_command(TurnCommand(robot="bob", step=2, seq=3, kind=TurnCommand.END, tick=StepTick.ACT))
         planner._on_command(TurnCommand(robot="bob", step=3, seq=1, kind=TurnCommand.END, tick=StepTick.ACT))

@@ -434,13 +434,16 @@ class PlannerNode(Node):
         if command.kind == TurnCommand.END:
             self._tick(command.tick)
             return
+        self.report = TurnReport(robot=self.robot, step=self.step, clock=self.clock, command_seq=command.seq)
         try:
             action = parse_action(command.action, self.benchmark)
-        except ValueError as exc:  # the coordinator validated it: a forged or garbled command
-            self.get_logger().error(f"command {command.seq} for step {command.step} ignored: {exc}")
+        except ValueError as exc:  # the coordinator validated it: a garbled or forged command, answered as failed
+            self.get_logger().error(f"command {command.seq} for step {command.step} refused: {exc}")
+            self.report.action_state, self.report.action = TurnReport.ENDED, command.action
+            self.report.failure_reason = f"not an action: {exc}"
+            self._publish_report()
             return
         self.skill = RunningSkill(action, self.step)
-        self.report = TurnReport(robot=self.robot, step=self.step, clock=self.clock, command_seq=command.seq)
         self.waiting_since = time.monotonic()
         self._send_skill(self.skill, command.action)
 
@@ -466,7 +469,11 @@ class PlannerNode(Node):
             report.action_state = TurnReport.ACTING
         else:
             return  # wait for the executor's feedback or result
-        self.report = None
+        self._publish_report()
+
+    def _publish_report(self) -> None:
+        report, self.report = self.report, None
+        assert report is not None
         report.header = self._header()
         self.report_publisher.publish(report)
 
