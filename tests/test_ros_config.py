@@ -770,6 +770,20 @@ def test_a_planner_with_a_bad_switch_says_so_in_one_line(tmp_path: Path, monkeyp
     assert len(lines) == 1 and "cannot start: pce: unknown switch 'lamda'" in lines[0], proc.stderr
 
 
+def test_an_executor_for_nav2_without_nav2_msgs_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if importlib.util.find_spec("nav2_msgs") is not None:
+        pytest.skip("Nav2's interfaces are installed here")
+    isolate_ros(tmp_path, monkeypatch)
+    scene = task_scene(tmp_path)
+    argv = [sys.executable, "-m", "coteam_ros.nodes.executor", "--ros-args", "-p", "navigation:=nav2"]
+    proc = subprocess.run([*argv, "-p", f"scene_path:={scene}"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2  # coteam_ros.CANNOT_START: coteam launch stops the run
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot start: navigation: nav2 needs Nav2's interfaces (nav2_msgs)" in lines[0]
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # a local model per robot (team.llm)
 

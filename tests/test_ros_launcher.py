@@ -1,7 +1,8 @@
 """coteam_ros.launcher (``coteam launch``): process management with tiny fake node scripts, independent of the
 real nodes. Children that exit on SIGINT, that ignore SIGINT (SIGTERM), that ignore both (SIGKILL), a bridge
-whose exit ends the run and sets the exit code, a crashing teammate that must not stop the team, timeouts,
-SIGINT to the launcher itself, and ``coteam launch`` end to end with fake nodes standing in for the real ones."""
+whose exit ends the run and sets the exit code, a crashing teammate that must not stop the team (but sets the exit
+code), a node that cannot start (the run stops with 2), timeouts, SIGINT / SIGTERM to the launcher itself
+(130 / 143), and ``coteam launch`` end to end with fake nodes standing in for the real ones."""
 
 from __future__ import annotations
 
@@ -65,6 +66,9 @@ elif mode == "bridge":      # bridge CODE SECONDS: ends the episode with CODE af
 elif mode == "crash":
     print("about to crash", flush=True)
     sys.exit(1)
+elif mode == "cannot":      # a node whose parameters are bad: one line, exit 2 (coteam_ros.CANNOT_START)
+    print("PlannerNode: cannot start: pce: unknown switch 'lamda'", file=sys.stderr, flush=True)
+    sys.exit(2)
 elif mode == "node":        # stands in for coteam_ros.nodes.*: reads its --ros-args like a node would
     import json, yaml
     argv = sys.argv
@@ -200,10 +204,24 @@ def test_dead_teammate_does_not_stop_the_team(fake: Callable[..., list[str]]) ->
     bg = Background(children, sigint_grace=5.0)
     bg.out.wait_for(lambda lines: any("planner@/bob exited with code 1" in line for line in lines))
     assert bg.thread.is_alive() or "bridge done" in bg.out.text  # the run went on after the crash
-    assert bg.join() == 0
+    assert bg.join() == 1, "the episode ended, but a node died: the run says so"
     assert "[planner@/bob] about to crash" in bg.out.text
     assert "[sim_bridge@/] bridge done" in bg.out.text  # the episode ran to its end
+    assert "planner@/bob died during the run" in bg.out.text
     assert bg.codes == {"sim_bridge@/": 0, "planner@/bob": 1, "planner@/alice": 0}
+
+
+def test_a_node_that_cannot_start_stops_the_run_with_its_one_line(fake: Callable[..., list[str]]) -> None:
+    children = [
+        Child("sim_bridge@/", fake("bridge", 0, 60), bridge=True),
+        Child("executor@/bob", fake("cannot")),
+        Child("planner@/alice", fake("polite")),
+    ]
+    bg = Background(children, sigint_grace=5.0)
+    assert bg.join() == 2
+    assert "[executor@/bob] PlannerNode: cannot start: pce: unknown switch 'lamda'" in bg.out.text
+    assert "executor@/bob cannot start: the run stops" in bg.out.text
+    assert "bridge done" not in bg.out.text and bg.elapsed < 20.0, "stopped before the episode"
 
 
 def test_timeout(fake: Callable[..., list[str]]) -> None:
@@ -266,7 +284,7 @@ def test_signal_to_the_launcher_stops_children(tmp_path: Path, fake: Callable[..
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     output = "".join(lines) + rest
-    assert proc.returncode == 0, output
+    assert proc.returncode == 128 + sig, output  # 130 for Ctrl-C, 143 for SIGTERM
     assert f"stopping ({signal.Signals(sig).name})" in output
     for pid in pids:  # the children are gone (reaped by the launcher)
         with pytest.raises(ProcessLookupError):

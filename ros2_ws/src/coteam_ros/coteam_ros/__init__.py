@@ -3,3 +3,7 @@ starts (``coteam_ros.node_graph``) and its signing keys (``coteam_ros.keystore``
 (``coteam_ros.launcher``) and the ``ros2 launch`` files; and the MCAP recorder."""
 
 __version__ = "0.1.0"
+
+CANNOT_START = (
+    2  # a node's exit status when it cannot start (bad parameters, a missing file or module): the launch stops
+)

@@ -15,7 +15,9 @@ from typing import Any
 
 EPILOG = """\
 The run ends when the simulator bridge exits (its exit code is returned), at --timeout (exit 124 with a
-world, 0 on hardware) or on Ctrl-C / SIGTERM (exit 0). Children are stopped with SIGINT, then SIGTERM, then
+world, 0 on hardware), on Ctrl-C / SIGTERM (exit 130 / 143; the results are marked incomplete) or when a node
+cannot start (exit 2, after its one line saying why). A node that dies during the run is reported and the
+team goes on, but the exit code is then 1 at least. Children are stopped with SIGINT, then SIGTERM, then
 SIGKILL. Without a world (hardware) the team runs until Ctrl-C or --timeout.
 """
 
@@ -107,6 +109,8 @@ def print_results(path: Path, console: Any, keep: bool = True) -> None:
         episodes = [EpisodeResult(**{k: v for k, v in e.items() if k in known}) for e in data["episodes"]]
         meta = data.get("meta") or {}
         title = " · ".join(str(meta[k]) for k in ("suite", "team") if k in meta) or "results"
+        if data.get("complete") is False:
+            title += f" — incomplete ({data.get('stopped') or 'stopped'})"
         console.print(results_table(episodes, f"{title} (ROS)"))
     except Exception as exc:  # any other shape: show it as it is
         console.print(f"results ({type(exc).__name__}: {exc}; raw):")

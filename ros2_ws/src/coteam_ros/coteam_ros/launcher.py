@@ -3,15 +3,17 @@
 Every node of :func:`coteam_ros.node_graph.node_list` runs as its own OS process
 (``python -m coteam_ros.nodes.<executable> --ros-args ...``) in its own process group; each output line is
 printed with a ``[name@namespace]`` prefix. The run ends when the ``sim_bridge`` exits (the episode is over; its
-exit code is the launcher's), on ``--timeout``, or on SIGINT/SIGTERM; then every remaining child gets SIGINT, then
-SIGTERM after a grace period, then SIGKILL, always to its whole process group. A child other than the bridge that
-dies is reported (``planner@/bob exited with code 1``) and the rest keep running: a dead teammate does not stop
-the team.
+exit code is the launcher's), on ``--timeout``, on SIGINT/SIGTERM, or when a node cannot start (it exits with
+:data:`~coteam_ros.CANNOT_START` after one line saying why: a bad parameter or file, a missing module such as
+``nav2_msgs``); then every remaining child gets SIGINT, then SIGTERM after a grace period, then SIGKILL, always to
+its whole process group. A child other than the bridge that dies later is reported (``planner@/bob exited with code
+1``) and the rest keep running: a dead teammate does not stop the team, but the run's exit code says it died.
 
-Exit codes of :func:`run`: the bridge's exit code when it ends the run (128 + N when it died of signal N);
-0 when stopped by SIGINT/SIGTERM, or when a run without a bridge (hardware) reaches its timeout; 124 when a run
-with a bridge reaches its timeout (the episode did not finish); without a bridge, when every child has exited:
-0 if all exited with 0, else 1.
+Exit codes of :func:`run`: 2 when a node cannot start; the bridge's exit code when it ends the run (128 + N when
+it died of signal N); 128 + N when stopped by signal N (130 for Ctrl-C); 124 when a run with a bridge reaches its
+timeout (the episode did not finish); 0 when a run without a bridge (hardware) reaches its timeout or is stopped
+by its caller; without a bridge, when every child has exited: 0 if all exited with 0, else 1. A run that would end
+with 0 ends with 1 when a node died during it.
 
 This module does not import rclpy or the node modules: process management works with any command line.
 """
@@ -29,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from coteam_ros import CANNOT_START
 from coteam_ros.keystore import prepare_keystore
 from coteam_ros.node_graph import NodeSpec, model_groups, node_list, ros_args, write_task_scene
 from coteam_ros.team_config import TeamConfig, load_config
@@ -171,6 +174,7 @@ def run(
 
     running: list[_Running] = []
     result: int | None = None
+    died: list[str] = []  # nodes that died during the run (not the bridge, not stopped by us)
     try:
         for child in children:
             proc = subprocess.Popen(
@@ -192,17 +196,22 @@ def run(
                 if r.returncode is None and (code := r.proc.poll()) is not None:
                     r.returncode = code
                     r.reader.join(timeout=0.5)  # its last lines first (unless a grandchild holds the pipe)
-                    if r.child.bridge:
+                    if code == CANNOT_START:
+                        out(f"[{SELF}] {r.child.label} cannot start: the run stops")
+                        result = CANNOT_START
+                    elif r.child.bridge:
                         out(f"[{SELF}] {r.child.label} exited with code {code}: the run ends")
                         result = _exit_code(code)
                     else:
                         out(f"[{SELF}] {r.child.label} exited with code {code}")
+                        if code != 0:
+                            died.append(r.child.label)
             if result is not None:
                 break
             if stop.is_set():
                 names = ", ".join(signal.Signals(s).name for s in signalled) or "request"
                 out(f"[{SELF}] stopping ({names})")
-                result = 0
+                result = 128 + signalled[0] if signalled else 0
             elif deadline is not None and time.monotonic() >= deadline:
                 out(f"[{SELF}] timeout after {timeout:g} s")
                 result = TIMEOUT_EXIT if has_bridge else 0
@@ -210,6 +219,9 @@ def run(
                 result = 0 if all(r.returncode == 0 for r in running) else 1
             else:
                 stop.wait(POLL_S)
+        if result == 0 and died:
+            out(f"[{SELF}] {', '.join(died)} died during the run")
+            result = 1
     finally:
         _shutdown(running, out, sigint_grace, sigterm_grace, hurry)
         if codes is not None:

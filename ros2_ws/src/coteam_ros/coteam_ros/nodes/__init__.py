@@ -11,6 +11,8 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.timer import Timer
 
+from coteam_ros import CANNOT_START
+
 RETRY_S = 0.2  # how soon a node tries again to reach an action server that is not up yet
 
 
@@ -33,10 +35,20 @@ def call_later(node: Node, seconds: float, callback: Callable[[], object]) -> No
     timer = wall_timer(node, seconds, fire)
 
 
+def cannot_start(name: str, exc: Exception) -> SystemExit:
+    """Print why node ``name`` cannot start in one line; the exit to raise (status :data:`CANNOT_START`)."""
+    message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+    print(f"{name}: cannot start: {message}", file=sys.stderr)
+    return SystemExit(CANNOT_START)
+
+
+STARTUP_ERRORS = (ValueError, KeyError, ImportError)  # a bad parameter, file or method; a missing module
+
+
 def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> None:
     """Run one node until Ctrl-C or shutdown, then clean up: exit status 0 on SIGINT. A node that cannot start
-    from its parameters (a bad method switch, an unknown method, no or a bad scene file: ``ValueError`` / ``KeyError``)
-    prints one line and exits with status 2."""
+    (a bad method switch, an unknown method, no or a bad scene file, a missing module: :data:`STARTUP_ERRORS`)
+    prints one line and exits with status :data:`~coteam_ros.CANNOT_START`, which stops the launch."""
     rclpy.init(args=argv)
     node = None
     try:
@@ -44,10 +56,8 @@ def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> N
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except (ValueError, KeyError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"{getattr(make_node, '__name__', 'node')}: cannot start: {message}", file=sys.stderr)
-        raise SystemExit(2) from None
+    except STARTUP_ERRORS as exc:
+        raise cannot_start(getattr(make_node, "__name__", "node"), exc) from None
     finally:
         if node is not None:
             node.destroy_node()

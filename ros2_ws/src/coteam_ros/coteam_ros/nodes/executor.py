@@ -65,8 +65,13 @@ HAND_NAMES = {-1: "", 0: "left", 1: "right"}
 def navigate_to_pose_type(navigation: str) -> Any:
     """The NavigateToPose action type: Nav2's on robots, coteam's copy (same fields) for the simulator."""
     if navigation == "nav2":
-        from nav2_msgs.action import NavigateToPose  # only on installs with Nav2
-
+        try:
+            from nav2_msgs.action import NavigateToPose  # only on installs with Nav2
+        except ImportError:
+            raise ValueError(
+                "navigation: nav2 needs Nav2's interfaces (nav2_msgs), which this Python cannot import: "
+                "source a ROS 2 with Nav2 (apt: ros-jazzy-nav2-msgs), or use navigation: sim with a world"
+            ) from None
         return NavigateToPose
     if navigation == "sim":
         from coteam_interfaces.action import NavigateToPose

@@ -84,6 +84,7 @@ from coteam_ros.convert import (
 )
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
+from coteam_ros.nodes import STARTUP_ERRORS, cannot_start
 from coteam_ros.qos import CAMERA, DECISIONS, LATCHED, STREAM
 from coteam_ros.tf import CAMERA_LINK_TO_OPTICAL, RigidTransform, TransformPublisher, camera_mount_transform
 from coteam_sim.camera import VisualObservations
@@ -601,7 +602,10 @@ def main(argv: list[str] | None = None) -> None:
     rclpy.init(args=argv)
     node = None
     try:
-        node = SimBridgeNode()
+        try:
+            node = SimBridgeNode()
+        except STARTUP_ERRORS as exc:
+            raise cannot_start("SimBridgeNode", exc) from None
         while rclpy.ok() and not node.finished:
             rclpy.spin_once(node, timeout_sec=0.1)
         # The last decisions (published just before their robot's tick) and goal results are still in flight.
