@@ -58,3 +58,19 @@ def test_bench_sweeps_the_number_of_agents_into_a_scaling_table(tmp_path, capsys
         assert json.loads((out / f"x{n}" / "rhp" / "results.json").read_text())["meta"]["agents"] == n
     assert "scaling with the number of agents" in capsys.readouterr().out
     assert main(["bench", "--suite", "cwah-test", "--agents", "2,x", "--out", str(tmp_path / "bad")]) == 2
+
+
+def test_a_results_table_never_cuts_an_episode_id():
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from coteam_harness.cli import results_table
+    from coteam_harness.runner import run_episode
+    from coteam_sim.suites import get_suite
+
+    played = run_episode(get_suite("cwah-test").episodes()[0].build(), "rhp")
+    result = replace(played, episode="tdwmat-test-visual/23")
+    console = Console(width=80, record=True)
+    console.print(results_table([result], "a narrow terminal"))
+    assert "tdwmat-test-visual/23" in console.export_text()

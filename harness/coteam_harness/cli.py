@@ -219,7 +219,10 @@ def results_table(results: list[EpisodeResult], title: str) -> Table:
         "LLM tokens",
         "ms/decision",
     ):
-        table.add_column(col, justify="left" if col in ("episode", "task") else "right")
+        if col == "episode":  # never cut: an episode id is what a reader looks up (other columns wrap first)
+            table.add_column(col, no_wrap=True, min_width=max((len(r.episode) for r in results), default=7))
+        else:
+            table.add_column(col, justify="left" if col == "task" else "right")
     for r in results:
         table.add_row(
             r.episode,
