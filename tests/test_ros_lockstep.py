@@ -122,3 +122,26 @@ def test_a_decision_made_before_the_bridge_subscribed_is_still_recorded(
         while not bridge.meter.decisions and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.05)
         assert bridge.meter.decisions == [record]
+
+
+def test_an_action_the_episode_cut_short_is_not_logged_as_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from coteam.actions import parse_action
+    from coteam_ros.nodes.planner import PlannerNode, RunningSkill
+
+    isolate_ros(tmp_path, monkeypatch)
+    with rclpy_session() as nodes:
+        planner = PlannerNode(namespace="/alice", parameter_overrides=_episode(tmp_path))
+        nodes.append(planner)
+        said: list[str] = []
+        monkeypatch.setattr(planner, "get_logger", lambda: SimpleNamespace(info=said.append))
+        action = parse_action("go to <kitchen> (1)", planner.benchmark)
+        for reason in ("episode over", "not reachable"):
+            result = SimpleNamespace(success=False, failure_reason=reason, steps_taken=3)
+            planner._on_skill_result(
+                RunningSkill(action, 0), SimpleNamespace(result=lambda r=result: SimpleNamespace(result=r))
+            )
+        assert said == ["go to <kitchen> (1) failed: not reachable"]

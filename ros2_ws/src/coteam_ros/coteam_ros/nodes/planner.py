@@ -54,7 +54,7 @@ from std_msgs.msg import Header
 from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, parse_action, truncate_message
 from coteam.navigation import NavGrid
 from coteam.observation import Message, Observation, observation_from_dict
-from coteam.reasoning import AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
+from coteam.reasoning import EPISODE_OVER, AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
 from coteam.registry import make_team, method_class, method_config
 from coteam.signing import Envelope, Signer, Verifier, robot_keys
 from coteam.skills import SkillOutcome
@@ -402,7 +402,7 @@ class PlannerNode(Node):
             return
         result = future.result().result
         skill.outcome = SkillOutcome(skill.action, result.success, result.failure_reason, result.steps_taken)
-        if not result.success:
+        if not result.success and result.failure_reason != EPISODE_OVER:  # the episode's end is no failure
             self.get_logger().info(f"{format_action(skill.action, self.benchmark)} failed: {result.failure_reason}")
         if skill is self.skill:
             self._resume()
