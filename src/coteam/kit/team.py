@@ -187,7 +187,7 @@ class CentralisedTeam(MethodTeam):
 
     def leave(self, agent: str) -> None:
         self.memories.pop(agent, None)
-        self.planned.pop(agent, None)
+        self.planned.clear()  # the decisions of its last round counted on what it was doing
 
     def decide(self, ctx: DecisionContext) -> Decision:
         when = (ctx.memory.step, ctx.memory.frames)

@@ -20,10 +20,11 @@ robot's turn ends at once (``OBSERVED``). So a joint decision sees what the in-p
 step for step the in-process one. Without ``lockstep`` (real time, real robots) each report is played as it comes.
 
 **A robot that stops answering** -- no report for ``report_timeout_s`` (``startup_timeout_s`` before its first), or
-no answer to a started action for ``answer_timeout_s`` (longer than a planner's ``executor_timeout_s``, after which
-a planner with a dead executor answers ``executor unavailable``) -- is dropped from the joint plan
+no answer to a started action for ``answer_timeout_s``, both shorter than the bridge's ``tick_timeout_s`` so that
+the others' turns are played before the bridge gives up on them -- is dropped from the joint plan
 (:meth:`coteam.reasoning.Team.leave`): the others go on and take over what it had claimed. It joins again when it
-reports again.
+reports again (a robot whose executor died: once its planner's ``executor_timeout_s`` says so; it then idles, its
+actions failing as ``executor unavailable``, as a decentralised robot's do).
 
 At the episode's end (a report with ``episode_done``) the team's episode ends with every robot's memory
 (``end_episode``; a method's store is saved then).
@@ -45,7 +46,7 @@ from std_msgs.msg import Header
 
 from coteam.actions import HighLevelAction, format_action
 from coteam.navigation import NavGrid
-from coteam.observation import observation_from_dict
+from coteam.observation import Observation, observation_from_dict
 from coteam.reasoning import AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
 from coteam.registry import make_team, method_class
 from coteam.skills import SkillOutcome
@@ -90,9 +91,10 @@ class CoordinatorNode(Node):
         scene_path = self.declare_parameter("scene_path", "").value
         seed = self.declare_parameter("seed", 0).value
         self.lockstep: bool = self.declare_parameter("lockstep", True).value
-        self.report_timeout_s: float = self.declare_parameter("report_timeout_s", 5.0).value
+        # both shorter than the bridge's tick_timeout_s (5 s): the others' turns are played before the bridge gives up
+        self.report_timeout_s: float = self.declare_parameter("report_timeout_s", 3.0).value
+        self.answer_timeout_s: float = self.declare_parameter("answer_timeout_s", 3.0).value
         self.startup_timeout_s: float = self.declare_parameter("startup_timeout_s", 60.0).value
-        self.answer_timeout_s: float = self.declare_parameter("answer_timeout_s", 15.0).value
         if namespaces == [""]:
             namespaces = ["/" + r for r in robots]
         if len(namespaces) != len(robots):
@@ -121,6 +123,7 @@ class CoordinatorNode(Node):
         self.queue: deque[TeamRobot] = deque()  # ready robots whose turns are still to play, in the team's order
         self.playing: TeamRobot | None = None  # the robot whose turn waits for its planner's answer
         self.done = False
+        self.epoch = time.time_ns()  # a restarted coordinator's commands are told from an earlier one's
         wall_timer(self, 0.1, self._on_timer)
         self.get_logger().info(
             f"coordinator of {', '.join(robots)}: {self.method} ({self.backend}), "
@@ -141,6 +144,8 @@ class CoordinatorNode(Node):
         if robot is self.playing:  # real time: the robot has gone on with its new action before the answer came
             robot.answer = TurnReport(action_state=TurnReport.ACTING)
             self._advance(robot, PollSkill())
+        if robot.report is not None:  # real time: a newer report before this one was played; what it saw counts
+            self._take_in([robot])
         robot.report, robot.reported = report, True
         if not robot.in_team:
             robot.in_team = True
@@ -156,8 +161,24 @@ class CoordinatorNode(Node):
         reported = [r for r in members if r.report is not None]
         if not reported or (self.lockstep and len(reported) < len(members)):
             return
+        observations = self._take_in(reported)
+        ending = next((self.robots[n].answer for n in observations if self.robots[n].answer.episode_done), None)
+        if ending is not None:
+            self._end_episode(ending)
+            return
+        for name in observations:
+            robot = self.robots[name]
+            if robot.answer.ready:
+                self.queue.append(robot)
+            else:
+                self._end_turn(robot, StepTick.OBSERVED)
+        self._play_next()
+
+    def _take_in(self, robots: list[TeamRobot]) -> dict[str, Observation]:
+        """The observations of ``robots``' reports, handed to the brains as the in-process runner does (every robot
+        its own, then each its teammates'); each robot's report becomes the answer its turn starts from."""
         observations = {}
-        for robot in reported:
+        for robot in robots:
             report = robot.report
             assert report is not None
             robot.report, robot.step = None, report.step
@@ -175,17 +196,7 @@ class CoordinatorNode(Node):
                 for other in self.robots.values():
                     if other.name != name:
                         other.brain.absorb(obs)
-        ending = next((self.robots[n].answer for n in observations if self.robots[n].answer.episode_done), None)
-        if ending is not None:
-            self._end_episode(ending)
-            return
-        for name in observations:
-            robot = self.robots[name]
-            if robot.answer.ready:
-                self.queue.append(robot)
-            else:
-                self._end_turn(robot, StepTick.OBSERVED)
-        self._play_next()
+        return observations
 
     def _end_episode(self, report: TurnReport) -> None:
         self.done = True
@@ -256,7 +267,14 @@ class CoordinatorNode(Node):
     def _command(self, robot: TeamRobot, kind: int, action: str = "", tick: int = 0) -> None:
         robot.seq += 1
         command = TurnCommand(
-            header=self._header(), robot=robot.name, step=robot.step, seq=robot.seq, kind=kind, action=action, tick=tick
+            header=self._header(),
+            robot=robot.name,
+            step=robot.step,
+            epoch=self.epoch,
+            seq=robot.seq,
+            kind=kind,
+            action=action,
+            tick=tick,
         )
         robot.commands.publish(command)
 

@@ -25,8 +25,11 @@ manipulation goal's result (its failure reason) is what the skill goes on with.
 A centralised team's robots share what they see (``teammate_status``: the teammates' status topics, in the team's
 order, for a team that does not see the whole world): the executor's memory also takes in each teammate's
 observation of the step, after its own, as the in-process runner's memories do, so a skill stops as soon as the
-team has seen what it looks for. With ``teammate_wait_s`` > 0 (lockstep) a step's skill waits that long at most for
-the teammates' statuses of that step (the bridge publishes them together; a late one is taken in when it comes).
+team has seen what it looks for. With ``teammate_wait_s`` > 0 (lockstep: the steps of all robots are the bridge's)
+a step's skill waits that long at most for the teammates' statuses of that step (the bridge publishes them
+together); a teammate that missed the wait is not waited for again until it is heard, and a late status is taken
+in with the next one of mine. Without it (real robots, whose step counters are their own) each teammate's newest
+observation is taken in with my next status, whatever its step.
 
 Parameters: ``robot``, ``navigation`` (sim | nav2), ``scene_path`` / ``seed`` (the task; see
 ``coteam_ros.episode``), ``robots`` (the team, in simulator order), ``teammate_status``, ``teammate_wait_s``.
@@ -144,6 +147,7 @@ class ExecutorNode(Node):
         self.teammate_wait_s: float = self.declare_parameter("teammate_wait_s", 0.0).value
         self.pending: tuple[RobotStatus, Observation, float] | None = None  # my status, waiting for the teammates'
         self.shared: dict[str, Observation | None] = {}  # teammate -> its newest observation not taken in yet
+        self.late: set[str] = set()  # teammates that missed the wait: not waited for until heard again
         for topic in self.declare_parameter("teammate_status", [""]).value:
             if topic:
                 self.shared[topic] = None
@@ -177,6 +181,7 @@ class ExecutorNode(Node):
         if obs.agent == self.robot or (newest is not None and newest.step >= obs.step):
             return
         self.shared[topic] = obs
+        self.late.discard(topic)
         self._take_status()
 
     def _take_status(self) -> None:
@@ -184,13 +189,15 @@ class ExecutorNode(Node):
         if self.pending is None:
             return
         status, obs, since = self.pending
-        heard = all(o is not None and o.step >= obs.step for o in self.shared.values())
-        if not heard and time.monotonic() - since < self.teammate_wait_s:
-            return
+        if self.teammate_wait_s > 0:
+            missing = {t for t, o in self.shared.items() if t not in self.late and (o is None or o.step < obs.step)}
+            if missing and time.monotonic() - since < self.teammate_wait_s:
+                return
+            self.late |= missing
         self.pending = None
         self.memory.update(obs)
         for topic, mate in self.shared.items():
-            if mate is not None and mate.step <= obs.step:
+            if mate is not None and (self.teammate_wait_s == 0 or mate.step <= obs.step):
                 self.memory.absorb(mate)
                 self.shared[topic] = None
         self.step, self.ready = status.step, status.ready

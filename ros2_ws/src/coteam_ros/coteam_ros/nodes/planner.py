@@ -117,7 +117,7 @@ class PlannerNode(Node):
             self.team = team
             self.brain = AgentBrain(self.robot, info, team, NavGrid(info.floorplan))
         self.report: TurnReport | None = None  # coordinated: the report due once the running action's state is known
-        self.last_command = 0  # coordinated: the seq of the last command taken
+        self.last_command = (0, 0)  # coordinated: the (epoch, seq) of the last command taken
         self.step = -1
         self.clock = 0
         self.ready = False
@@ -413,7 +413,8 @@ class PlannerNode(Node):
         if status.robot != self.robot or status.step <= self.step or self.done:
             return
         self.step, self.clock, self.ready, self.done = status.step, status.clock, status.ready, status.episode_done
-        self.waiting_since = time.monotonic()
+        if self.report is None:  # else the executor has still not said how the action goes: the wait goes on
+            self.waiting_since = time.monotonic()
         self.report = TurnReport(
             robot=self.robot,
             step=status.step,
@@ -428,9 +429,14 @@ class PlannerNode(Node):
         self._send_report()
 
     def _on_command(self, command: TurnCommand) -> None:
-        if command.robot != self.robot or command.seq <= self.last_command or command.step != self.step:
-            return  # another robot's, seen already, or for a step that is over
-        self.last_command = command.seq
+        if command.robot != self.robot or command.step != self.step:
+            return  # another robot's, or for a step that is over
+        epoch, seq = self.last_command
+        if command.epoch == epoch and command.seq <= seq:
+            return  # seen already
+        if command.epoch != epoch and epoch:
+            self.get_logger().info("a new coordinator decides for the team")
+        self.last_command = (command.epoch, command.seq)
         if command.kind == TurnCommand.END:
             self._tick(command.tick)
             return
