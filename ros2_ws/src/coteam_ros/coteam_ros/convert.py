@@ -28,23 +28,6 @@ from coteam.world import Vec2
 
 
 # --- geometry ------------------------------------------------------------------------------------------------
-def decision_to_msg(
-    header: Header, method: str, backend: str, step: int, record: Mapping[str, Any], message: str = ""
-) -> ci.Decision:
-    """A robot's decision at status ``step`` as its ``decision`` topic carries it: the trace record
-    (``AgentBrain.record``) as JSON, with its robot, action and message text for a reader that does not parse it."""
-    return ci.Decision(
-        header=header,
-        robot=record["agent"],
-        method=method,
-        backend=backend,
-        step=step,
-        action=record["action"],
-        message=message,
-        trace_json=json.dumps(record, default=str),
-    )
-
-
 def point_to_msg(xy: Vec2, z: float = 0.0) -> Point:
     return Point(x=float(xy[0]), y=float(xy[1]), z=float(z))
 
@@ -164,6 +147,24 @@ def semantic_map_to_msg(
         robot=robot,
         objects=[semantic_object_to_msg(obj, times.get(obj.object_id)) for obj in objects],
         explored_rooms=list(explored_rooms),
+    )
+
+
+# --- decisions ------------------------------------------------------------------------------------------------
+def decision_to_msg(
+    header: Header, method: str, backend: str, step: int, record: Mapping[str, Any], message: str = ""
+) -> ci.Decision:
+    """A robot's decision at status ``step`` as its ``decision`` topic carries it: the trace record
+    (``AgentBrain.record``) as JSON, with its robot, action and message text for a reader that does not parse it."""
+    return ci.Decision(
+        header=header,
+        robot=record["agent"],
+        method=method,
+        backend=backend,
+        step=step,
+        action=record["action"],
+        message=message,
+        trace_json=json.dumps(record, default=str),
     )
 
 
