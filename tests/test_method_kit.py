@@ -536,3 +536,13 @@ def test_coteam_methods_lists_every_switch_of_a_role_method(capsys, monkeypatch,
     assert main(["methods"]) == 0
     with_learning = capsys.readouterr().out
     assert text.count("store:") + 1 == with_learning.count("store:")  # offered by the methods that learn only
+    assert main(["methods", "oracle"]) == 0
+    one = capsys.readouterr().out
+    assert "full_observability" in one and "pce" not in one.replace("coteam methods", "")
+
+
+def test_coteam_methods_names_an_unknown_method_in_one_line(capsys):
+    from coteam.cli import main
+
+    assert main(["methods", "orakel"]) == 2
+    assert "unknown method 'orakel'; known methods:" in capsys.readouterr().err

@@ -18,11 +18,15 @@ from coteam.registry import method_class, method_names
 
 
 def _cmd_methods(args: argparse.Namespace) -> int:
+    names = args.names or method_names()
+    for name in names:
+        if name not in method_names():
+            raise ValueError(f"unknown method {name!r}; known methods: {', '.join(method_names())}")
     table = Table(title="coteam methods (use with --team)")
     table.add_column("method")
     table.add_column("summary")
     table.add_column("switches (--set key=value)")
-    for name in method_names():
+    for name in names:
         team = method_class(name)
         endpoint = (
             set(RoleMethodConfig.model_fields) - set(MethodConfig.model_fields) - {"backend"}
@@ -67,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="coteam", description="cooperative household robot teams")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("methods", help="list reasoning methods and their switches")
+    p.add_argument("names", nargs="*", metavar="NAME", help="only these methods (default: every one)")
     p.set_defaults(func=_cmd_methods)
     p = sub.add_parser("explain", help="show one decision of a trace: the options and how its method chose")
     p.add_argument("trace")
