@@ -77,3 +77,18 @@ def test_plan_is_optimal_against_brute_force_on_a_line():
             seqs = [[positions[i] for i in order if owners[i] == j] for j in (0, 1)]
             brute = min(brute, max(agent_time(a.position, a.holding, s) for a, s in zip(agents, seqs, strict=True)))
     assert best.makespan <= brute
+
+
+def test_each_walk_is_measured_once_per_plan():
+    """The search compares every order of every assignment: it asks for the same walks again and again, and a walk
+    (a path search on the grid) is worked out once."""
+    asked: list[tuple] = []
+
+    def steps(a, b):
+        asked.append((a, b))
+        return manhattan_steps(a, b)
+
+    agents = [AgentStart("alice", (10.0, 0.0), 0), AgentStart("bob", (-10.0, 0.0), 1)]
+    items = [Candidate(i, name, (3.0 * i, 2.0), 0) for i, name in enumerate(["apple", "apple", "wine", "plate"])]
+    assert plan(agents, {"apple": 2, "wine": 1, "plate": 1}, items, (0.0, 0.0), steps) is not None
+    assert len(asked) == len(set(asked))

@@ -11,6 +11,7 @@ Search is exhaustive over instance choices, assignments and orders; callers fall
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -64,6 +65,7 @@ def plan(
     goal_open_steps: float = 0.0,
 ) -> JointPlan | None:
     """The best joint plan, or None when the needed items cannot all be found among ``candidates``."""
+    walk_steps = functools.cache(walk_steps)  # the search asks for the same few walks again and again
     by_name: dict[str, list[Candidate]] = {}
     for c in candidates:
         by_name.setdefault(c.name, []).append(c)

@@ -33,7 +33,7 @@ import math
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -279,21 +279,23 @@ def search_weights(belief: BeliefState) -> dict[Key, float]:
     return weight
 
 
-class _State:
-    """A model state: copying it copies its lists and dicts (one level), the rest is immutable."""
+class _CwahState:
+    """A C-WAH model state: copying it copies its lists and dicts (one level), the rest is immutable (written out
+    field by field: rollouts copy a state per particle and action)."""
 
-    __slots__ = ()
-
-    def copy(self) -> Self:
-        s = object.__new__(type(self))
-        for name in self.__slots__:
-            value = getattr(self, name)
-            setattr(s, name, value.copy() if isinstance(value, list | dict) else value)
-        return s
-
-
-class _CwahState(_State):
     __slots__ = ("delivered", "held", "hidden", "items", "opened", "pos", "t", "unchecked", "unexplored", "want")
+
+    def copy(self) -> _CwahState:
+        s = object.__new__(_CwahState)
+        s.delivered, s.pos, s.t = self.delivered, self.pos, self.t
+        s.held, s.hidden, s.items = self.held.copy(), self.hidden.copy(), self.items.copy()
+        s.opened, s.unchecked, s.unexplored, s.want = (
+            self.opened.copy(),
+            self.unchecked.copy(),
+            self.unexplored.copy(),
+            self.want.copy(),
+        )
+        return s
 
 
 class CwahModel:
@@ -588,7 +590,9 @@ class CwahModel:
         return v * s.delivered + 0.5 * v * len(s.held) - s.t
 
 
-class _TdwState(_State):
+class _TdwState:
+    """A TDW-MAT model state (copied like :class:`_CwahState`)."""
+
     __slots__ = (
         "carrier",
         "carriers",
@@ -604,6 +608,21 @@ class _TdwState(_State):
         "t",
         "want",
     )
+
+    def copy(self) -> _TdwState:
+        s = object.__new__(_TdwState)
+        s.carrier, s.dead, s.delivered, s.load, s.pos, s.room, s.t = (
+            self.carrier,
+            self.dead,
+            self.delivered,
+            self.load,
+            self.pos,
+            self.room,
+            self.t,
+        )
+        s.carriers, s.cover, s.hand = self.carriers.copy(), self.cover.copy(), self.hand.copy()
+        s.hidden, s.items, s.want = self.hidden.copy(), self.items.copy(), self.want.copy()
+        return s
 
 
 class TdwModel:
@@ -841,7 +860,7 @@ class TdwModel:
             s.t += cost.tdw_move(geo.dist(s.pos, center))
             s.pos, s.room = center, arg
             s.cover[arg] = max(s.cover.get(arg, 0.0), 0.3)
-            self._reveal(s, lambda h: h[1] == arg and h[2])
+            self._reveal(s, arg, at_entry=True)
         elif verb == "explore":
             center = self.room_center[arg]
             d = geo.dist(s.pos, center)
@@ -852,7 +871,7 @@ class TdwModel:
             turns = max(1.0, (1.0 - s.cover.get(arg, 0.0)) * 360.0 / cost.tdw_turn_deg)
             s.t += turns * cost.tdw_turn_frames
             s.cover[arg] = 1.0
-            self._reveal(s, lambda h: h[1] == arg)
+            self._reveal(s, arg, at_entry=False)
         elif verb in ("grab", "carrier"):
             pool = s.items if verb == "grab" else s.carriers
             i = next((i for i, entry in enumerate(pool) if entry[0] == arg), -1)
@@ -893,12 +912,16 @@ class TdwModel:
         if s.t >= self.budget:
             s.dead = True
 
-    def _reveal(self, s: _TdwState, match) -> None:
+    def _reveal(self, s: _TdwState, room: int, at_entry: bool) -> None:
+        """The hidden units of ``room`` become items at its centre: all of them (a look around), or those a walk in
+        already shows (``at_entry``)."""
+        if not s.hidden:
+            return
         keep = []
+        center = self.room_center[room]
         for h in s.hidden:
-            if match(h):
-                c = self.room_center[h[1]]
-                s.items.append((("h", h[0], len(s.items)), h[0], c, h[1]))
+            if h[1] == room and (h[2] or not at_entry):
+                s.items.append((("h", h[0], len(s.items)), h[0], center, room))
             else:
                 keep.append(h)
         s.hidden = keep

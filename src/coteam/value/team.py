@@ -350,9 +350,9 @@ class ValueModel:
         me = len(team) - 1
 
         def act(i: int, k: Key) -> None:
+            """Robot ``i``, whose fields are in ``s``, takes ``k``."""
             if steps is not None and i == me:
                 steps.append(k)
-            put(s, states[i])
             before = s.delivered
             advance(s, k)
             states[i] = get(s)
@@ -361,11 +361,11 @@ class ValueModel:
 
         for i, (_, k) in enumerate(team[:-1]):
             if k is not None:
+                put(s, states[i])
                 act(i, k)
+        put(s, states[me])
         if delay:
-            put(s, states[me])
             s.t += delay
-            states[me] = get(s)
         act(me, key)
         ti, dead = self._t_index, self._dead_index
         duration = states[me][ti]
@@ -375,9 +375,10 @@ class ValueModel:
             if not active or self._finished(s, states) or (steps is not None and len(steps) >= max_steps):
                 break
             i = active[0]
+            first = states[i][ti]
             for j in active:
-                if states[j][ti] < states[i][ti]:
-                    i = j
+                if states[j][ti] < first:
+                    i, first = j, states[j][ti]
             put(s, states[i])
             k = model.default(s)
             if k is None:
