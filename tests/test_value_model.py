@@ -10,7 +10,7 @@ from coteam.actions import Verb
 from coteam.belief import BeliefState
 from coteam.options import ActionOption, available_actions
 from coteam.reasoning import AgentBrain, DecisionContext
-from coteam.value.abstract import TDW_DELIVER_BEFORE_END, TDW_DELIVER_SLACK
+from coteam.value.abstract import TDW_DELIVER_BEFORE_END, TDW_DELIVER_SLACK, CostModel
 from coteam.value.team import ValueConfig, ValueModel
 from coteam.world import Placement, Relation
 from coteam_sim.engine import Simulator
@@ -286,3 +286,24 @@ def test_among_equal_options_the_rollouts_own_next_action_ranks_first(
     assert ranked_first(0.0) is chosen
     assert ranked_first(within) is chosen
     assert ranked_first(beyond) is physical[0]
+
+
+@pytest.mark.parametrize(("suite", "price"), [("cwah-test", "cwah_walk"), ("tdwmat-test", "tdw_move")])
+def test_a_decision_prices_each_walk_once(suite: str, price: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rollouts of one decision walk between the same few places again and again: each walk is priced once (the
+    same options rolled out again price nothing), and the outcomes stay the same."""
+    scene = get_suite(suite).episodes()[0].build()
+    value, ctx = _value(pce_brain(Simulator(scene, ("alice", "bob")), "alice"))
+    first = [value.outcome(o) for o in ctx.options]
+    priced = 0
+    unpriced = getattr(CostModel, price)
+
+    def counted(self: CostModel, *args: float) -> float:
+        nonlocal priced
+        priced += 1
+        return unpriced(self, *args)
+
+    monkeypatch.setattr(CostModel, price, counted)
+    value._outcomes.clear()
+    assert [value.outcome(o) for o in ctx.options] == first
+    assert priced == 0

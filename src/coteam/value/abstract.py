@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -279,6 +279,18 @@ def search_weights(belief: BeliefState) -> dict[Key, float]:
     return weight
 
 
+def _nearest(dist: Callable[[Vec2, Vec2], float], pos: Vec2, places: Iterable[tuple[Any, Vec2]]) -> Any:
+    """The key of the place nearest to ``pos`` among ``(key, position)`` pairs, at least one (the first of equals)."""
+    pairs = iter(places)
+    best, p = next(pairs)
+    best_d = dist(pos, p)
+    for key, p in pairs:
+        d = dist(pos, p)
+        if d < best_d:
+            best, best_d = key, d
+    return best
+
+
 class _CwahState:
     """A C-WAH model state: copying it copies its lists and dicts (one level), the rest is immutable (written out
     field by field: rollouts copy a state per particle and action)."""
@@ -320,6 +332,8 @@ class CwahModel:
         self.search_weight: dict[Key, float] | None = None
         self.target_of: dict[str, int] = {}
         self.target_pos: dict[int, Vec2] = {}
+        self._walks: dict[tuple[Vec2, Vec2], float] = {}  # see _walk
+        self._entries: dict[tuple[Vec2, int], tuple[int, Vec2]] = {}  # see _entry
         s = _CwahState()
         s.pos, s.t, s.delivered = m.position, 0.0, 0
         s.held, s.want, s.items, s.hidden, s.opened = [], {}, [], [], []
@@ -496,17 +510,17 @@ class CwahModel:
 
     def _likeliest_search(self, s: _CwahState, free: bool) -> Key | None:
         """The search with the most expected units per step (``search_weight`` / (steps + SEARCH_OVERHEAD_STEPS))."""
-        geo, cost, weight = self.geo, self.cost, self.search_weight or {}
+        weight = self.search_weight or {}
         best: Key | None = None
         best_rate = -math.inf
         if free:
             for k, p in s.unchecked:
                 w = weight.get(("explore", k[1]) if isinstance(k, tuple) else ("check", k), 0.0)
-                rate = (w + SEARCH_FLOOR) / (cost.cwah_walk(geo.dist(s.pos, p)) + SEARCH_OVERHEAD_STEPS)
+                rate = (w + SEARCH_FLOOR) / (self._walk(s.pos, p) + SEARCH_OVERHEAD_STEPS)
                 if rate > best_rate:
                     best, best_rate = ("check", k), rate
         for r in s.unexplored:
-            steps = math.ceil(geo.entry(s.pos, r)[0] / cost.cwah_step_m - 1e-9)
+            steps = self._entry(s.pos, r)[0]
             rate = (weight.get(("explore", r), 0.0) + SEARCH_FLOOR) / (steps + SEARCH_OVERHEAD_STEPS)
             if rate > best_rate:
                 best, best_rate = ("explore", r), rate
@@ -514,11 +528,11 @@ class CwahModel:
 
     def step(self, s: _CwahState, key: Key) -> None:
         verb, arg = key
-        cost, geo = self.cost, self.geo
+        cost = self.cost
         if verb == "grab":
             for i, (k, name, p) in enumerate(s.items):
                 if k == arg:
-                    s.t += cost.cwah_walk(geo.dist(s.pos, p)) + cost.cwah_action_steps
+                    s.t += self._walk(s.pos, p) + cost.cwah_action_steps
                     s.pos = p
                     del s.items[i]
                     if s.want.get(name, 0) > 0 and len(s.held) < 2:
@@ -527,14 +541,14 @@ class CwahModel:
                     return
             p = self.seen_at.get(arg)  # a teammate took it first: the walk is wasted (the grab is not tried)
             if p is not None:
-                s.t += cost.cwah_walk(geo.dist(s.pos, p))
+                s.t += self._walk(s.pos, p)
                 s.pos = p
             return
         if verb == "check":
             for i, (k, p) in enumerate(s.unchecked):
                 if k == arg:
                     virtual = isinstance(k, tuple)
-                    s.t += cost.cwah_walk(geo.dist(s.pos, p)) + cost.cwah_action_steps
+                    s.t += self._walk(s.pos, p) + cost.cwah_action_steps
                     if virtual:
                         s.t += cost.cwah_search_extra_steps
                     s.pos = p
@@ -542,14 +556,14 @@ class CwahModel:
                     self._reveal(s, lambda h, k=k: h[1] == "c" and h[2] == k, p)
                     return
             p = self.seen_at.get(arg, s.pos)  # e.g. opening the goal container: costs, reveals nothing
-            s.t += cost.cwah_walk(geo.dist(s.pos, p)) + cost.cwah_action_steps
+            s.t += self._walk(s.pos, p) + cost.cwah_action_steps
             s.pos = p
             if arg in self.target_pos and arg not in s.opened:
                 s.opened.append(arg)
             return
         if verb == "explore":
-            d, entry = geo.entry(s.pos, arg)
-            s.t += math.ceil(d / cost.cwah_step_m - 1e-9)
+            steps, entry = self._entry(s.pos, arg)
+            s.t += steps
             s.pos = entry
             if arg in s.unexplored:
                 s.unexplored.remove(arg)
@@ -567,13 +581,29 @@ class CwahModel:
             mine = [n for n in s.held if self.target_of[n] == arg]
             if not mine:
                 return
-            s.t += cost.cwah_walk(geo.dist(s.pos, p)) + cost.cwah_action_steps * len(mine)
+            s.t += self._walk(s.pos, p) + cost.cwah_action_steps * len(mine)
             if arg not in s.opened:
                 s.t += cost.cwah_action_steps
                 s.opened.append(arg)
             s.pos = p
             s.held = [n for n in s.held if self.target_of[n] != arg]
             s.delivered += len(mine)
+
+    def _walk(self, a: Vec2, b: Vec2) -> float:
+        """Steps to walk from ``a`` to within reach of ``b`` (remembered: the rollouts walk between the same few
+        places)."""
+        steps = self._walks.get((a, b))
+        if steps is None:
+            steps = self._walks[(a, b)] = self.cost.cwah_walk(self.geo.dist(a, b))
+        return steps
+
+    def _entry(self, pos: Vec2, room: int) -> tuple[int, Vec2]:
+        """Steps to walk from ``pos`` into ``room``, and where that enters it (remembered like :meth:`_walk`)."""
+        out = self._entries.get((pos, room))
+        if out is None:
+            d, entry = self.geo.entry(pos, room)
+            out = self._entries[(pos, room)] = (math.ceil(d / self.cost.cwah_step_m - 1e-9), entry)
+        return out
 
     @staticmethod
     def _reveal(s: _CwahState, match, pos: Vec2) -> None:
@@ -650,6 +680,10 @@ class TdwModel:
         self.bed_pos: Vec2 = bed.position if bed is not None else m.position
         self.bed_room = bed.room if bed is not None else -1
         self.room_center = {r.id: m.floorplan.room_center(r.id) for r in m.floorplan.rooms}
+        self._walks: dict[tuple[Vec2, Vec2], float] = {}  # see _walk
+        self._approaches: dict[tuple[Vec2, Vec2, bool], float] = {}  # see _approach
+        self._look_frames = 360.0 / cost.tdw_turn_deg * cost.tdw_turn_frames  # a look around a whole room
+        self._face_frames = cost.tdw_face_deg / cost.tdw_turn_deg * cost.tdw_turn_frames  # turning to face an object
         self.seen_at = {v.id: (v.position, v.room) for v in m.objects.values()}  # see CwahModel
         s = _TdwState()
         s.pos, s.room, s.t, s.dead, s.delivered = m.position, m.room, 0.0, False, 0.0
@@ -791,7 +825,7 @@ class TdwModel:
 
     def default(self, s: _TdwState) -> Key | None:
         """The ``rhp`` rules on the abstract state."""
-        geo = self.geo
+        dist, pos = self.geo.dist, s.pos
         left = self.left - s.t
         free = self.free_hands(s)
         holding = bool(s.hand) or s.carrier
@@ -800,12 +834,12 @@ class TdwModel:
         if holding and (left < TDW_DELIVER_BEFORE_END or free == 0 or self._last_trip(s, left)):
             return ("transport", 0)
         if free > 0 and not s.carrier and s.carriers and left > TDW_NO_CONTAINERS_BEFORE_END:
-            k = min(s.carriers, key=lambda c: geo.dist(s.pos, c[1]))[0]
-            return ("carrier", k)
+            return ("carrier", _nearest(dist, pos, ((k, p) for k, p, _ in s.carriers)))
         if free > 0:
-            grabs = [(k, p) for k, name, p, _ in s.items if s.want.get(name, 0) > 0]
+            want = s.want
+            grabs = [(k, p) for k, name, p, _ in s.items if want.get(name, 0) > 0]
             if grabs:
-                return ("grab", min(grabs, key=lambda kp: geo.dist(s.pos, kp[1]))[0])
+                return ("grab", _nearest(dist, pos, grabs))
         if s.cover.get(s.room, 1.0) < 1.0:
             return ("explore", s.room)
         if self.search_weight is not None:
@@ -816,7 +850,7 @@ class TdwModel:
         best_d = math.inf
         for r, c in s.cover.items():
             if c < 1.0 and r != s.room:
-                d = geo.dist(s.pos, self.room_center[r])
+                d = dist(pos, self.room_center[r])
                 if d < best_d:
                     best, best_d = ("goto", r), d
         if best is not None:
@@ -831,41 +865,55 @@ class TdwModel:
         ``TDW_DELIVER_BEFORE_END`` the rhp rule keeps; a robot still out there at the end delivers nothing."""
         if self.search_weight is None:
             return False
-        trip = self.cost.tdw_move(self.geo.dist(s.pos, self.bed_pos))
+        trip = self._walk(s.pos, self.bed_pos)
         return left < trip + self.cost.tdw_drop_frames * (len(s.hand) + s.carrier) + TDW_DELIVER_SLACK
 
     def _likeliest_room(self, s: _TdwState) -> Key | None:
         """The room with the most expected units per frame (``search_weight`` of the room's unseen part / (frames
         to get there + a look around its unseen part)); the current room is looked around first (the rhp rule)."""
-        cost, weight = self.cost, self.search_weight or {}
-        look = 360.0 / cost.tdw_turn_deg * cost.tdw_turn_frames
+        weight = self.search_weight or {}
+        look = self._look_frames
         best: Key | None = None
         best_rate = -math.inf
         for r, c in s.cover.items():
             if c >= 1.0:
                 continue
-            frames = look * (1.0 - c) + (
-                0.0 if r == s.room else cost.tdw_move(self.geo.dist(s.pos, self.room_center[r]))
-            )
+            frames = look * (1.0 - c) + (0.0 if r == s.room else self._walk(s.pos, self.room_center[r]))
             rate = (weight.get(("explore", r), 0.0) + SEARCH_FLOOR) / frames
             if rate > best_rate:
                 best, best_rate = ("explore" if r == s.room else "goto", r), rate
         return best
+
+    def _walk(self, a: Vec2, b: Vec2) -> float:
+        """Frames to walk from ``a`` to ``b`` (remembered: the rollouts walk between the same few places)."""
+        frames = self._walks.get((a, b))
+        if frames is None:
+            frames = self._walks[(a, b)] = self.cost.tdw_move(self.geo.dist(a, b))
+        return frames
+
+    def _approach(self, a: Vec2, b: Vec2, hidden: bool = False) -> float:
+        """Frames to walk from ``a`` to within reach of an object at ``b`` (``hidden``: an item revealed in a room,
+        about ``tdw_hidden_extra_m`` further; remembered like :meth:`_walk`)."""
+        frames = self._approaches.get((a, b, hidden))
+        if frames is None:
+            cost = self.cost
+            d = self.geo.dist(a, b) + (cost.tdw_hidden_extra_m if hidden else 0.0)
+            frames = self._approaches[(a, b, hidden)] = cost.tdw_move(max(0.0, d - cost.tdw_reach_m))
+        return frames
 
     def step(self, s: _TdwState, key: Key) -> None:
         verb, arg = key
         cost, geo = self.cost, self.geo
         if verb == "goto":
             center = self.room_center[arg]
-            s.t += cost.tdw_move(geo.dist(s.pos, center))
+            s.t += self._walk(s.pos, center)
             s.pos, s.room = center, arg
             s.cover[arg] = max(s.cover.get(arg, 0.0), 0.3)
             self._reveal(s, arg, at_entry=True)
         elif verb == "explore":
             center = self.room_center[arg]
-            d = geo.dist(s.pos, center)
-            if d > 1.0:
-                s.t += cost.tdw_move(d)
+            if geo.dist(s.pos, center) > 1.0:
+                s.t += self._walk(s.pos, center)
                 s.pos = center
             # Looking around an already explored room is a wasted decision: at least one turn.
             turns = max(1.0, (1.0 - s.cover.get(arg, 0.0)) * 360.0 / cost.tdw_turn_deg)
@@ -874,21 +922,20 @@ class TdwModel:
             self._reveal(s, arg, at_entry=False)
         elif verb in ("grab", "carrier"):
             pool = s.items if verb == "grab" else s.carriers
-            i = next((i for i, entry in enumerate(pool) if entry[0] == arg), -1)
+            i = -1
+            for j, entry in enumerate(pool):
+                if entry[0] == arg:
+                    i = j
+                    break
             if i < 0:  # a teammate took it first: the walk there is wasted (the grasp is not tried)
                 if arg in self.seen_at:
                     p, room = self.seen_at[arg]
-                    s.t += cost.tdw_move(max(0.0, geo.dist(s.pos, p) - cost.tdw_reach_m))
+                    s.t += self._approach(s.pos, p)
                     s.pos, s.room = p, room
             else:
                 entry = pool.pop(i)
                 p, room = entry[-2], entry[-1]
-                d = geo.dist(s.pos, p) + (cost.tdw_hidden_extra_m if isinstance(arg, tuple) else 0.0)
-                s.t += (
-                    cost.tdw_move(max(0.0, d - cost.tdw_reach_m))
-                    + cost.tdw_face_deg / cost.tdw_turn_deg * cost.tdw_turn_frames
-                    + cost.tdw_grasp_frames
-                )
+                s.t += self._approach(s.pos, p, isinstance(arg, tuple)) + self._face_frames + cost.tdw_grasp_frames
                 s.pos, s.room = p, room
                 if self.free_hands(s) > 0:
                     if verb == "carrier":
@@ -903,8 +950,7 @@ class TdwModel:
                 s.load += 1
                 s.t += cost.tdw_put_in_frames
         elif verb == "transport" and (s.hand or s.carrier):
-            d = geo.dist(s.pos, self.bed_pos)
-            s.t += cost.tdw_move(d) + cost.tdw_drop_frames * (len(s.hand) + (1 if s.carrier else 0))
+            s.t += self._walk(s.pos, self.bed_pos) + cost.tdw_drop_frames * (len(s.hand) + (1 if s.carrier else 0))
             s.pos, s.room = self.bed_pos, self.bed_room
             if s.t <= self.budget:
                 s.delivered += (len(s.hand) + s.load) * (1.0 - cost.tdw_late_discount * s.t / self.budget)

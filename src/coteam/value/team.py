@@ -421,8 +421,9 @@ class ValueModel:
         return HighLevelAction(Verb.GRAB if verb == "carrier" else Verb(verb), ObjectRef(view.name, view.id))
 
     def _finished(self, s: Any, states: list[tuple]) -> bool:
-        if any(v > 0 for v in s.want.values()):
-            return False
+        for wanted in s.want.values():
+            if wanted > 0:
+                return False
         if self.cwah:
             return not any(st[2] for st in states)
         return not any(st[5] or st[4] for st in states)
