@@ -13,6 +13,8 @@ from coteam.messages import TeamStatus
 from coteam.navigation import NavGrid
 from coteam.options import UNREACHABLE_RETRY_STEPS, available_actions
 from coteam.progress import progress_text
+from coteam.reasoning import StartSkill
+from coteam.registry import make_team
 from coteam.world import Benchmark, ObjectKind
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
@@ -97,6 +99,24 @@ def test_an_unreachable_action_is_not_offered_again_for_a_while(cwah_scene):
     assert explore.text in {o.text for o in available_actions(mem, nav)}
     mem.record_action(explore.text, "failed: object taken")  # other failures do not hide it
     assert explore.text in {o.text for o in available_actions(mem, nav)}
+
+
+def test_a_robot_whose_every_way_is_blocked_waits_instead_of_retrying(cwah_scene):
+    from coteam.reasoning import AgentBrain, EpisodeInfo, agent_turn
+
+    info = EpisodeInfo.for_scene(cwah_scene, ("alice", "bob"), 0)
+    team = make_team("rhp")
+    team.reset(info)
+    brain = AgentBrain("alice", info, team, NavGrid(cwah_scene.floorplan))
+    brain.memory.position = cwah_scene.agent_starts[0].position
+    for option in available_actions(brain.memory, brain.nav):  # a sealed room: every way failed
+        brain.memory.record_action(option.text, "failed: not reachable")
+    turn = agent_turn(brain, skill_running=False)
+    with pytest.raises(StopIteration) as ended:
+        next(turn)
+    assert ended.value.value is False, "it waits this step (and is offered the ways again after a while)"
+    brain.memory.step += UNREACHABLE_RETRY_STEPS
+    assert isinstance(next(agent_turn(brain, skill_running=False)), StartSkill)
 
 
 def test_put_offered_only_while_holding_a_goal_item(cwah_scene):

@@ -46,6 +46,10 @@ FAILED = "failed: "  # how memory records a failed action's outcome: FAILED + th
 EPISODE_OVER = "episode over"  # the reason of a skill the episode's end cut short (not a failure of the robot)
 
 
+class NothingToDo(Exception):
+    """The agent has no action it can take now: every one failed "not reachable" lately (options.py). It waits."""
+
+
 @dataclass(frozen=True)
 class EpisodeInfo:
     """What every agent knows at reset: the map, the task and the team."""
@@ -277,6 +281,8 @@ class AgentBrain:
 
     def _decide(self, allow_messages: bool) -> tuple[Decision, list[ActionOption]]:
         options = available_actions(self.memory, self.nav, allow_messages=allow_messages)
+        if not any(not o.action.is_message for o in options):
+            raise NothingToDo(f"{self.agent}: every action failed 'not reachable' lately; waiting")
         decision = self.team.decide(DecisionContext(self.agent, self.memory, options, self.nav))
         action = validate_action(decision.action, self.memory.known_names(), [o.action for o in options])
         if action.verb == Verb.SEND_MESSAGE:
@@ -339,11 +345,15 @@ def agent_turn(brain: AgentBrain, skill_running: bool) -> Generator[StartSkill |
 
     Decides when no skill runs, steps the skill, records how skills ended in the agent's memory and decides
     again -- at most :data:`MAX_INSTANT_DECISIONS` times. Returns True when the robot acts this step, False
-    when it waits (every decision ended at once).
+    when it waits (every decision ended at once, or it has nothing it can do: :class:`NothingToDo`).
     """
     for _ in range(MAX_INSTANT_DECISIONS):
         if not skill_running:
-            decision, options = brain.decide()
+            try:
+                decision, options = brain.decide()
+            except NothingToDo as idle:
+                log.debug("%s", idle)
+                return False
             yield StartSkill(decision, options)
         outcome = yield PollSkill()
         if outcome is None:

@@ -219,12 +219,15 @@ class CoordinatorNode(Node):
                 self.get_logger().warning(f"{robot.name}'s planner no longer runs {text}")
             robot.turn = agent_turn(robot.brain, robot.action is not None)
             self.playing = robot
-            self._advance(robot, next(robot.turn))
+            self._advance(robot, None)
 
     def _advance(self, robot: TeamRobot, request: Any) -> None:
-        """Play ``robot``'s turn until it waits for its planner's answer, or ends."""
+        """Play ``robot``'s turn (from its start: ``request`` None) until it waits for its planner's answer, or
+        ends."""
         assert robot.turn is not None
         try:
+            if request is None:
+                request = next(robot.turn)
             while True:
                 if isinstance(request, StartSkill):
                     self._start(robot, request)

@@ -267,11 +267,14 @@ class PlannerNode(Node):
     # --- the turn --------------------------------------------------------------------------------------------
     def _start_turn(self) -> None:
         self.turn = agent_turn(self.brain, self.skill is not None)
-        self._play(next(self.turn))
+        self._play(None)
 
     def _play(self, request: Any) -> None:
-        """Run the turn until it needs news from the executor, or ends with this step's tick."""
+        """Run the turn (from its start: ``request`` None) until it needs news from the executor, or ends with this
+        step's tick."""
         try:
+            if request is None:
+                request = next(self.turn)
             while True:
                 if isinstance(request, StartSkill):
                     self._start_skill(request)
