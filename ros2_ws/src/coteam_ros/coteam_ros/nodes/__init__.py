@@ -42,6 +42,19 @@ def cannot_start(name: str, exc: Exception) -> SystemExit:
     return SystemExit(CANNOT_START)
 
 
+def navigate_to_pose_action() -> type:
+    """Nav2's ``nav2_msgs/action/NavigateToPose``: the real package on a ROS 2 with Nav2, the wheel of
+    ros2_ws/pip/nav2_msgs on pip installs. Missing, a :class:`ValueError` of one line (the node cannot start)."""
+    try:
+        from nav2_msgs.action import NavigateToPose
+    except ImportError:
+        raise ValueError(
+            "Nav2's interfaces (nav2_msgs) cannot be imported by this Python: source a ROS 2 with Nav2 (apt: "
+            "ros-jazzy-nav2-msgs), or on a pip install run `make venv` (it builds ros2_ws/pip/nav2_msgs)"
+        ) from None
+    return NavigateToPose
+
+
 STARTUP_ERRORS = (ValueError, KeyError, ImportError)  # a bad parameter, file or method; a missing module
 
 

@@ -9,9 +9,9 @@ Topics and actions, relative to the robot's namespace:
   action while one runs is rejected. The planner sends a goal again (same action and step) when our answer to it
   was lost (DDS can drop a goal response while it is still discovering the planner): that goal takes the running
   skill over, the older goal being aborted, or, when the skill has ended since, gets its result at once;
-* calls ``navigate_to_pose`` -- the simulator's navigator (``navigation: sim``, ``coteam_interfaces``' copy of
-  the interface) or the robot's Nav2 (``navigation: nav2``, ``nav2_msgs``): the same client code, fields and
-  error codes. The skill re-checks its stop condition at every status and moves or cancels the goal;
+* calls ``navigate_to_pose`` (``nav2_msgs/NavigateToPose``) -- the simulator's navigator (``navigation: sim``) or
+  the robot's Nav2 (``navigation: nav2``): the same client code. The skill re-checks its stop condition at every
+  status and moves or cancels the goal;
 * calls ``manipulate`` (``coteam_interfaces/Manipulate``) for grasp / put / open / close / drop;
 * subscribes ``status`` (``coteam_interfaces/RobotStatus``): the robot's observation at every step, which keeps
   the executor's own memory of the world (the skills read it).
@@ -58,29 +58,11 @@ from coteam.skills import Manipulation, NavGoal, NavResult, SkillOutcome, SkillR
 from coteam_ros.convert import nav_goal_to_pose
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
-from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
+from coteam_ros.nodes import RETRY_S, call_later, navigate_to_pose_action, spin_node, wall_timer
 from coteam_ros.qos import LATCHED
 
 NODE_NAME = "executor"
 HAND_NAMES = {-1: "", 0: "left", 1: "right"}
-
-
-def navigate_to_pose_type(navigation: str) -> Any:
-    """The NavigateToPose action type: Nav2's on robots, coteam's copy (same fields) for the simulator."""
-    if navigation == "nav2":
-        try:
-            from nav2_msgs.action import NavigateToPose  # only on installs with Nav2
-        except ImportError:
-            raise ValueError(
-                "navigation: nav2 needs Nav2's interfaces (nav2_msgs), which this Python cannot import: "
-                "source a ROS 2 with Nav2 (apt: ros-jazzy-nav2-msgs), or use navigation: sim with a world"
-            ) from None
-        return NavigateToPose
-    if navigation == "sim":
-        from coteam_interfaces.action import NavigateToPose
-
-        return NavigateToPose
-    raise ValueError(f"navigation must be sim or nav2, not {navigation!r}")
 
 
 @dataclass
@@ -112,6 +94,8 @@ class ExecutorNode(Node):
         super().__init__(NODE_NAME, **kwargs)
         self.robot: str = self.declare_parameter("robot", "alice").value
         self.navigation: str = self.declare_parameter("navigation", "sim").value
+        if self.navigation not in ("sim", "nav2"):
+            raise ValueError(f"navigation must be sim or nav2, not {self.navigation!r}")
         scene_path = self.declare_parameter("scene_path", "").value
         seed = self.declare_parameter("seed", 0).value
         robots = list(self.declare_parameter("robots", ["alice", "bob"]).value)
@@ -131,7 +115,7 @@ class ExecutorNode(Node):
         self.manipulating = False
         self.manipulation: Any = None  # a real arm's running goal (ClientGoalHandle)
         self.goals = DeferredGoals()
-        self.nav_type = navigate_to_pose_type(self.navigation)
+        self.nav_type = navigate_to_pose_action()
         self.nav_client = ActionClient(self, self.nav_type, "navigate_to_pose")
         self.manipulate_client = ActionClient(self, Manipulate, "manipulate")
         self.server = ActionServer(

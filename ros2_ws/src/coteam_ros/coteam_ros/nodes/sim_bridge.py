@@ -55,7 +55,7 @@ from typing import Any
 
 import rclpy
 from builtin_interfaces.msg import Time
-from coteam_interfaces.action import Manipulate, NavigateToPose
+from coteam_interfaces.action import Manipulate
 from coteam_interfaces.msg import Decision, ObjectDetections, RobotStatus, StepTick
 from geometry_msgs.msg import Point, Pose, PoseStamped, PoseWithCovariance, Quaternion
 from nav_msgs.msg import MapMetaData, OccupancyGrid, Odometry
@@ -84,7 +84,7 @@ from coteam_ros.convert import (
 )
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
-from coteam_ros.nodes import STARTUP_ERRORS, cannot_start
+from coteam_ros.nodes import STARTUP_ERRORS, cannot_start, navigate_to_pose_action
 from coteam_ros.qos import CAMERA, DECISIONS, LATCHED, STREAM
 from coteam_ros.tf import CAMERA_LINK_TO_OPTICAL, RigidTransform, TransformPublisher, camera_mount_transform
 from coteam_sim.camera import VisualObservations
@@ -160,6 +160,7 @@ class SimBridgeNode(Node):
         self.tick_timeout_s: float = self.declare_parameter("tick_timeout_s", 5.0).value
         self.startup_timeout_s: float = self.declare_parameter("startup_timeout_s", 60.0).value
         cameras: bool = self.declare_parameter("cameras", False).value
+        self.nav_type = navigate_to_pose_action()
         if self.mode not in ("lockstep", "realtime"):
             raise ValueError(f"mode must be lockstep or realtime, not {self.mode!r}")
         if namespaces == [""]:
@@ -219,7 +220,7 @@ class SimBridgeNode(Node):
             self.create_subscription(Decision, f"{ns}/decision", lambda m, s=slot: self._on_decision(s, m), DECISIONS)
             ActionServer(
                 self,
-                NavigateToPose,
+                self.nav_type,
                 f"{ns}/navigate_to_pose",
                 execute_callback=self.goals.execute_callback,
                 goal_callback=lambda g, s=slot: self._accept_navigation(s, g),
@@ -461,7 +462,7 @@ class SimBridgeNode(Node):
             )
 
     # --- navigate_to_pose -----------------------------------------------------------------------------------------
-    def _accept_navigation(self, slot: RobotSlot, goal: NavigateToPose.Goal) -> GoalResponse:
+    def _accept_navigation(self, slot: RobotSlot, goal: Any) -> GoalResponse:
         if not self.env.agents:
             return GoalResponse.REJECT
         if goal.pose.header.frame_id not in ("", "map"):
@@ -490,7 +491,7 @@ class SimBridgeNode(Node):
             return
         nav.planned, nav.planned_step = planned, self.sim.steps
         goal = nav.navigator.goal.position
-        feedback = NavigateToPose.Feedback(
+        feedback = self.nav_type.Feedback(
             current_pose=PoseStamped(
                 header=Header(stamp=self._stamp(), frame_id="map"),
                 pose=Pose(
@@ -505,16 +506,16 @@ class SimBridgeNode(Node):
         nav = slot.navigation
         assert nav is not None
         slot.navigation = None
-        code = NavigateToPose.Result.NONE if result.success else NavigateToPose.Result.UNKNOWN
+        code = self.nav_type.Result.NONE if result.success else self.nav_type.Result.UNKNOWN
         state = "succeed" if result.success else "abort"
-        self.goals.finish(nav.handle, NavigateToPose.Result(error_code=code, error_msg=result.reason), state)
+        self.goals.finish(nav.handle, self.nav_type.Result(error_code=code, error_msg=result.reason), state)
 
     def _cancel_navigation(self, slot: RobotSlot, handle: ServerGoalHandle) -> CancelResponse:
         nav = slot.navigation
         if nav is None or goal_key(nav.handle) != goal_key(handle):
             return CancelResponse.REJECT
         slot.navigation = None
-        self.executor.create_task(self.goals.finish, handle, NavigateToPose.Result(error_msg="canceled"), "canceled")
+        self.executor.create_task(self.goals.finish, handle, self.nav_type.Result(error_msg="canceled"), "canceled")
         return CancelResponse.ACCEPT
 
     # --- manipulate -----------------------------------------------------------------------------------------------
