@@ -154,6 +154,7 @@ def _marker_face(marker_id: int, side_px: int = 96) -> np.ndarray:
 def _wall_boxes(world: WorldState, boxes: SceneBoxes) -> None:
     fp = world.scene.floorplan
     cs = fp.cell_size
+    ox, oy = fp.origin
     for y, row in enumerate(fp.rows):
         x = 0
         while x < len(row):
@@ -163,7 +164,8 @@ def _wall_boxes(world: WorldState, boxes: SceneBoxes) -> None:
             start = x
             while x < len(row) and row[x] == "#":
                 x += 1
-            boxes.add((start * cs, y * cs, 0.0), (x * cs, (y + 1) * cs, WALL_HEIGHT_M), WALL_RGB, KIND_WALL)
+            low, high = (ox + start * cs, oy + y * cs, 0.0), (ox + x * cs, oy + (y + 1) * cs, WALL_HEIGHT_M)
+            boxes.add(low, high, WALL_RGB, KIND_WALL)
 
 
 def _item_base(world: WorldState, item_id: int) -> tuple[float, float, float] | None:

@@ -24,7 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.offsetbox import AnnotationBbox, TextArea, VPacker
-from matplotlib.patches import Circle, Patch, Polygon, Rectangle
+from matplotlib.patches import Circle, Patch, Polygon
 from matplotlib.transforms import Bbox
 
 from coteam.goals import GOAL_RADIUS_M
@@ -341,11 +341,11 @@ def draw_world(
     """Draw ``world`` (and optionally agents' ``paths``) on a new Agg-backed figure and return it."""
     paths = paths or {}
     fp = scene.floorplan
-    width_m, height_m = fp.width * fp.cell_size, fp.height * fp.cell_size
+    (x0, y0), (x1, y1) = fp.corner_of(0, 0), fp.corner_of(fp.width, fp.height)
     fig, ax, side = _layout(fp.width, fp.height, dpi)
-    ax.imshow(_room_image(scene), extent=(0, width_m, height_m, 0), interpolation="nearest", zorder=0)
-    ax.set_xlim(0, width_m)
-    ax.set_ylim(height_m, 0)  # row 0 at the top
+    ax.imshow(_room_image(scene), extent=(x0, x1, y1, y0), interpolation="nearest", zorder=0)
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y1, y0)  # row 0 at the top
     ax.set_aspect("equal")
     ax.tick_params(labelsize=7, length=2, colors="#555555")
     ax.set_xlabel("x [m]", fontsize=8, color="#555555", labelpad=1)
@@ -462,16 +462,15 @@ def _draw_targets(ax: Any, scene: Scene) -> dict[int, Relation]:
     for pred in scene.task.predicates:
         targets.setdefault(pred.target, pred.relation)
     fixture_ids = {f.id for f in (*scene.containers, *scene.surfaces)}
-    cs = scene.floorplan.cell_size
+    fp = scene.floorplan
     for tid, rel in targets.items():
         if tid not in fixture_ids:
             continue
         f = scene.fixture(tid)
         if rel == Relation.NEAR:  # the area itself is shaded in the grid image; here its outline
-            room = scene.floorplan.room(f.room)
-            clip = Rectangle(
-                (room.x0 * cs, room.y0 * cs), (room.x1 - room.x0) * cs, (room.y1 - room.y0) * cs, transform=ax.transData
-            )
+            room = fp.room(f.room)
+            corners = room.polygon or ((room.x0, room.y0), (room.x1, room.y0), (room.x1, room.y1), (room.x0, room.y1))
+            clip = Polygon([fp.corner_of(*c) for c in corners], closed=True, transform=ax.transData)
             ring = Circle(f.position, GOAL_RADIUS_M, fill=False, ec=TARGET_COLOR, lw=1.4, ls="--", zorder=1)
             ax.add_patch(ring)
             ring.set_clip_path(clip)

@@ -57,6 +57,28 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_world_check(args: argparse.Namespace) -> int:
+    from coteam.world_file import load_world, world_summary
+
+    world = load_world(args.file)
+    table = Table(title=f"{args.file}: usable")
+    table.add_column("part")
+    table.add_column("what the robots will use")
+    for part, value in world_summary(world):
+        table.add_row(part, value)
+    Console().print(table)
+    return 0
+
+
+def _cmd_world_draw(args: argparse.Namespace) -> int:
+    from coteam.world_draw import draw_world
+    from coteam.world_file import load_world
+
+    out = args.out or str(Path(args.file).with_suffix("").with_suffix("")) + ".png"
+    print(f"drawn to {draw_world(load_world(args.file), out)}")
+    return 0
+
+
 def _cmd_llm_serve(args: argparse.Namespace) -> int:
     from coteam.llm.local import LocalLLMError, LocalServerSettings, serve_forever
 
@@ -79,6 +101,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=int, required=True, help="the decision taken at (or last before) this step")
     p.add_argument("--png", help="also draw the decision to this PNG (its tree of alternatives, scores and text)")
     p.set_defaults(func=_cmd_explain)
+    world = sub.add_parser("world", help="a world file: your home and task (docs/hardware.md)").add_subparsers(
+        dest="world_command", required=True
+    )
+    p = world.add_parser("check", help="validate a world file and show what the robots will use")
+    p.add_argument("file")
+    p.set_defaults(func=_cmd_world_check)
+    p = world.add_parser("draw", help="draw a world file over its occupancy map (PNG)")
+    p.add_argument("file")
+    p.add_argument("--out", help="the PNG to write (default: the file's name with .png)")
+    p.set_defaults(func=_cmd_world_draw)
     llm = sub.add_parser("llm", help="a local chat model (the local-llm extra)").add_subparsers(
         dest="llm_command", required=True
     )

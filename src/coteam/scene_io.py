@@ -35,7 +35,11 @@ def scene_to_dict(scene: Scene) -> dict[str, Any]:
         "floorplan": {
             "cell_size": fp.cell_size,
             "rows": list(fp.rows),
-            "rooms": [[r.id, r.name, r.x0, r.y0, r.x1, r.y1] for r in fp.rooms],
+            "rooms": [
+                [r.id, r.name, r.x0, r.y0, r.x1, r.y1, *([[list(c) for c in r.polygon]] if r.polygon else [])]
+                for r in fp.rooms
+            ],
+            "origin": list(fp.origin),
         },
         "containers": [[c.id, c.name, c.room, list(c.position), c.capacity, c.openable] for c in scene.containers],
         "surfaces": [[s.id, s.name, s.room, list(s.position)] for s in scene.surfaces],
@@ -62,7 +66,12 @@ def scene_from_dict(d: dict[str, Any]) -> Scene:
         name=d["name"],
         benchmark=benchmark,
         seed=int(d["seed"]),
-        floorplan=FloorPlan(float(fp["cell_size"]), tuple(fp["rows"]), tuple(Room(*r) for r in fp["rooms"])),
+        floorplan=FloorPlan(
+            float(fp["cell_size"]),
+            tuple(fp["rows"]),
+            tuple(_room(r) for r in fp["rooms"]),
+            (float(fp.get("origin", (0, 0))[0]), float(fp.get("origin", (0, 0))[1])),
+        ),
         containers=tuple(Container(c[0], c[1], c[2], (c[3][0], c[3][1]), c[4], c[5]) for c in d["containers"]),
         surfaces=tuple(Surface(s[0], s[1], s[2], (s[3][0], s[3][1])) for s in d["surfaces"]),
         items=tuple(Item(*i) for i in d["items"]),
@@ -77,6 +86,12 @@ def scene_from_dict(d: dict[str, Any]) -> Scene:
         ),
         initially_open=frozenset(d.get("initially_open", ())),
     )
+
+
+def _room(entry: list[Any]) -> Room:
+    """``[id, name, x0, y0, x1, y1]``, and a polygonal room's corners (grid units) as a seventh element."""
+    polygon = tuple((float(x), float(y)) for x, y in entry[6]) if len(entry) > 6 else ()
+    return Room(*entry[:6], polygon=polygon)
 
 
 def save_scene(scene: Scene, path: str | Path) -> None:

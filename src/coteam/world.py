@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 Vec2 = tuple[float, float]
@@ -48,14 +49,43 @@ def distance(a: Vec2, b: Vec2) -> float:
 class Room:
     id: int
     name: str
-    # Axis-aligned rectangle in grid cells: columns [x0, x1), rows [y0, y1).
+    # Axis-aligned rectangle in grid cells: columns [x0, x1), rows [y0, y1); a polygonal room's bounding box.
     x0: int
     y0: int
     x1: int
     y1: int
+    # A polygonal room (a world file's): its corners in grid units (cell (i, j) spans [i, i + 1) x [j, j + 1)); the
+    # room holds the cells of its box whose centre is inside. Empty: the whole rectangle.
+    polygon: tuple[Vec2, ...] = ()
 
     def contains_cell(self, cx: int, cy: int) -> bool:
-        return self.x0 <= cx < self.x1 and self.y0 <= cy < self.y1
+        if not (self.x0 <= cx < self.x1 and self.y0 <= cy < self.y1):
+            return False
+        return not self.polygon or point_in_polygon((cx + 0.5, cy + 0.5), self.polygon)
+
+    def cells(self) -> list[tuple[int, int]]:
+        return [(x, y) for y in range(self.y0, self.y1) for x in range(self.x0, self.x1) if self.contains_cell(x, y)]
+
+
+def point_in_polygon(point: Vec2, polygon: tuple[Vec2, ...]) -> bool:
+    """Even-odd rule: whether ``point`` lies inside the closed ``polygon`` (corners in order, either direction)."""
+    x, y = point
+    inside = False
+    for (x0, y0), (x1, y1) in zip(polygon, (*polygon[1:], polygon[0]), strict=True):
+        if (y0 > y) != (y1 > y) and x < x0 + (y - y0) * (x1 - x0) / (y1 - y0):
+            inside = not inside
+    return inside
+
+
+@lru_cache(maxsize=256)
+def _polygon_room_center(room: Room) -> tuple[int, int]:
+    """The room's cell nearest its corners' mean (the mean of an L-shaped room may lie outside it)."""
+    mx = sum(p[0] for p in room.polygon) / len(room.polygon)
+    my = sum(p[1] for p in room.polygon) / len(room.polygon)
+    cells = room.cells()
+    if not cells:
+        raise ValueError(f"room {room.name!r} holds no cell of the grid")
+    return min(cells, key=lambda c: ((c[0] + 0.5 - mx) ** 2 + (c[1] + 0.5 - my) ** 2, c))
 
 
 @dataclass(frozen=True)
@@ -141,11 +171,13 @@ class Task:
 
 @dataclass(frozen=True)
 class FloorPlan:
-    """A 2-D occupancy grid (row strings, ``#`` wall, ``.`` free) with rectangular rooms."""
+    """A 2-D occupancy grid (row strings, ``#`` wall, ``.`` free) with its rooms. Positions are in the map frame:
+    cell (0, 0) starts at ``origin`` (metres), as a Nav2 map's does; the benchmarks' grids start at (0, 0)."""
 
     cell_size: float
     rows: tuple[str, ...]
     rooms: tuple[Room, ...]
+    origin: Vec2 = (0.0, 0.0)
 
     @property
     def width(self) -> int:
@@ -162,10 +194,17 @@ class FloorPlan:
         return self.in_bounds(cx, cy) and self.rows[cy][cx] != "#"
 
     def cell_of(self, pos: Vec2) -> tuple[int, int]:
-        return int(pos[0] // self.cell_size), int(pos[1] // self.cell_size)
+        return int((pos[0] - self.origin[0]) // self.cell_size), int((pos[1] - self.origin[1]) // self.cell_size)
 
     def center_of(self, cell: tuple[int, int]) -> Vec2:
-        return ((cell[0] + 0.5) * self.cell_size, (cell[1] + 0.5) * self.cell_size)
+        return (
+            self.origin[0] + (cell[0] + 0.5) * self.cell_size,
+            self.origin[1] + (cell[1] + 0.5) * self.cell_size,
+        )
+
+    def corner_of(self, cx: float, cy: float) -> Vec2:
+        """The map position of grid coordinates (cells, fractional allowed): (0, 0) is ``origin``."""
+        return (self.origin[0] + cx * self.cell_size, self.origin[1] + cy * self.cell_size)
 
     def room_of_cell(self, cx: int, cy: int) -> Room | None:
         for room in self.rooms:
@@ -184,7 +223,9 @@ class FloorPlan:
 
     def room_center(self, room_id: int) -> Vec2:
         r = self.room(room_id)
-        return ((r.x0 + r.x1) / 2 * self.cell_size, (r.y0 + r.y1) / 2 * self.cell_size)
+        if r.polygon:
+            return self.center_of(_polygon_room_center(r))
+        return self.corner_of((r.x0 + r.x1) / 2, (r.y0 + r.y1) / 2)
 
 
 @dataclass(frozen=True)

@@ -187,9 +187,7 @@ class Geometry:
         self._room_cells: dict[int, list[tuple[int, int]]] = {}
         fp = nav.floorplan
         for room in fp.rooms:
-            self._room_cells[room.id] = [
-                (x, y) for y in range(room.y0, room.y1) for x in range(room.x0, room.x1) if nav.is_free((x, y))
-            ]
+            self._room_cells[room.id] = [cell for cell in room.cells() if nav.is_free(cell)]
 
     def cell(self, pos: Vec2) -> tuple[int, int]:
         c = self._cells.get(pos)

@@ -1,0 +1,407 @@
+"""A world file: your own home and task, in the map frame of your robots, compiled to a :class:`~coteam.world.Scene`.
+
+The robots' nodes read it (``task: {world: FILE}`` in a team file) and so does the twin, the simulated robot that
+offers a real robot's interfaces. The format (YAML, ``format: coteam-world/1``; docs/hardware.md has an example)::
+
+    format: coteam-world/1
+    name: our-flat
+    map: flat.map.yaml          # optional: the robots' Nav2 map (map_server YAML); without it the free space is
+                                #   the rooms' insides and the grid is laid round them
+    cell_size: 0.25             # the planning grid, metres (default 0.25)
+    rooms:                      # polygons in the map frame (metres), corners in order; at least one
+      - {name: kitchen, polygon: [[0, 0], [4, 0], [4, 3], [0, 3]]}
+    fixtures:                   # furniture: containers hold items (openable ones start closed), surfaces carry them
+      - {name: fridge, kind: container, position: [0.4, 2.6], openable: true, open: false, capacity: 20}
+      - {name: kitchentable, kind: surface, position: [2.0, 1.5]}
+    items:                      # the objects the robots may meet: their class, how many, and where they are
+      - {name: apple, category: food, count: 2, where: on kitchentable}  # on SURFACE | in CONTAINER | floor X Y
+    robots:                     # start poses (x, y metres, heading degrees); the twin starts them there
+      - {name: robot1, start: [1.0, 1.0, 0]}
+    task:
+      name: put the apples in the fridge
+      goal: ["in(apple, fridge): 2"]   # RELATION(ITEM, TARGET): COUNT -- on / in (C-WAH rules), near (TDW-MAT rules)
+      horizon: 250              # optional: the benchmark's clock (C-WAH steps, TDW-MAT frames)
+      time_limit_s: 600         # optional: the robots give up after this many seconds (default 600)
+
+The rules follow the goal: ``on`` / ``in`` goals are C-WAH's (open, grab, put, put in), ``near`` goals TDW-MAT's
+(carry to the target's room, carriers allowed; ``category`` names the task: food or stuff). Every error is one
+line naming the file and the place (:class:`WorldFileError`); nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+import cv2
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from coteam.world import (
+    AgentStart,
+    Benchmark,
+    Container,
+    FloorPlan,
+    GoalPredicate,
+    Item,
+    Placement,
+    Relation,
+    Room,
+    Scene,
+    Surface,
+    Task,
+    Vec2,
+    point_in_polygon,
+)
+
+WORLD_FORMAT = "coteam-world/1"
+DEFAULT_HORIZON = {Benchmark.CWAH: 250, Benchmark.TDWMAT: 3000}
+DEFAULT_TIME_LIMIT_S = 600.0
+GOAL_PATTERN = re.compile(r"^\s*(on|in|near)\s*\(\s*([\w-]+)\s*,\s*([\w-]+)\s*\)\s*:\s*(\d+)\s*$", re.IGNORECASE)
+
+WHERE_PATTERN = re.compile(r"^(on|in) [\w-]+$|^floor -?\d+(\.\d+)? -?\d+(\.\d+)?$")
+Point2 = Annotated[list[float], Field(min_length=2, max_length=2)]
+
+
+class WorldFileError(ValueError):
+    """A world file that cannot be used: one line naming the file and what is wrong."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RoomEntry(_Strict):
+    name: str = Field(min_length=1)
+    polygon: list[Point2] = Field(min_length=3)
+
+
+class FixtureEntry(_Strict):
+    name: str = Field(min_length=1)
+    kind: Literal["container", "surface"]
+    position: Point2
+    openable: bool = True  # containers only
+    open: bool = False  # containers only: open at the start
+    capacity: int = Field(20, ge=1)  # containers only
+
+
+class ItemEntry(_Strict):
+    name: str = Field(min_length=1)
+    category: str = ""
+    count: int = Field(1, ge=1)
+    capacity: int = Field(0, ge=0)  # > 0: a carrier (TDW-MAT bowls and baskets)
+    where: str = Field(pattern=WHERE_PATTERN.pattern)  # "on SURFACE", "in CONTAINER" or "floor X Y" (metres)
+
+
+class RobotEntry(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
+    start: list[float] = Field(min_length=2, max_length=3)
+
+
+class TaskEntry(_Strict):
+    name: str = Field(min_length=1)
+    goal: list[str] = Field(min_length=1)
+    category: str = ""
+    horizon: int | None = Field(None, ge=1)
+    time_limit_s: float = Field(DEFAULT_TIME_LIMIT_S, gt=0)
+
+
+class WorldFile(_Strict):
+    format: Literal["coteam-world/1"]
+    name: str = Field(min_length=1)
+    map: str | None = None
+    cell_size: float = Field(0.25, gt=0, le=2.0)
+    rooms: list[RoomEntry] = Field(min_length=1)
+    fixtures: list[FixtureEntry] = Field(min_length=1)
+    items: list[ItemEntry] = []
+    robots: list[RobotEntry] = Field(min_length=1)
+    task: TaskEntry
+
+
+class World:
+    """A loaded world file: the scene the robots and the twin use, the time limit, and the map it was laid on."""
+
+    def __init__(
+        self, path: Path, scene: Scene, time_limit_s: float, map_path: Path | None, occupancy: OccupancyMap | None
+    ) -> None:
+        self.path = path
+        self.scene = scene
+        self.time_limit_s = time_limit_s
+        self.map_path = map_path
+        self.occupancy = occupancy
+
+
+class OccupancyMap:
+    """A Nav2 map_server map: occupancy per pixel (row 0 is the image's top, which is the map's largest y)."""
+
+    def __init__(self, occupied: np.ndarray, free: np.ndarray, resolution: float, origin: Vec2) -> None:
+        self.occupied, self.free, self.resolution, self.origin = occupied, free, resolution, origin
+
+    @property
+    def size_m(self) -> Vec2:
+        return (self.free.shape[1] * self.resolution, self.free.shape[0] * self.resolution)
+
+
+def load_map_yaml(path: Path) -> OccupancyMap:
+    """Read a map_server map (its YAML and the image it names, ``trinary`` or ``scale`` mode)."""
+    try:
+        meta = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ValueError(f"map {path}: cannot read it ({exc.strerror or exc})") from None
+    except yaml.YAMLError:
+        raise ValueError(f"map {path}: not YAML") from None
+    if not isinstance(meta, dict) or not {"image", "resolution", "origin"} <= meta.keys():
+        raise ValueError(f"map {path}: a map_server YAML needs image, resolution and origin")
+    if meta.get("mode", "trinary") not in ("trinary", "scale"):
+        raise ValueError(f"map {path}: mode {meta['mode']!r} is not supported (trinary or scale)")
+    origin = meta["origin"]
+    if len(origin) != 3 or abs(float(origin[2])) > 1e-9:
+        raise ValueError(f"map {path}: origin must be [x, y, 0] (a rotated map is not supported)")
+    image = cv2.imread(str(path.parent / meta["image"]), cv2.IMREAD_GRAYSCALE)
+    if image is None:
+        raise ValueError(f"map {path}: cannot read the image {meta['image']!r}")
+    value = image.astype(float) / 255.0
+    occupancy = value if int(meta.get("negate", 0)) else 1.0 - value
+    occupied = occupancy >= float(meta.get("occupied_thresh", 0.65))  # map_server's comparisons
+    free = occupancy <= float(meta.get("free_thresh", 0.25))
+    return OccupancyMap(occupied, free, float(meta["resolution"]), (float(origin[0]), float(origin[1])))
+
+
+def load_world(path: str | Path) -> World:
+    """Read, validate and compile a world file; a :class:`WorldFileError` of one line when it cannot be used."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise WorldFileError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise WorldFileError(f"{path}: not YAML{where}") from None
+    try:
+        spec = WorldFile.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        place = ".".join(str(p) for p in error["loc"]) or "the file"
+        raise WorldFileError(f"{path}: {place}: {error['msg']}") from None
+    map_path = path.parent / spec.map if spec.map else None
+    try:
+        occupancy = load_map_yaml(map_path) if map_path else None
+        scene = compile_world(spec, occupancy)
+    except ValueError as exc:
+        raise WorldFileError(f"{path}: {exc}") from None
+    return World(path, scene, spec.task.time_limit_s, map_path, occupancy)
+
+
+def parse_goal(text: str) -> tuple[Relation, str, str, int]:
+    """``"in(apple, fridge): 2"`` as (relation, item, target, count)."""
+    match = GOAL_PATTERN.match(text)
+    if match is None:
+        raise ValueError(f"goal {text!r}: write RELATION(ITEM, TARGET): COUNT with on, in or near")
+    relation, item, target, count = match.groups()
+    if int(count) < 1:
+        raise ValueError(f"goal {text!r}: the count must be at least 1")
+    return Relation(relation.lower()), item, target, int(count)
+
+
+def compile_world(spec: WorldFile, occupancy: OccupancyMap | None) -> Scene:
+    goals = [parse_goal(g) for g in spec.task.goal]
+    relations = {g[0] for g in goals}
+    if Relation.NEAR in relations and relations != {Relation.NEAR}:
+        raise ValueError("task.goal mixes near (TDW-MAT rules) with on / in (C-WAH rules)")
+    benchmark = Benchmark.TDWMAT if Relation.NEAR in relations else Benchmark.CWAH
+    floorplan = _floorplan(spec, occupancy)
+    _unique("room", [r.name for r in spec.rooms])
+    _unique("fixture", [f.name for f in spec.fixtures])
+    _unique("robot", [r.name for r in spec.robots])
+
+    next_id = len(floorplan.rooms) + 1
+    containers: list[Container] = []
+    surfaces: list[Surface] = []
+    fixture_ids: dict[str, int] = {}
+    initially_open: set[int] = set()
+    for entry in spec.fixtures:
+        position = (float(entry.position[0]), float(entry.position[1]))
+        room = _room_at(floorplan, position, f"fixture {entry.name!r}")
+        fixture_ids[entry.name] = next_id
+        if entry.kind == "container":
+            containers.append(Container(next_id, entry.name, room, position, entry.capacity, entry.openable))
+            if entry.open or not entry.openable:
+                initially_open.add(next_id)
+        else:
+            surfaces.append(Surface(next_id, entry.name, room, position))
+        next_id += 1
+
+    items: list[Item] = []
+    placements: dict[int, Placement] = {}
+    for entry in spec.items:
+        placement = _placement(entry, fixture_ids, containers, floorplan)
+        for _ in range(entry.count):
+            items.append(Item(next_id, entry.name, entry.category, entry.capacity))
+            placements[next_id] = placement
+            next_id += 1
+    names = {i.name for i in items}
+
+    predicates = []
+    for relation, item, target, count in goals:
+        if target not in fixture_ids:
+            raise ValueError(f"goal {relation.value}({item}, {target}): no fixture is named {target!r}")
+        kind = "container" if fixture_ids[target] in {c.id for c in containers} else "surface"
+        if (relation, kind) in ((Relation.IN, "surface"), (Relation.ON, "container")):
+            raise ValueError(f"goal {relation.value}({item}, {target}): {target} is a {kind}")
+        if item not in names:
+            raise ValueError(f"goal {relation.value}({item}, {target}): no item is named {item!r} (items:)")
+        available = sum(1 for i in items if i.name == item)
+        if available < count:
+            raise ValueError(f"goal {relation.value}({item}, {target}): {count} wanted, {available} in items:")
+        predicates.append(GoalPredicate(relation, item, fixture_ids[target], count))
+
+    starts = []
+    for robot in spec.robots:
+        position = (float(robot.start[0]), float(robot.start[1]))
+        _room_at(floorplan, position, f"robot {robot.name!r}")
+        if not floorplan.is_free(*floorplan.cell_of(position)):
+            raise ValueError(f"robot {robot.name!r} starts at {list(position)}, which is not free space")
+        heading = round(robot.start[2]) % 360 if len(robot.start) == 3 else 0
+        starts.append(AgentStart(robot.name, position, heading))
+
+    horizon = spec.task.horizon or DEFAULT_HORIZON[benchmark]
+    task = Task(spec.task.name, benchmark, tuple(predicates), spec.task.category, horizon)
+    return Scene(
+        spec.name,
+        benchmark,
+        0,
+        floorplan,
+        tuple(containers),
+        tuple(surfaces),
+        tuple(items),
+        placements,
+        tuple(starts),
+        task,
+        frozenset(initially_open),
+    )
+
+
+def _unique(what: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"two {what}s are named {name!r}")
+        seen.add(name)
+
+
+def _room_at(floorplan: FloorPlan, position: Vec2, what: str) -> int:
+    cell = floorplan.cell_of(position)
+    room = floorplan.room_of_cell(*cell) if floorplan.in_bounds(*cell) else None
+    if room is None:
+        raise ValueError(f"{what} at {list(position)} is in no room")
+    return room.id
+
+
+def _placement(
+    entry: ItemEntry,
+    fixture_ids: dict[str, int],
+    containers: list[Container],
+    floorplan: FloorPlan,
+) -> Placement:
+    word, *rest = entry.where.split()
+    if word == "floor":
+        position = (float(rest[0]), float(rest[1]))
+        return Placement(Relation.FLOOR, _room_at(floorplan, position, f"item {entry.name!r}"), position=position)
+    relation, holder = Relation(word), rest[0]
+    if holder not in fixture_ids:
+        raise ValueError(f"item {entry.name!r} is {entry.where!r}: no fixture is named {holder!r}")
+    is_container = fixture_ids[holder] in {c.id for c in containers}
+    if is_container != (relation == Relation.IN):
+        raise ValueError(
+            f"item {entry.name!r} is {entry.where!r}: {holder} is a {'container' if is_container else 'surface'}"
+        )
+    return Placement(relation, fixture_ids[holder])
+
+
+def _floorplan(spec: WorldFile, occupancy: OccupancyMap | None) -> FloorPlan:
+    cs = spec.cell_size
+    corners = [(float(x), float(y)) for room in spec.rooms for x, y in room.polygon]
+    if occupancy is not None:
+        origin = occupancy.origin
+        width = max(1, math.floor(occupancy.size_m[0] / cs))
+        height = max(1, math.floor(occupancy.size_m[1] / cs))
+    else:  # a one-cell border round the rooms
+        origin = (
+            math.floor(min(x for x, _ in corners) / cs) * cs - cs,
+            math.floor(min(y for _, y in corners) / cs) * cs - cs,
+        )
+        width = math.ceil((max(x for x, _ in corners) - origin[0]) / cs) + 1
+        height = math.ceil((max(y for _, y in corners) - origin[1]) / cs) + 1
+    rooms = []
+    for room_id, entry in enumerate(spec.rooms, start=1):
+        polygon = tuple(((x - origin[0]) / cs, (y - origin[1]) / cs) for x, y in entry.polygon)
+        x0 = max(0, math.floor(min(p[0] for p in polygon)))
+        y0 = max(0, math.floor(min(p[1] for p in polygon)))
+        x1 = min(width, math.ceil(max(p[0] for p in polygon)))
+        y1 = min(height, math.ceil(max(p[1] for p in polygon)))
+        room = Room(room_id, entry.name, x0, y0, max(x0, x1), max(y0, y1), polygon)
+        if not room.cells():
+            raise ValueError(f"room {entry.name!r} holds no cell of the {cs} m grid (outside the map, or too small)")
+        rooms.append(room)
+    rows = []
+    for cy in range(height):
+        row = []
+        for cx in range(width):
+            if occupancy is not None:
+                free = _cell_free_on_map(occupancy, origin, cs, cx, cy)
+            else:
+                centre = (cx + 0.5, cy + 0.5)
+                free = any(point_in_polygon(centre, r.polygon) for r in rooms)
+            row.append("." if free else "#")
+        rows.append("".join(row))
+    return FloorPlan(cs, tuple(rows), tuple(rooms), origin)
+
+
+def _cell_free_on_map(occupancy: OccupancyMap, origin: Vec2, cs: float, cx: int, cy: int) -> bool:
+    """A grid cell is free when no pixel of the map under it is occupied and most are free (unknown space is not
+    driven through); so a doorway needs at least two cells of width to stay open."""
+    res = occupancy.resolution
+    rows = occupancy.free.shape[0]
+    x0 = round(cx * cs / res)
+    x1 = max(x0 + 1, round((cx + 1) * cs / res))
+    r1 = rows - round(cy * cs / res)  # image row 0 is the map's top: map y grows upwards
+    r0 = min(r1 - 1, rows - round((cy + 1) * cs / res))
+    window = (slice(max(0, r0), max(0, r1)), slice(x0, x1))
+    free = occupancy.free[window]
+    return free.size > 0 and not occupancy.occupied[window].any() and float(free.mean()) > 0.5
+
+
+def world_summary(world: World) -> list[tuple[str, str]]:
+    """What ``coteam world check`` prints: one (what, value) row per part of the file."""
+    scene, fp = world.scene, world.scene.floorplan
+    free = sum(row.count(".") for row in fp.rows)
+    outside = sum(
+        1
+        for cy, row in enumerate(fp.rows)
+        for cx, ch in enumerate(row)
+        if ch == "." and fp.room_of_cell(cx, cy) is None
+    )
+    names = scene.names()
+    fixtures = [f"{f.name} ({names[f.room]})" for f in (*scene.containers, *scene.surfaces)]
+    counts: dict[str, int] = {}
+    for item in scene.items:
+        counts[item.name] = counts.get(item.name, 0) + 1
+    goal = [f"{p.relation.value}({p.item}, {names[p.target]}): {p.count}" for p in scene.task.predicates]
+    return [
+        ("rules", f"{scene.benchmark.value} (horizon {scene.task.horizon}, time limit {world.time_limit_s:g} s)"),
+        (
+            "grid",
+            f"{fp.width} x {fp.height} cells of {fp.cell_size} m from {list(fp.origin)}; {free} free"
+            + (f", {outside} of them in no room" if outside else ""),
+        ),
+        ("map", str(world.map_path) if world.map_path else "none: the free space is the rooms' insides"),
+        ("rooms", ", ".join(r.name for r in fp.rooms)),
+        ("fixtures", ", ".join(fixtures)),
+        ("items", ", ".join(f"{n} x{c}" for n, c in counts.items()) or "none"),
+        ("robots", ", ".join(f"{a.name} at {list(a.position)}" for a in scene.agent_starts)),
+        ("task", f"{scene.task.name}: " + ", ".join(goal)),
+    ]

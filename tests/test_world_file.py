@@ -1,0 +1,177 @@
+"""World files (coteam.world_file): your own home and task, compiled to the scene the robots and the twin use; one
+line for every error; `coteam world check` / `coteam world draw`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import yaml
+
+from coteam.cli import main as coteam_main
+from coteam.navigation import NavGrid
+from coteam.reasoning import EpisodeInfo
+from coteam.scene_io import load_scene, save_scene
+from coteam.world import Benchmark, Relation
+from coteam.world_draw import draw_world
+from coteam.world_file import WorldFileError, load_world, parse_goal
+
+FLAT = Path(__file__).resolve().parents[1] / "config" / "flat.world.yaml"
+
+# An L-shaped hall and a square study, without a map: the free space is the rooms' insides.
+SMALL = {
+    "format": "coteam-world/1",
+    "name": "small",
+    "cell_size": 0.5,
+    "rooms": [
+        {"name": "hall", "polygon": [[0, 0], [6, 0], [6, 2], [2, 2], [2, 6], [0, 6]]},
+        {"name": "study", "polygon": [[2, 2], [6, 2], [6, 6], [2, 6]]},
+    ],
+    "fixtures": [
+        {"name": "shelf", "kind": "surface", "position": [5.0, 5.0]},
+        {"name": "box", "kind": "container", "position": [1.0, 5.0], "openable": False},
+    ],
+    "items": [{"name": "book", "count": 2, "where": "on shelf"}, {"name": "pen", "where": "floor 5.0 1.0"}],
+    "robots": [{"name": "r1", "start": [1.0, 1.0, 90]}, {"name": "r2", "start": [3.0, 1.0]}],
+    "task": {"name": "tidy up", "goal": ["in(book, box): 2"], "time_limit_s": 60},
+}
+
+
+def _write(tmp_path: Path, doc: dict, name: str = "home.world.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_the_example_flat() -> None:
+    world = load_world(FLAT)
+    scene = world.scene
+    fp = scene.floorplan
+    assert scene.benchmark == Benchmark.CWAH and world.time_limit_s == 300
+    assert fp.origin == (-1.0, -1.0) and fp.cell_size == 0.25  # the Nav2 map's origin: positions are map positions
+    rooms = {r.id: r.name for r in fp.rooms}
+    fixture_rooms = {f.name: rooms[f.room] for f in (*scene.containers, *scene.surfaces)}
+    assert fixture_rooms["fridge"] == "kitchen" and fixture_rooms["bed"] == "bedroom"
+    assert fixture_rooms["coffeetable"] == "livingroom" and fixture_rooms["bathroomcabinet"] == "bathroom"
+    fridge = next(c for c in scene.containers if c.name == "fridge")
+    goal = {(p.relation, p.item, p.target, p.count) for p in scene.task.predicates}
+    assert goal == {(Relation.IN, "apple", fridge.id, 2), (Relation.IN, "cupcake", fridge.id, 1)}
+    assert [a.name for a in scene.agent_starts] == ["robot1", "robot2"]
+    assert scene.agent_starts[1].heading == 180
+    # the map's walls and doors made it to the planning grid: every fixture is reachable from each start
+    nav = NavGrid(fp)
+    for start in scene.agent_starts:
+        for fixture in (*scene.containers, *scene.surfaces):
+            assert nav.path_length(start.position, fixture.position) < 20, (start.name, fixture.name)
+    wall_between_kitchen_and_bedroom = fp.cell_of((0.5, 3.5))
+    assert not fp.is_free(*wall_between_kitchen_and_bedroom)
+    door = fp.cell_of((1.95, 3.5))
+    assert fp.is_free(*door)
+    # the robots' nodes build the same episode info from it as from a suite scene
+    info = EpisodeInfo.for_scene(scene, ("robot1", "robot2"), 0)
+    assert {v.name for v in info.landmarks} == {"fridge"}
+
+
+def test_polygon_rooms_without_a_map(tmp_path: Path) -> None:
+    scene = load_world(_write(tmp_path, SMALL)).scene
+    fp = scene.floorplan
+    hall, study = fp.rooms
+    assert fp.room_at((1.0, 5.0)) == hall and fp.room_at((5.0, 1.0)) == hall and fp.room_at((4.0, 4.0)) == study
+    assert fp.room_at(fp.room_center(hall.id)) == hall  # inside the L, not at its corners' mean
+    assert fp.is_free(*fp.cell_of((1.0, 1.0))) and not fp.is_free(*fp.cell_of((-0.25, 1.0)))
+    box = next(c for c in scene.containers if c.name == "box")
+    assert box.id in scene.initially_open  # not openable: always open
+    pen = next(i for i in scene.items if i.name == "pen")
+    assert scene.placements[pen.id].relation == Relation.FLOOR and scene.placements[pen.id].position == (5.0, 1.0)
+    assert sum(1 for i in scene.items if i.name == "book") == 2
+    assert scene.agent_starts[0].heading == 90 and scene.agent_starts[1].heading == 0
+
+
+def test_a_compiled_world_saves_and_loads_without_loss(tmp_path: Path) -> None:
+    scene = load_world(FLAT).scene
+    save_scene(scene, tmp_path / "flat.json")
+    again = load_scene(tmp_path / "flat.json")
+    assert again == scene
+    assert again.floorplan.rooms[0].polygon and again.floorplan.origin == (-1.0, -1.0)
+
+
+def test_near_goals_take_the_tdwmat_rules(tmp_path: Path) -> None:
+    doc = {**SMALL, "task": {"name": "food to the shelf", "goal": ["near(book, shelf): 1"], "category": "food"}}
+    scene = load_world(_write(tmp_path, doc)).scene
+    assert scene.benchmark == Benchmark.TDWMAT and scene.task.horizon == 3000 and scene.task.category == "food"
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({"colour": "red"}, "colour: Extra inputs are not permitted"),
+        ({"format": "coteam-world/9"}, "format: Input should be 'coteam-world/1'"),
+        ({"task": {**SMALL["task"], "goal": ["book in box"]}}, "goal 'book in box': write RELATION(ITEM, TARGET)"),
+        ({"task": {**SMALL["task"], "goal": ["in(book, sofa): 1"]}}, "no fixture is named 'sofa'"),
+        ({"task": {**SMALL["task"], "goal": ["in(book, shelf): 1"]}}, "shelf is a surface"),
+        ({"task": {**SMALL["task"], "goal": ["in(cup, box): 1"]}}, "no item is named 'cup'"),
+        ({"task": {**SMALL["task"], "goal": ["in(book, box): 3"]}}, "3 wanted, 2 in items"),
+        ({"task": {**SMALL["task"], "goal": ["in(book, box): 1", "near(pen, shelf): 1"]}}, "mixes near"),
+        ({"items": [{"name": "book", "where": "in shelf"}]}, "shelf is a surface"),
+        ({"items": [{"name": "book", "where": "under shelf"}]}, "items.0.where: String should match pattern"),
+        ({"items": [{"name": "book", "where": "floor 30 30"}]}, "item 'book' at [30.0, 30.0] is in no room"),
+        ({"robots": [{"name": "r1", "start": [9.0, 9.0]}]}, "robot 'r1' at [9.0, 9.0] is in no room"),
+        ({"rooms": [*SMALL["rooms"], {"name": "hall", "polygon": [[0, 0], [1, 0], [1, 1]]}]}, "two rooms are named"),
+        ({"map": "missing.map.yaml"}, "missing.map.yaml: cannot read it (No such file or directory)"),
+    ],
+)
+def test_every_error_is_one_line_naming_the_file(tmp_path: Path, edit: dict, message: str) -> None:
+    path = _write(tmp_path, {**SMALL, **edit})
+    with pytest.raises(WorldFileError) as caught:
+        load_world(path)
+    text = str(caught.value)
+    assert "\n" not in text and text.startswith(str(path)) and message in text, text
+
+
+def test_not_yaml_and_no_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.world.yaml"
+    bad.write_text("rooms: [\n")
+    with pytest.raises(WorldFileError, match=r"bad.world.yaml: not YAML \(line"):
+        load_world(bad)
+    with pytest.raises(WorldFileError, match="cannot read it"):
+        load_world(tmp_path / "none.yaml")
+
+
+def test_goal_grammar() -> None:
+    assert parse_goal(" IN( apple , fridge ) : 2") == (Relation.IN, "apple", "fridge", 2)
+    assert parse_goal("near(bread, bed): 1") == (Relation.NEAR, "bread", "bed", 1)
+    with pytest.raises(ValueError, match="at least 1"):
+        parse_goal("on(apple, table): 0")
+
+
+def test_world_check_and_draw_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert coteam_main(["world", "check", str(FLAT)]) == 0
+    shown = capsys.readouterr().out
+    assert "usable" in shown and "in(apple, fridge): 2" in shown and "robot1 at [1.5, 1.2]" in shown
+    out = tmp_path / "flat.png"
+    assert coteam_main(["world", "draw", str(FLAT), "--out", str(out)]) == 0
+    image = cv2.imread(str(out))
+    assert image is not None and image.shape[1] > 600 and image.shape[0] > 500
+    bad = _write(tmp_path, {**SMALL, "task": {"name": "x", "goal": ["grab(book)"]}})
+    assert coteam_main(["world", "check", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("coteam world: error: ") and "grab(book)" in err[0]
+
+
+def test_the_drawing_puts_the_map_under_the_world(tmp_path: Path) -> None:
+    """The occupancy map is drawn in place: a piece of furniture is dark where the file puts it."""
+    world = load_world(FLAT)
+    image = cv2.imread(str(draw_world(world, tmp_path / "f.png")), cv2.IMREAD_GRAYSCALE)
+    assert image is not None
+    fp = world.scene.floorplan
+    (x0, _), (_, y1) = fp.corner_of(0, 0), fp.corner_of(fp.width, fp.height)
+    header = 28 * 3
+
+    def pixel(x: float, y: float) -> int:
+        return int(image[header + 30 + round((y1 - y) * 60), 30 + round((x - x0) * 60)])
+
+    assert pixel(1.5, 0.3) < 80  # the kitchen cabinet, occupied on the map
+    assert pixel(1.2, 2.0) > 200  # kitchen floor
+    assert np.mean(image) > 100
