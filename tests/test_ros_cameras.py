@@ -17,10 +17,11 @@ from ros_isolation import isolate_ros, rclpy_session, task_scene
 rclpy = pytest.importorskip("rclpy")
 
 from builtin_interfaces.msg import Time  # noqa: E402
-from coteam_interfaces.msg import ObjectDetections, RobotStatus, SemanticMap  # noqa: E402
+from coteam_interfaces.msg import RobotStatus, SemanticMap  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from vision_msgs.msg import Detection3DArray  # noqa: E402
 
 from coteam.vision import CameraPose  # noqa: E402
 from coteam.world import Relation  # noqa: E402
@@ -74,10 +75,10 @@ def test_camera_images_become_the_semantic_map_the_planner_uses(tmp_path: Path, 
         test = rclpy.create_node("camera_test")
         tf = TransformListener(test)
         maps: list[SemanticMap] = []
-        frames: list[ObjectDetections] = []
+        frames: list[Detection3DArray] = []
         statuses: list[RobotStatus] = []
         test.create_subscription(SemanticMap, f"/{ROBOT}/semantic_map", maps.append, LATCHED)
-        test.create_subscription(ObjectDetections, f"/{ROBOT}/detections", frames.append, 10)
+        test.create_subscription(Detection3DArray, f"/{ROBOT}/detections", frames.append, 10)
         test.create_subscription(RobotStatus, f"/{ROBOT}/status", statuses.append, LATCHED)
         bridge = SimBridgeNode(
             parameter_overrides=[
@@ -98,7 +99,7 @@ def test_camera_images_become_the_semantic_map_the_planner_uses(tmp_path: Path, 
         def remembered() -> set[int]:
             return {i for i in expected if i in planner.brain.memory.objects}
 
-        def first_frames() -> list[ObjectDetections]:
+        def first_frames() -> list[Detection3DArray]:
             stamps = {stamp_ns(t) for t in statuses[0].camera_stamps} if statuses else set()
             return [f for f in frames if stamp_ns(f.header.stamp) in stamps]
 
@@ -132,7 +133,7 @@ def test_camera_images_become_the_semantic_map_the_planner_uses(tmp_path: Path, 
         # one detections message per frame, and the semantic map of the same items, where the world has them
         per_frame = first_frames()
         assert len(per_frame) == 6
-        assert {o.object_id for f in per_frame for o in f.objects} == expected
+        assert {int(d.id) for f in per_frame for d in f.detections} == expected  # vision_msgs: id = object id
         fused = {o.object_id: o for o in maps[-1].objects}
         assert expected <= set(fused)
         for item in expected:

@@ -251,7 +251,7 @@ def test_node_list_sim() -> None:
         "max_message_age_s": 120.0,
     }
     assert alice_exec.parameters == {"robot": "alice", "robots": ["alice", "bob"], "navigation": "sim", **episode}
-    assert specs[4].parameters == {"robot": "bob"}
+    assert specs[4].parameters == {"robot": "bob", "robots": ["alice", "bob"], **episode}  # the map places detections
     assert all(s.remappings == [] for s in specs)
     assert all(_is_ros_value(v) for s in specs for v in s.parameters.values())
 
@@ -273,7 +273,7 @@ def test_every_node_reads_the_task_from_the_scene_file_the_launch_writes(tmp_pat
     saved = write_task_scene(cfg, tmp_path / "elsewhere")
     assert saved == tmp_path / "saved.json"
     specs = node_list(cfg, saved)
-    assert {s.parameters.get("scene_path") for s in specs} == {str(saved), None}  # None: perception without cameras
+    assert {s.parameters.get("scene_path") for s in specs} == {str(saved)}
     assert specs[0].parameters["suite"] == str(saved)
 
 

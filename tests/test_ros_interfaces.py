@@ -83,16 +83,6 @@ def _roundtrip(message):
 
 def _samples(msg, action) -> list:
     """One populated instance of every message type and of every action's goal, result and feedback."""
-    apple = msg.DetectedObject(
-        name="apple",
-        object_id=21,
-        category="food",
-        room="kitchen",
-        container="fridge",
-        position=Point(x=1.5, y=-2.25, z=0.75),
-        confidence=0.875,
-    )
-    plate = msg.DetectedObject(name="plate", object_id=7, category="tableware", room="kitchen", confidence=0.5)
     remembered = msg.SemanticObject(
         name="apple",
         object_id=21,
@@ -112,9 +102,9 @@ def _samples(msg, action) -> list:
             text="I take the apple (21) in the fridge; bob, explore the bedroom — danke schön",
             step=17,
         ),
-        apple,
-        msg.ObjectDetections(header=_header(), robot="alice", objects=[apple, plate]),
-        msg.ObjectDetections(header=_header(), robot="bob", objects=[]),
+        msg.ArmState(
+            header=_header(), robot="alice", holding=[21, -1], containers=[31, 32], container_open=[True, False]
+        ),
         remembered,
         msg.SemanticMap(header=_header(), robot="bob", objects=[remembered], explored_rooms=["kitchen", "livingroom"]),
         msg.Decision(
@@ -169,8 +159,7 @@ def test_every_type_roundtrips_through_cdr():
     expected = (
         {
             msg.TeamMessage,
-            msg.DetectedObject,
-            msg.ObjectDetections,
+            msg.ArmState,
             msg.SemanticObject,
             msg.SemanticMap,
             msg.Decision,
@@ -191,12 +180,12 @@ def test_every_type_roundtrips_through_cdr():
 
 def test_nested_fields_survive_roundtrip():
     msg, _ = _interfaces()
-    detections = msg.ObjectDetections(
+    semantic = msg.SemanticMap(
         header=_header(),
         robot="alice",
-        objects=[msg.DetectedObject(name=f"obj{i}", object_id=i, position=Point(x=float(i))) for i in range(5)],
+        objects=[msg.SemanticObject(name=f"obj{i}", object_id=i, position=Point(x=float(i))) for i in range(5)],
     )
-    copy = _roundtrip(detections)
+    copy = _roundtrip(semantic)
     assert [o.name for o in copy.objects] == [f"obj{i}" for i in range(5)]
     assert copy.objects[4].position.x == 4.0
     assert copy.header.stamp.nanosec == 250_000_000 and copy.header.frame_id == "map"
@@ -281,10 +270,9 @@ def test_field_types():
         "signature": "string",
     }
     assert msg.RobotStatus.get_fields_and_field_types()["transport_rate"] == "float"
-    assert msg.ObjectDetections.get_fields_and_field_types()["objects"] == "sequence<coteam_interfaces/DetectedObject>"
+    assert msg.ArmState.get_fields_and_field_types()["holding"] == "sequence<int32>"
     assert msg.SemanticMap.get_fields_and_field_types()["explored_rooms"] == "sequence<string>"
     assert msg.SemanticObject.get_fields_and_field_types()["last_seen"] == "builtin_interfaces/Time"
-    assert msg.DetectedObject.get_fields_and_field_types()["confidence"] == "float"
     assert action.Manipulate.Goal.get_fields_and_field_types()["operation"] == "uint8"
     assert action.ExecuteSkill.Result.get_fields_and_field_types() == {
         "success": "boolean",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ros_isolation import isolate_ros
+from ros_isolation import isolate_ros, task_scene
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -36,15 +36,19 @@ def _tail(path: Path, chars: int = 3000) -> str:
 
 def test_perception_node_publishes_map_and_markers(tmp_path: Path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROS_PKG))
-    from coteam_interfaces.msg import ObjectDetections, SemanticMap
+    from coteam_interfaces.msg import SemanticMap
     from rclpy.context import Context
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from rclpy.signals import SignalHandlerOptions
+    from vision_msgs.msg import Detection3DArray
     from visualization_msgs.msg import Marker, MarkerArray
 
     from coteam.perception import Detection
+    from coteam.scene_io import load_scene
+    from coteam.world import Container
     from coteam_ros.convert import detections_to_msg
+    from coteam_ros.qos import SENSOR
 
     domain = isolate_ros(tmp_path, monkeypatch)
     env = {
@@ -54,7 +58,14 @@ def test_perception_node_publishes_map_and_markers(tmp_path: Path, monkeypatch):
     }
     out_path, err_path = tmp_path / "node.out", tmp_path / "node.err"
     cmd = [sys.executable, "-m", "coteam_ros.nodes.perception", "--ros-args", "-r", "__ns:=/alice"]
-    cmd += ["-p", "robot:=alice", "-p", "min_confidence:=0.5"]
+    scene_path = task_scene(tmp_path)
+    cmd += ["-p", "robot:=alice", "-p", "min_confidence:=0.5", "-p", f"scene_path:={scene_path}"]
+    scene = load_scene(scene_path)
+    names = scene.names()
+    fridge = next(c for c in scene.containers if isinstance(c, Container))
+    table = next(s for s in scene.surfaces if s.room != fridge.room)
+    item = scene.items[0]
+    kitchen, livingroom = names[fridge.room], names[table.room]
 
     context = Context()
     rclpy.init(context=context, domain_id=domain, signal_handler_options=SignalHandlerOptions.NO)
@@ -65,15 +76,21 @@ def test_perception_node_publishes_map_and_markers(tmp_path: Path, monkeypatch):
     try:
         node = rclpy.create_node("perception_test", context=context)
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        publisher = node.create_publisher(ObjectDetections, "/alice/detections", 10)
+        publisher = node.create_publisher(Detection3DArray, "/alice/detections", SENSOR)
         map_sub = node.create_subscription(SemanticMap, "/alice/semantic_map", maps.append, qos)
         marker_sub = node.create_subscription(MarkerArray, "/alice/semantic_markers", markers.append, qos)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
 
-        def spin_until(condition, what: str) -> None:
+        def spin_until(condition, what: str, again=None) -> None:
+            """Spin until ``condition``; ``again`` is sent every half second meanwhile (detections are best effort:
+            the first messages after discovery may be lost)."""
             deadline = time.monotonic() + TIMEOUT_S
+            last = time.monotonic()
             while not condition():
+                if again is not None and time.monotonic() - last > 0.5:
+                    send(again)
+                    last = time.monotonic()
                 if proc.poll() is not None:
                     pytest.fail(f"node exited ({proc.returncode}) waiting for {what}; stderr: {_tail(err_path)}")
                 if time.monotonic() > deadline:
@@ -91,65 +108,57 @@ def test_perception_node_publishes_map_and_markers(tmp_path: Path, monkeypatch):
 
         seen_at = Time(sec=1234, nanosec=500)
 
-        def send(robot: str, detections: list[Detection]) -> None:
-            publisher.publish(detections_to_msg(robot, detections, Header(stamp=seen_at, frame_id="map")))
+        def send(detections: list[Detection]) -> None:
+            publisher.publish(detections_to_msg(detections, Header(stamp=seen_at, frame_id="map")))
 
-        def apple(step: int, **kw) -> Detection:
-            fields = dict(name="apple", object_id=21, category="food", room="kitchen", container="fridge")
-            fields |= dict(position=(1.5, -2.25), confidence=0.9, step=step)
-            return Detection(**(fields | kw))
+        def seen(name: str, object_id: int, at: tuple[float, float], confidence: float = 0.9) -> Detection:
+            return Detection(name, object_id, "", "", "", at, confidence, 0)
 
-        fridge = Detection("fridge", 31, "container", "kitchen", "", (1.0, -3.0), 1.0, 0)
-        faint = Detection("plate", 7, "stuff", "kitchen", "", (0.0, 0.0), 0.3, 0)  # below min_confidence
-        send("alice", [apple(0), fridge, faint])
-        spin_until(lambda: maps and {o.object_id for o in maps[-1].objects} == {21, 31}, "first semantic map")
+        a, f = item.id, fridge.id
+        first_batch = [seen(item.name, a, fridge.position), seen(fridge.name, f, fridge.position, 1.0)]
+        first_batch.append(seen("plate", 7, (0, 0), 0.3))  # below min_confidence
+        spin_until(
+            lambda: maps and {o.object_id for o in maps[-1].objects} == {a, f}, "first semantic map", first_batch
+        )
 
         first = maps[-1]
         assert first.robot == "alice" and first.header.frame_id == "map"
         assert first.header.stamp.sec > 0  # stamped with the node clock
-        assert list(first.explored_rooms) == ["kitchen"]
+        assert list(first.explored_rooms) == [kitchen]
         got = {o.object_id: o for o in first.objects}
-        assert [o.object_id for o in first.objects] == [21, 31]
-        assert (got[21].name, got[21].category, got[21].room, got[21].container) == (
-            "apple",
-            "food",
-            "kitchen",
-            "fridge",
-        )
-        assert (got[21].position.x, got[21].position.y, got[21].last_seen_step) == (1.5, -2.25, 0)
-        assert got[21].last_seen == seen_at and got[21].holder == ""
+        assert [o.object_id for o in first.objects] == sorted([a, f])
+        # the room and the holding fixture come from the task's map; the category from its catalogue
+        assert (got[a].name, got[a].room, got[a].container) == (item.name, kitchen, fridge.name)
+        assert (got[a].position.x, got[a].position.y) == fridge.position
+        assert got[a].last_seen == seen_at and got[a].holder == ""
 
-        # Another robot's detections are ignored; then the apple moves to the living room.
-        send("bob", [Detection("wine", 99, "food", "kitchen", "", (5.0, 5.0), 1.0, 0)])
-        send("alice", [apple(1, room="livingroom", container="coffeetable", position=(6.0, 4.0))])
-        spin_until(lambda: maps and maps[-1].objects[0].room == "livingroom", "updated semantic map")
+        # the item moves to a table in another room
+        moved = [seen(item.name, a, table.position)]
+        send(moved)
+        spin_until(
+            lambda: maps and {o.object_id: o for o in maps[-1].objects}[a].room == livingroom, "updated map", moved
+        )
         second = maps[-1]
         got = {o.object_id: o for o in second.objects}
-        assert sorted(got) == [21, 31]  # the fridge is kept although not re-detected; no wine (99) from bob
-        assert (got[21].container, got[21].position.x, got[21].position.y) == ("coffeetable", 6.0, 4.0)
-        assert (got[21].last_seen_step, got[31].last_seen_step) == (1, 0)
-        assert list(second.explored_rooms) == ["kitchen", "livingroom"]
+        assert sorted(got) == sorted([a, f])  # the fridge is kept although not re-detected
+        assert (got[a].container, got[a].position.x, got[a].position.y) == (table.name, *table.position)
+        assert got[a].last_seen_step > got[f].last_seen_step  # the node numbers the batches it receives
+        assert list(second.explored_rooms) == sorted([kitchen, livingroom])
 
         def latest_markers() -> dict:
             return {(m.ns, m.id): m for m in markers[-1].markers} if markers else {}
 
         spin_until(
-            lambda: (m := latest_markers().get(("objects", 21))) is not None and m.pose.position.x == 6.0,
+            lambda: (m := latest_markers().get(("objects", a))) is not None and m.pose.position.x == table.position[0],
             "updated markers",
         )
         drawn = latest_markers()
-        assert set(drawn) == {("objects", 21), ("objects", 31), ("labels", 21), ("labels", 31)}
-        assert drawn["objects", 21].type == Marker.SPHERE and drawn["objects", 31].type == Marker.CUBE
+        assert set(drawn) == {("objects", a), ("objects", f), ("labels", a), ("labels", f)}
+        assert drawn["objects", a].type == Marker.SPHERE and drawn["objects", f].type == Marker.CUBE
         assert all(m.action == Marker.ADD and m.header.frame_id == "map" for m in drawn.values())
-        shape_colors = {oid: drawn["objects", oid].color for oid in (21, 31)}
-        assert (shape_colors[21].r, shape_colors[21].g, shape_colors[21].b) != (
-            shape_colors[31].r,
-            shape_colors[31].g,
-            shape_colors[31].b,
-        )
-        assert drawn["labels", 21].type == Marker.TEXT_VIEW_FACING
-        assert drawn["labels", 21].text == "apple (21)" and drawn["labels", 31].text == "fridge (31)"
-        assert drawn["labels", 21].pose.position.z > drawn["objects", 21].pose.position.z
+        assert drawn["labels", a].type == Marker.TEXT_VIEW_FACING
+        assert drawn["labels", a].text == f"{item.name} ({a})" and drawn["labels", f].text == f"{fridge.name} ({f})"
+        assert drawn["labels", a].pose.position.z > drawn["objects", a].pose.position.z
 
         executor.shutdown()
         node.destroy_node()

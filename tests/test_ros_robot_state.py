@@ -1,8 +1,10 @@
-"""robot_state (real robots): the pose (TF) and detections become the status that planner and executor read."""
+"""robot_state (real robots): the pose (TF), the detector's vision_msgs detections and the arm's state become the
+status that planner and executor read."""
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -13,11 +15,12 @@ from ros_isolation import isolate_ros, rclpy_session, task_scene
 rclpy = pytest.importorskip("rclpy")
 
 from builtin_interfaces.msg import Time  # noqa: E402
-from coteam_interfaces.msg import ObjectDetections, RobotStatus  # noqa: E402
+from coteam_interfaces.msg import ArmState, RobotStatus  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
+from vision_msgs.msg import Detection3DArray  # noqa: E402
 
 from coteam.observation import observation_from_dict  # noqa: E402
 from coteam.perception import Detection, ObservationAssembler  # noqa: E402
@@ -37,27 +40,39 @@ def _catalogue() -> tuple:
     return container, item, other, room
 
 
-def test_assembler_builds_the_observation_from_detections() -> None:
+def test_assembler_builds_the_observation_from_detections_the_map_and_the_arm() -> None:
     container, item, other, room = _catalogue()
     asm = ObservationAssembler("robot1", SCENE)
     dets = [
         Detection(item.name, item.id, item.category, room.name, container.name, container.position, 0.9, 3),
-        Detection(other.name, other.id, other.category, room.name, "", (1.0, 1.0), 0.9, 3, holder="robot1"),
-        Detection(container.name, container.id, "container", room.name, "", container.position, 1.0, 3, is_open=True),
+        Detection(other.name, other.id, other.category, room.name, "", (1.0, 1.0), 0.9, 3),  # held: the arm says so
         Detection("ghost", 9999, "food", room.name, "", (1.0, 1.0), 1.0, 3),  # not in the catalogue: dropped
     ]
-    obs = asm.observation(3, SCENE.floorplan.room_center(room.id), 90.4, dets)
+    at = SCENE.floorplan.room_center(room.id)
+    obs = asm.observation(3, at, 90.4, dets, holding=[-1, other.id], container_open={container.id: True})
     views = {v.id: v for v in obs.visible}
-    assert sorted(views) == sorted([item.id, other.id, container.id])
+    in_the_room = {f.id for f in (*SCENE.containers, *SCENE.surfaces) if f.room == room.id}
+    assert set(views) == in_the_room | {item.id}  # the room's furniture is on the map; the held item is not seen
     assert (views[item.id].location, views[item.id].holder, views[item.id].room) == (
         Relation.IN,
         container.id,
         room.id,
     )
-    assert (views[other.id].location, views[other.id].held_by) == (Relation.HELD, "robot1")
     assert views[container.id].kind == ObjectKind.CONTAINER and views[container.id].is_open is True
     assert obs.holding == (other.id, None)
     assert (obs.room, obs.heading, obs.step, obs.ready) == (room.id, 90, 3, True)
+    # seen completely: only the open fixtures within reach (an item not detected elsewhere is not taken for gone)
+    near = {
+        f.id
+        for f in (*SCENE.containers, *SCENE.surfaces)
+        if f.room == room.id
+        and (f.id == container.id or f.id not in {c.id for c in SCENE.containers})
+        and math.dist(f.position, at) <= 1.0
+    }
+    assert set(obs.complete_fixtures or ()) == near
+    closed = asm.observation(4, at, 0.0, [], container_open={container.id: False})
+    assert {v.id: v for v in closed.visible}[container.id].is_open is False
+    assert container.id not in (closed.complete_fixtures or ())
 
 
 def test_robot_state_node_publishes_status_from_tf_and_detections(
@@ -86,7 +101,10 @@ def test_robot_state_node_publishes_status_from_tf_and_detections(
         tf = TransformPublisher(test)
         # localisation says where odom is on the map (1 m off), odometry where the robot is in odom
         tf.send_static([RigidTransform.of(1.0, 0.0).stamped("map", "robot1/odom", Time())])
-        detections = test.create_publisher(ObjectDetections, "/robot1/detections", 10)
+        detections = test.create_publisher(Detection3DArray, "/robot1/detections", 10)
+        arm = test.create_publisher(ArmState, "/robot1/arm_state", latched)
+        held = next(i for i in SCENE.items if i.name not in (item.name, other.name))
+        arm.publish(ArmState(robot="robot1", holding=[held.id, -1]))
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         executor.add_node(test)
@@ -95,22 +113,25 @@ def test_robot_state_node_publishes_status_from_tf_and_detections(
         seen = None
         while time.monotonic() < deadline and seen is None:
             tf.send([RigidTransform.of(x - 1.0, y, yaw_deg=180.0).stamped("robot1/odom", "robot1/base_link", Time())])
-            sighting = Detection(item.name, item.id, item.category, room.name, container.name, (x, y), 1.0, 0)
-            by_class = Detection(other.name, -1, other.category, room.name, container.name, (x, y), 1.0, 0)
-            detections.publish(detections_to_msg("robot1", [sighting, by_class], Header(frame_id="map")))
+            # in the robot's base frame (it faces -x): at the container's place on the map
+            cx, cy = container.position
+            sighting = Detection(item.name, item.id, "", "", "", (x - cx, y - cy), 1.0, 0)
+            by_class = Detection(other.name, -1, "", "", "", (x - cx, y - cy), 1.0, 0)
+            detections.publish(detections_to_msg([sighting, by_class], Header(frame_id="robot1/base_link")))
             executor.spin_once(timeout_sec=0.05)
             for status in statuses:
                 obs = observation_from_dict(json.loads(status.observation_json))
-                if len(obs.visible) == 2:
+                if sum(1 for v in obs.visible if v.kind == ObjectKind.ITEM) == 2:
                     seen = (status, obs)
         assert seen is not None, "no status with the detected object"
         status, obs = seen
         assert status.robot == "robot1" and status.ready and not status.episode_done
         assert (obs.position, obs.heading, obs.room) == ((x, y), 180, room.id)
         views = {v.id: v for v in obs.visible}
-        assert views[item.id].location == Relation.IN
+        assert views[item.id].location == Relation.IN and views[item.id].holder == container.id
+        assert obs.holding == (held.id, None)
         # the class-only detection stands for one of the task's objects of its class, on the same fixture
-        (bound,) = (v for v in obs.visible if v.id != item.id)
+        (bound,) = (v for v in obs.visible if v.kind == ObjectKind.ITEM and v.id != item.id)
         assert bound.name == other.name and SCENE.item(bound.id).name == other.name and bound.holder == container.id
         steps = [s.step for s in statuses]
         assert steps == sorted(steps)

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -301,6 +301,8 @@ class ObservationAssembler:
         for f in self.fixtures.values():
             self.fixtures_named.setdefault(f.name, []).append(f.id)
         self.items = {i.id: i for i in scene.items}
+        self.containers = {c.id for c in scene.containers}
+        self.initially_open = scene.initially_open
         self.room_ids = {r.name: r.id for r in self.floorplan.rooms}
 
     def view(self, det: Any) -> ObjectView | None:
@@ -345,6 +347,16 @@ class ObservationAssembler:
             capacity=item.capacity,
         )
 
+    def category(self, name: str, object_id: int) -> str:
+        """The category the semantic map gives a detection: the item's (by id, else of the first item of its
+        class), "container" or "surface" for a fixture; "" for what the task does not know."""
+        if object_id in self.fixtures or (object_id < 0 and name in self.fixtures_named):
+            fixture = self.fixtures[object_id if object_id >= 0 else self.fixtures_named[name][0]]
+            return ObjectKind.CONTAINER.value if isinstance(fixture, Container) else ObjectKind.SURFACE.value
+        if object_id in self.items:
+            return self.items[object_id].category
+        return next((i.category for i in self.items.values() if i.name == name), "")
+
     def instances(self, name: str) -> list[int]:
         """The ids of the task's objects of class ``name``, lowest first."""
         return sorted(i for i, item in self.items.items() if item.name == name)
@@ -363,25 +375,55 @@ class ObservationAssembler:
             return -1
         return min(ids, key=lambda i: math.dist(self.fixtures[i].position, near))
 
-    def observation(self, step: int, position: tuple[float, float], heading: float, detections: list) -> Observation:
+    def observation(
+        self,
+        step: int,
+        position: tuple[float, float],
+        heading: float,
+        detections: Iterable[Any],
+        holding: Sequence[int] = (),
+        container_open: Mapping[int, bool] | None = None,
+        reach_m: float = 1.0,
+    ) -> Observation:
+        """A real robot's observation: its pose; the fixtures of its room as the task describes them (furniture is
+        on the map; a container is open as the robot's own arm last left it, ``container_open``, else as the task
+        starts); the items ``detections`` show, the latest sighting of each; the items in its grippers
+        (``holding``, object ids per hand, -1 empty: the arm's word, as no camera sees into a gripper). As through a
+        camera, only the fixtures within ``reach_m`` whose contents it sees (surfaces, open containers) are shown
+        completely: an item remembered elsewhere and not detected now is not taken for gone."""
+        opened = {**{c: c in self.initially_open for c in self.containers}, **(container_open or {})}
+        room = self.floorplan.room_at(position)
+        room_id = room.id if room else -1
+        held = [h for h in holding if h in self.items][: self.hands]
         views: dict[int, ObjectView] = {}
+        for fixture in self.fixtures.values():
+            if fixture.room != room_id:
+                continue
+            if fixture.id in self.containers:
+                kind, is_open = ObjectKind.CONTAINER, opened[fixture.id]
+            else:
+                kind, is_open = ObjectKind.SURFACE, None
+            views[fixture.id] = ObjectView(fixture.id, fixture.name, kind, room_id, fixture.position, is_open=is_open)
         for det in detections:  # the latest sighting of each object wins
             view = self.view(det)
-            if view is not None:
+            if view is not None and view.kind == ObjectKind.ITEM and view.id not in held:
                 views[view.id] = view
-        held = sorted(v.id for v in views.values() if v.held_by == self.robot)[: self.hands]
-        holding = tuple(held) + (None,) * (self.hands - len(held))
-        room = self.floorplan.room_at(position)
+        complete = tuple(
+            f.id
+            for f in self.fixtures.values()
+            if f.room == room_id and opened.get(f.id, True) and distance(f.position, position) <= reach_m
+        )
         return Observation(
             agent=self.robot,
             step=step,
             frames=step,
             position=position,
             heading=round(heading) % 360,
-            room=room.id if room else -1,
-            holding=holding,
+            room=room_id,
+            holding=tuple(held) + (None,) * (self.hands - len(held)),
             visible=tuple(views[k] for k in sorted(views)),
             view_headings=(round(heading) % 360,),
+            complete_fixtures=complete,
         )
 
 

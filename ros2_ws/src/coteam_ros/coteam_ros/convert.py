@@ -1,4 +1,5 @@
-"""Conversions between coteam core types and ROS messages (coteam_interfaces, geometry_msgs, sensor_msgs).
+"""Conversions between coteam core types and ROS messages (coteam_interfaces, geometry_msgs, sensor_msgs,
+vision_msgs).
 
 Small pure functions, no node state. Messages carry 3-D points in the map frame; the core is planar
 (``coteam.world.Vec2``), so ``z`` is dropped on the way in and set to 0 on the way out. Images are converted here
@@ -16,9 +17,16 @@ from typing import Any
 import numpy as np
 from builtin_interfaces.msg import Time
 from coteam_interfaces import msg as ci
-from geometry_msgs.msg import Point, Pose, Quaternion
+from geometry_msgs.msg import Point, Pose, PoseWithCovariance, Quaternion
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
+from vision_msgs.msg import (
+    BoundingBox3D,
+    Detection3D,
+    Detection3DArray,
+    ObjectHypothesis,
+    ObjectHypothesisWithPose,
+)
 
 from coteam.memory import bearing
 from coteam.perception import Detection, SemanticObject
@@ -59,63 +67,55 @@ def pose_to_nav_goal(pose: Pose) -> NavGoal:
     return NavGoal(point_from_msg(pose.position), heading_from_quaternion(pose.orientation))
 
 
-# --- detections ------------------------------------------------------------------------------------------------
-_OPEN_STATE = {None: ci.DetectedObject.OPEN_UNKNOWN, True: ci.DetectedObject.OPEN, False: ci.DetectedObject.CLOSED}
+# --- detections (vision_msgs) --------------------------------------------------------------------------------
+def detections_to_msg(detections: Iterable[Detection], header: Header) -> Detection3DArray:
+    """Detections as every ROS 2 detector publishes them: one ``Detection3D`` each, its hypothesis the class name
+    (``class_id``) with the confidence (``score``) at the object's position in ``header``'s frame (z: its height
+    above the floor, 0 when unknown), ``id`` the object's id in the task ("" for a class-only detection), and a box
+    of unknown size at the same place. Held objects are not detected (nothing sees into a gripper)."""
+    out = []
+    for d in detections:
+        pose = Pose(position=point_to_msg(d.position, d.height_m or 0.0), orientation=Quaternion(w=1.0))
+        out.append(
+            Detection3D(
+                header=header,
+                results=[
+                    ObjectHypothesisWithPose(
+                        hypothesis=ObjectHypothesis(class_id=d.name, score=float(d.confidence)),
+                        pose=PoseWithCovariance(pose=pose),
+                    )
+                ],
+                bbox=BoundingBox3D(center=pose),
+                id=str(d.object_id) if d.object_id >= 0 else "",
+            )
+        )
+    return Detection3DArray(header=header, detections=out)
 
 
-def detection_to_msg(detection: Detection) -> ci.DetectedObject:
-    """The step is the observation's (``ObjectDetections.step``), not the object's: it is dropped here."""
-    return ci.DetectedObject(
-        name=detection.name,
-        object_id=detection.object_id,
-        category=detection.category,
-        room=detection.room,
-        container=detection.container,
-        position=point_to_msg(detection.position, detection.height_m or 0.0),  # z 0: height unknown
-        confidence=float(detection.confidence),
-        holder=detection.holder,
-        open_state=_OPEN_STATE[detection.is_open],
-    )
-
-
-def detection_from_msg(obj: ci.DetectedObject, step: int) -> Detection:
-    """The core detection of ``obj`` observed at ``step``."""
-    return Detection(
-        name=obj.name,
-        object_id=obj.object_id,
-        category=obj.category,
-        room=obj.room,
-        container=obj.container,
-        position=point_from_msg(obj.position),
-        confidence=float(obj.confidence),
-        step=step,
-        height_m=obj.position.z or None,
-        holder=obj.holder,
-        is_open={ci.DetectedObject.OPEN: True, ci.DetectedObject.CLOSED: False}.get(obj.open_state),
-    )
-
-
-def detections_to_msg(
-    robot: str,
-    detections: Iterable[Detection],
-    header: Header,
-    *,
-    step: int = -1,
-    room: str = "",
-    explored_rooms: Iterable[str] = (),
-) -> ci.ObjectDetections:
-    return ci.ObjectDetections(
-        header=header,
-        robot=robot,
-        objects=[detection_to_msg(d) for d in detections],
-        step=step,
-        room=room,
-        explored_rooms=list(explored_rooms),
-    )
-
-
-def detections_from_msg(message: ci.ObjectDetections, step: int) -> list[Detection]:
-    return [detection_from_msg(obj, step) for obj in message.objects]
+def detections_from_msg(message: Detection3DArray, step: int) -> list[tuple[str, Detection]]:
+    """Each detection's frame (its own header's, else the array's) and the core detection of its best hypothesis,
+    its position in that frame; the receiver puts it in the map and in its room. ``id``: the task's object id when it
+    is a number, else the detection is of its class only (-1). A detection without a hypothesis is left out."""
+    out = []
+    for det in message.detections:
+        if not det.results:
+            continue
+        best = max(det.results, key=lambda r: r.hypothesis.score)
+        point = best.pose.pose.position
+        object_id = int(det.id) if det.id.isdigit() else -1
+        detection = Detection(
+            name=best.hypothesis.class_id,
+            object_id=object_id,
+            category="",
+            room="",
+            container="",
+            position=(point.x, point.y),
+            confidence=float(best.hypothesis.score),
+            step=step,
+            height_m=point.z or None,
+        )
+        out.append((det.header.frame_id or message.header.frame_id, detection))
+    return out
 
 
 # --- semantic map --------------------------------------------------------------------------------------------

@@ -139,10 +139,10 @@ def node_list(
         if len(names) > 1 and not observes_world(cfg.team.method, cfg.team.switches()):
             # its robots' skills read what the whole team sees, as their memories do in process
             executor["teammate_wait_s"] = TEAMMATE_WAIT_S if lockstep else 0.0
-    perception: dict[str, ParamValue] = {}
+    perception: dict[str, ParamValue] = {"robots": list(names), **episode}  # the task's map places detections
     if cfg.perception is not None:
         pc = cfg.perception
-        perception = {"detector": pc.detector, "robots": list(names), **episode}
+        perception["detector"] = pc.detector
         if cfg.world is not None:  # the bridge's status goes through perception, which adds what the cameras saw
             perception["status_from_cameras"] = True
         if pc.markers:

@@ -1,4 +1,9 @@
-"""The camera frames of a sim-bridge status, and what the robot's perception confirmed (or saw empty) in them.
+"""Detections put on the map, and the camera frames of a sim-bridge status with what the robot's perception
+confirmed (or saw empty) in them.
+
+:func:`detector_output_on_map` takes a detector's ``vision_msgs/Detection3DArray`` (positions in any frame TF knows) to
+the map: the room the floor plan has there and the fixture within reach that holds the object (the stamp's
+transform; a zero stamp takes the latest).
 
 :class:`CameraSightings` collects, per camera frame (by stamp), the ids of the semantic-map objects the frame's
 detections added or confirmed (``coteam.perception.CameraPerception``) and adds those objects, as the map has them,
@@ -9,9 +14,46 @@ so it is tested without DDS.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
+
+from vision_msgs.msg import Detection3DArray
 
 from coteam.observation import Observation
-from coteam.perception import CameraPerception, FusedFrame
+from coteam.perception import CameraPerception, Detection, FusedFrame, ObservationAssembler
+from coteam_ros.convert import detections_from_msg
+from coteam_ros.tf import TransformLookup
+
+FIXTURE_REACH_M = 0.6  # an object detected this close to a fixture stands on or in it
+
+
+def detector_output_on_map(
+    message: Detection3DArray,
+    step: int,
+    assembler: ObservationAssembler,
+    transforms: TransformLookup,
+    map_frame: str = "map",
+    reach_m: float = FIXTURE_REACH_M,
+) -> list[Detection]:
+    """The message's detections in the map frame (through TF at the message's stamp when they are in another frame),
+    each in its room, on the fixture within ``reach_m`` and with the task's category; one outside every room is left
+    out. A frame TF cannot
+    place raises :class:`~coteam_ros.tf.TransformUnavailable`."""
+    out = []
+    floorplan = assembler.floorplan
+    for frame, detection in detections_from_msg(message, step):
+        position, height = detection.position, detection.height_m
+        if frame and frame != map_frame:
+            x, y, z = transforms.lookup(map_frame, frame, message.header.stamp).apply((*position, height or 0.0))
+            position, height = (float(x), float(y)), float(z)
+        room = floorplan.room_at(position)
+        if room is None:
+            continue
+        container = assembler.fixture_near(position, reach_m)
+        category = assembler.category(detection.name, detection.object_id)
+        placed = replace(detection, position=position, height_m=height, room=room.name, container=container)
+        out.append(replace(placed, category=category))
+    return out
+
 
 KEPT_FRAMES = 256  # frames whose sightings are kept while their status is awaited
 

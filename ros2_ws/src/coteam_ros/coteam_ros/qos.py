@@ -2,7 +2,10 @@
 
 * ``LATCHED``: the latest value, kept for a node that joins late (a robot's status, its step tick, ``/map``, the
   semantic map).
-* ``STREAM``: a reliable stream nobody needs the past of (odometry, detections, ``/clock``).
+* ``STREAM``: a reliable stream nobody needs the past of (odometry, ``/clock``).
+* ``SENSOR``: subscribing to detections (``vision_msgs/Detection3DArray``): best effort, as ROS 2 sensor data
+  (rclpy's ``qos_profile_sensor_data``), so any detector's publisher matches, reliable or not; a lost batch is
+  replaced by the next. coteam publishes its own detections reliable (``STREAM``), which every subscriber matches.
 * ``TEAM_MESSAGES``: ``/team/messages``; a late-joining teammate still gets the recent past (the inbox drops what
   it has already seen).
 * ``DECISIONS``: a planner's decisions, kept like team messages (the same profile): the first decision of an
@@ -29,4 +32,5 @@ TEAM_MESSAGES = QoSProfile(
 )
 DECISIONS = TEAM_MESSAGES
 TURNS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+SENSOR = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE)
 CAMERA = QoSProfile(depth=30, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)

@@ -12,7 +12,9 @@ Topics and actions, relative to the robot's namespace:
 * calls ``navigate_to_pose`` (``nav2_msgs/NavigateToPose``) -- the simulator's navigator (``navigation: sim``) or
   the robot's Nav2 (``navigation: nav2``): the same client code. The skill re-checks its stop condition at every
   status and moves or cancels the goal;
-* calls ``manipulate`` (``coteam_interfaces/Manipulate``) for grasp / put / open / close / drop;
+* calls ``manipulate`` (``coteam_interfaces/Manipulate``) for grasp / put / open / close / drop; on a real arm
+  (``navigation: nav2``) it publishes ``arm_state`` (``coteam_interfaces/ArmState``, latched) after every manipulation
+  that succeeded: what the grippers hold and the containers it opened or closed (the robot's status reads it);
 * subscribes ``status`` (``coteam_interfaces/RobotStatus``): the robot's observation at every step, which keeps
   the executor's own memory of the world (the skills read it).
 
@@ -40,11 +42,11 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from coteam_interfaces.action import ExecuteSkill, Manipulate
-from coteam_interfaces.msg import RobotStatus
+from coteam_interfaces.msg import ArmState, RobotStatus
 from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
@@ -54,7 +56,8 @@ from std_msgs.msg import Header
 from coteam.actions import ActionError, HighLevelAction, Verb, parse_action
 from coteam.memory import AgentMemory
 from coteam.observation import Observation, observation_from_dict
-from coteam.skills import Manipulation, NavGoal, NavResult, SkillOutcome, SkillRunner
+from coteam.skills import Manipulation, ManipulationKind, NavGoal, NavResult, SkillOutcome, SkillRunner
+from coteam.world import HANDS
 from coteam_ros.convert import nav_goal_to_pose
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
@@ -63,6 +66,39 @@ from coteam_ros.qos import LATCHED
 
 NODE_NAME = "executor"
 HAND_NAMES = {-1: "", 0: "left", 1: "right"}
+
+
+@dataclass
+class ArmLedger:
+    """What the robot's arm holds and which containers it left open, from the results of its own manipulations (a
+    real arm says whether it succeeded, not what it holds): the robot's ``arm_state``."""
+
+    holding: list[int] = field(default_factory=lambda: [-1] * HANDS)
+    container_open: dict[int, bool] = field(default_factory=dict)
+
+    def succeeded(self, request: Manipulation) -> None:
+        kind, obj = request.kind, request.object_id
+        if kind == ManipulationKind.GRASP:
+            hand = request.hand if request.hand >= 0 and self.holding[request.hand] < 0 else self._free_hand()
+            if hand is not None:
+                self.holding[hand] = obj
+        elif kind in (ManipulationKind.PUT, ManipulationKind.PUT_IN, ManipulationKind.DROP):
+            self.holding = [-1 if held == obj else held for held in self.holding]
+        elif kind in (ManipulationKind.OPEN, ManipulationKind.CLOSE):
+            self.container_open[obj] = kind == ManipulationKind.OPEN
+
+    def _free_hand(self) -> int | None:
+        return next((i for i, held in enumerate(self.holding) if held < 0), None)
+
+    def to_msg(self, robot: str, header: Header) -> ArmState:
+        containers = sorted(self.container_open)
+        return ArmState(
+            header=header,
+            robot=robot,
+            holding=list(self.holding),
+            containers=containers,
+            container_open=[self.container_open[c] for c in containers],
+        )
 
 
 @dataclass
@@ -114,6 +150,9 @@ class ExecutorNode(Node):
         self.nav: NavigationState | None = None
         self.manipulating = False
         self.manipulation: Any = None  # a real arm's running goal (ClientGoalHandle)
+        self.manipulation_request: Manipulation | None = None
+        self.arm = ArmLedger()
+        self.arm_publisher = self.create_publisher(ArmState, "arm_state", LATCHED)
         self.goals = DeferredGoals()
         self.nav_type = navigate_to_pose_action()
         self.nav_client = ActionClient(self, self.nav_type, "navigate_to_pose")
@@ -389,6 +428,7 @@ class ExecutorNode(Node):
             call_later(self, RETRY_S, self._drive)
             return
         self.manipulating = True
+        self.manipulation_request = request
         goal = Manipulate.Goal(
             operation=int(request.kind),
             object_id=request.object_id,
@@ -419,6 +459,9 @@ class ExecutorNode(Node):
         self.manipulating = False
         self.manipulation = None
         result = future.result().result
+        if result.success and self.manipulation_request is not None:
+            self.arm.succeeded(self.manipulation_request)
+            self.arm_publisher.publish(self.arm.to_msg(self.robot, Header(stamp=self.get_clock().now().to_msg())))
         if job is not self.job:
             return
         self.memory.last_failure = "" if result.success else (result.failure_reason or "manipulation failed")

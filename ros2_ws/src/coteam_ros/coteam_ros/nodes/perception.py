@@ -15,7 +15,9 @@ With a ``detector`` (``aruco``, ``color`` or ``onnx``), it detects in the robot'
   within ``fixture_reach_m`` (``coteam.vision.detections_on_map``). ``color`` and ``onnx`` know classes, not
   instances: the map associates their detections by class and distance, and each such object stands for one of the
   task's objects of its class (``coteam.perception.CameraPerception``);
-* publishes them as ``detections`` (one message per frame, stamped as the frame, also when empty) and fuses them;
+* publishes them as ``detections`` (``vision_msgs/Detection3DArray`` in the map frame, reliable: one message per
+  frame, stamped as the frame, also when empty; ``id`` = the task's object id, empty for a class-only detection) and
+  fuses them;
 * in simulation (``status_from_cameras``) it stands between the sim bridge and the robot's planner and executor:
   it subscribes the bridge's ``sim_status`` (what the robot's hand camera sees, and the stamps of the step's camera
   frames, ``camera_stamps``), adds the items of its semantic map those frames confirmed, as the map has them
@@ -27,24 +29,24 @@ With a ``detector`` (``aruco``, ``color`` or ``onnx``), it detects in the robot'
 Without a detector it fuses the ``detections`` another node publishes (the sim bridge's oracle, or a robot's own
 detector). Either way, topics relative to the robot's namespace:
 
-* subscribes ``detections`` (``coteam_interfaces/ObjectDetections``) when it has no detector;
+* subscribes ``detections`` (``vision_msgs/Detection3DArray``, best effort) when it has no detector: positions in
+  any frame TF takes to the map, put in their rooms and on the fixture within ``fixture_reach_m``
+  (``coteam_ros.observations.detector_output_on_map``);
 * publishes ``semantic_map`` (``coteam_interfaces/SemanticMap``) after every detections message, and
   ``semantic_markers`` (``visualization_msgs/MarkerArray``) for RViz/Foxglove: per object a cube (containers,
   surfaces) or sphere coloured by category in namespace ``objects`` and a text label in ``labels``, both with
   marker id = object id so displays update in place. Objects not re-seen in their room are drawn translucent.
   Both are transient-local with depth 1: a late subscriber gets the current map.
 
-Parameters: ``robot`` (this robot's name; detections from another robot are ignored), ``min_confidence``
+Parameters: ``robot``, ``robots``, ``scene_path`` / ``seed`` (the task: its floor plan, fixtures and objects, see
+``coteam_ros.episode``), ``min_confidence``
 (detections below it are ignored), ``frame_id`` of the published map (default "map"), ``forget_after_steps``
 (drop objects not seen for more than that many observations; -1, the default, keeps them); with a detector also
 ``detector``, ``markers``, ``marker_size_m``, ``object_depth_m``, ``colours``, ``model``, ``classes``,
-``fixture_reach_m``, ``frame_wait_s``, ``status_from_cameras`` (above) and ``robots``, ``scene_path`` / ``seed``
-(the task: its floor plan, fixtures and objects, see ``coteam_ros.episode``).
+``frame_wait_s``, ``status_from_cameras`` (above); ``fixture_reach_m`` either way.
 
-Each ``ObjectDetections`` gives its step (the sim bridge's step; a detector without one leaves -1 and the node
-numbers messages 0, 1, ...), the robot's room (objects remembered there but not detected are marked unconfirmed)
-and the rooms the robot has explored (added to the map's; without them, the rooms in which it accepted
-detections count as explored).
+The node numbers the detection messages it receives 0, 1, ... (the map's steps); the rooms in which it accepted
+detections count as explored.
 
 Run: ``python -m coteam_ros.nodes.perception --ros-args -r __ns:=/alice -p robot:=alice [-p detector:=aruco]``.
 """
@@ -59,13 +61,14 @@ from dataclasses import dataclass
 from functools import partial
 
 from builtin_interfaces.msg import Time
-from coteam_interfaces.msg import ObjectDetections, RobotStatus, SemanticMap
+from coteam_interfaces.msg import RobotStatus, SemanticMap
 from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import ColorRGBA, Header
+from vision_msgs.msg import Detection3DArray
 from visualization_msgs.msg import Marker, MarkerArray
 
 from coteam.observation import observation_from_dict, observation_to_dict
@@ -93,7 +96,6 @@ from coteam.vision import (
 from coteam.world import Scene
 from coteam_ros.convert import (
     depth_from_msg,
-    detections_from_msg,
     detections_to_msg,
     intrinsics_from_msg,
     rgb_from_msg,
@@ -101,8 +103,8 @@ from coteam_ros.convert import (
 )
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer
-from coteam_ros.observations import CameraSightings
-from coteam_ros.qos import CAMERA, LATCHED, STREAM
+from coteam_ros.observations import FIXTURE_REACH_M, CameraSightings, detector_output_on_map
+from coteam_ros.qos import CAMERA, LATCHED, SENSOR, STREAM
 from coteam_ros.team_config import DETECTORS
 from coteam_ros.tf import TransformUnavailable, stamp_ns, transform_lookup
 
@@ -211,10 +213,16 @@ class PerceptionNode(Node):
         self.map_publisher = self.create_publisher(SemanticMap, "semantic_map", LATCHED)
         self.marker_publisher = self.create_publisher(MarkerArray, "semantic_markers", LATCHED)
         detector = self.declare_parameter("detector", "").value
+        robots = list(self.declare_parameter("robots", [self.robot or "alice"]).value)
+        scene_path = self.declare_parameter("scene_path", "").value
+        self.scene = load_episode(scene_path, self.declare_parameter("seed", 0).value, robots).scene
+        self.transforms = transform_lookup(self)
+        self.fixture_reach_m = float(self.declare_parameter("fixture_reach_m", FIXTURE_REACH_M).value)
         if detector:
             self._start_camera(detector)
         else:
-            self.create_subscription(ObjectDetections, "detections", self._on_detections, STREAM)
+            self.assembler = ObservationAssembler(self.robot, self.scene)
+            self.create_subscription(Detection3DArray, "detections", self._on_detections, SENSOR)
         self.get_logger().info(
             f"perception for {self.robot or '(any robot)'}: "
             f"{f'{detector} on camera images' if detector else 'detections'}, "
@@ -225,25 +233,20 @@ class PerceptionNode(Node):
     def _start_camera(self, detector: str) -> None:
         if detector not in DETECTORS:
             raise ValueError(f"detector must be one of {', '.join(DETECTORS)} (or empty), not {detector!r}")
-        robots = list(self.declare_parameter("robots", [self.robot or "alice"]).value)
-        setup = load_episode(
-            self.declare_parameter("scene_path", "").value, self.declare_parameter("seed", 0).value, robots
-        )
-        scene = setup.scene
+        scene = self.scene
         self.detector = self._detector(detector, scene)
         self.floorplan = scene.floorplan
         self.camera = CameraPerception(
             ObservationAssembler(self.robot, scene),
             self.fusion,
-            float(self.declare_parameter("fixture_reach_m", 0.6).value),
+            self.fixture_reach_m,
         )
         self.categories = {i.name: i.category for i in scene.items}
         self.frame_wait_s = float(self.declare_parameter("frame_wait_s", 30.0).value)
-        self.transforms = transform_lookup(self)
         self.intrinsics: dict[str, CameraIntrinsics] = {}
         self.pending: dict[int, PendingFrame] = {}
         self.frames_dropped = 0
-        self.detections_publisher = self.create_publisher(ObjectDetections, "detections", STREAM)
+        self.detections_publisher = self.create_publisher(Detection3DArray, "detections", STREAM)
         self.create_subscription(CameraInfo, "camera/camera_info", self._on_camera_info, CAMERA)
         self.create_subscription(Image, "camera/image_raw", lambda m: self._on_image(m, "rgb"), CAMERA)
         self.create_subscription(Image, "camera/depth/image_raw", lambda m: self._on_image(m, "depth"), CAMERA)
@@ -383,20 +386,21 @@ class PerceptionNode(Node):
             partial(places_seen_empty, pose=pose, intrinsics=intrinsics, depth=depth),
         )
         header = Header(stamp=rgb_msg.header.stamp, frame_id=self.frame_id)
-        self.detections_publisher.publish(detections_to_msg(self.robot, fused.detections, header, step=-1, room=room))
+        self.detections_publisher.publish(detections_to_msg(fused.detections, header))
         if self.sightings is not None:
             self.sightings.add(stamp_ns(rgb_msg.header.stamp), fused)
         self._published(fused.confirmed, rgb_msg.header.stamp)
 
-    def _on_detections(self, message: ObjectDetections) -> None:
-        if self.robot and message.robot and message.robot != self.robot:
-            self.get_logger().warning(
-                f"ignoring detections of robot {message.robot!r} (this is {self.robot!r})", throttle_duration_sec=10.0
+    def _on_detections(self, message: Detection3DArray) -> None:
+        step = self._observations
+        try:
+            detections = detector_output_on_map(
+                message, step, self.assembler, self.transforms, self.frame_id, self.fixture_reach_m
             )
+        except TransformUnavailable as exc:
+            self.get_logger().warning(f"detections ignored: {exc}", throttle_duration_sec=10.0)
             return
-        step = message.step if message.step >= 0 else self._observations
-        detections = detections_from_msg(message, step)
-        self._fuse(detections, step, message.room, list(message.explored_rooms), message.header.stamp)
+        self._fuse(detections, step, "", [], message.header.stamp)
 
     def _fuse(self, detections: list[Detection], step: int, room: str, explored: list[str], stamp: Time) -> None:
         """One observation into the map, then the map and its markers out."""

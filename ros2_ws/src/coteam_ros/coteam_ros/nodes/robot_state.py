@@ -1,23 +1,27 @@
-"""The robot_state node (real robots): the robot's ``status`` from its pose on the map (TF) and its object detector.
+"""The robot_state node (real robots): the robot's ``status`` from its pose on the map (TF), its object detector and
+its arm.
 
 In simulation the sim bridge publishes each robot's status; on a real robot this node does, at ``rate_hz``:
 
 * looks the robot's pose up through TF (``coteam_ros.tf``: ``map_frame -> base_frame``, the latest transform; the
   robot's localisation publishes ``map -> odom``, its odometry ``odom -> base_link``);
-* subscribes ``detections`` (``coteam_interfaces/ObjectDetections``; object ids of the task's object catalogue,
-  ``container`` = name of the fixture holding the object, ``holder`` = this robot's name for what is in its
-  gripper, ``open_state`` for containers); a class-only detection (object id -1, e.g. the ``color`` or ``onnx``
-  detector) is fused and stands for one of the task's objects of its class (``coteam.perception.CameraPerception``);
+* subscribes ``detections`` (``vision_msgs/Detection3DArray``, best effort, from the robot's detector or coteam's
+  perception node): per detection the class name (``class_id``), score and position in any frame TF can take to the
+  map (at the message's stamp), and ``id`` the task's object id when the detector knows the instance (ArUco
+  markers), else empty: a class-only detection is fused and stands for one of the task's objects of its class
+  (``coteam.perception.CameraPerception``). An item detected within reach of a fixture is in or on it;
+* subscribes ``arm_state`` (``coteam_interfaces/ArmState``, latched; the executor's): what the grippers hold and
+  the containers the robot opened or closed;
 * publishes ``status`` (``coteam_interfaces/RobotStatus``, latched): step = number of statuses so far, clock = the
-  same, always ready, the observation as JSON -- position and heading from the pose, room from the task's
-  floor plan, visible objects from the detections received since the previous status (the previous batch again
-  when none came), holdings from the objects this robot holds (in hand order of their ids: the detector does not
-  say which gripper). Teammates are not observed (they report over ``/team/messages``); messages are delivered by
-  the planner on arrival.
+  same, always ready, the observation as JSON (``coteam.perception.ObservationAssembler.observation``) -- position
+  and heading from the pose, room from the task's floor plan, the fixtures of that room as the task describes them,
+  the items detected since the previous status (the previous batch again when none came), the holdings from the
+  arm. Teammates are not observed (they report over ``/team/messages``); messages are delivered by the planner on
+  arrival.
 
 Parameters: ``robot``, ``robots``, ``scene_path`` / ``seed`` (the task, see ``coteam_ros.episode``), ``rate_hz``
 (default 2.0), ``hands`` (default 2), ``map_frame`` (default ``map``), ``base_frame`` (default
-``<robot>/base_link``).
+``<robot>/base_link``), ``reach_m`` (how near a fixture the robot sees all it holds; default the benchmark's reach).
 """
 
 from __future__ import annotations
@@ -26,16 +30,19 @@ import json
 import math
 from typing import Any
 
-from coteam_interfaces.msg import ObjectDetections, RobotStatus
+from coteam_interfaces.msg import ArmState, RobotStatus
 from rclpy.node import Node
 from std_msgs.msg import Header
+from vision_msgs.msg import Detection3DArray
 
 from coteam.observation import observation_to_dict
 from coteam.perception import CameraPerception, ObservationAssembler
-from coteam_ros.convert import detections_from_msg
+from coteam.physics import Physics
+from coteam.world import Benchmark
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer
-from coteam_ros.qos import LATCHED, STREAM
+from coteam_ros.observations import detector_output_on_map
+from coteam_ros.qos import LATCHED, SENSOR
 from coteam_ros.tf import TransformUnavailable, transform_lookup
 
 NODE_NAME = "robot_state"
@@ -53,7 +60,11 @@ class RobotStateNode(Node):
         self.map_frame: str = self.declare_parameter("map_frame", "map").value
         self.base_frame: str = self.declare_parameter("base_frame", f"{self.robot}/base_link").value
         setup = load_episode(scene_path, seed, robots)
+        physics = Physics()
+        default_reach = physics.cwah_reach_m if setup.scene.benchmark == Benchmark.CWAH else physics.tdw_reach_m
+        self.reach_m: float = self.declare_parameter("reach_m", default_reach).value
         self.assembler = ObservationAssembler(self.robot, setup.scene, hands)
+        self.arm = ArmState(holding=[-1] * hands)
         self.camera = CameraPerception(self.assembler)  # class-only detections: fused, bound to the task's objects
         self.confirmed: list[int] = []  # map objects of class-only detections confirmed since the last status
         self.transforms = transform_lookup(self)
@@ -61,18 +72,27 @@ class RobotStateNode(Node):
         self.latest: list = []  # the last non-empty batch
         self.step = 0
         self.publisher = self.create_publisher(RobotStatus, "status", LATCHED)
-        self.create_subscription(ObjectDetections, "detections", self._on_detections, STREAM)
+        self.create_subscription(Detection3DArray, "detections", self._on_detections, SENSOR)
+        self.create_subscription(ArmState, "arm_state", self._on_arm_state, LATCHED)
         wall_timer(self, 1.0 / rate_hz, self._publish)
         self.get_logger().info(
             f"robot_state for {self.robot}: status at {rate_hz} Hz, pose {self.map_frame} -> {self.base_frame}"
         )
 
-    def _on_detections(self, message: ObjectDetections) -> None:
-        if message.robot and message.robot != self.robot:
+    def _on_detections(self, message: Detection3DArray) -> None:
+        try:
+            detections = detector_output_on_map(message, self.step, self.assembler, self.transforms, self.map_frame)
+        except TransformUnavailable as exc:
+            self.get_logger().warning(f"detections ignored: {exc}", throttle_duration_sec=10.0)
             return
-        detections = detections_from_msg(message, self.step)
         self.detections.extend(d for d in detections if d.object_id >= 0)
-        self.confirmed += self.camera.frame([d for d in detections if d.object_id < 0], message.room).confirmed
+        room = self.assembler.floorplan.room_at(detections[0].position) if detections else None
+        class_only = [d for d in detections if d.object_id < 0]
+        self.confirmed += self.camera.frame(class_only, room.name if room else "").confirmed
+
+    def _on_arm_state(self, message: ArmState) -> None:
+        if message.robot == self.robot:
+            self.arm = message
 
     def _publish(self) -> None:
         try:
@@ -84,7 +104,12 @@ class RobotStateNode(Node):
         heading = math.degrees(math.atan2(pose.rotation[1, 0], pose.rotation[0, 0])) % 360
         if self.detections:
             self.latest = self.detections
-        obs = self.assembler.observation(self.step, position, heading, self.latest)  # no news: the last batch
+        arm = self.arm
+        known_open = dict(zip(arm.containers, arm.container_open, strict=False))
+        # no news from the detector: its last batch again
+        obs = self.assembler.observation(
+            self.step, position, heading, self.latest, list(arm.holding), known_open, self.reach_m
+        )
         obs = self.camera.merged(obs, self.confirmed)
         self.detections, self.confirmed = [], []
         now = self.get_clock().now().to_msg()

@@ -4,7 +4,7 @@ One per world. It runs the task of the scene file ``scene_path`` (the one every 
 ``coteam_ros.episode``) with ``seed``; the results name the suite ``suite``. For every robot (namespace from
 ``namespaces``, default ``/<robot>``) it publishes after every simulation step ``status``
 (``coteam_interfaces/RobotStatus``: the robot's observation as JSON; latched), ``odom`` (``nav_msgs/Odometry``) and
-``detections`` (``coteam_interfaces/ObjectDetections``: an oracle detector, what the robot sees), and serves
+``detections`` (``vision_msgs/Detection3DArray``: an oracle detector, what the robot sees but holds), and serves
 ``navigate_to_pose`` (the simulator's navigator, one primitive per step, with Nav2's interface: feedback every step,
 cancel, a newer goal preempts) and ``manipulate`` (one primitive in the next step). World topics: ``/map``
 (``nav_msgs/OccupancyGrid``, latched), ``/clock`` (simulated time: one benchmark clock unit lasts ``1 / tick_hz`` s)
@@ -56,7 +56,7 @@ from typing import Any
 import rclpy
 from builtin_interfaces.msg import Time
 from coteam_interfaces.action import Manipulate
-from coteam_interfaces.msg import Decision, ObjectDetections, RobotStatus, StepTick
+from coteam_interfaces.msg import Decision, RobotStatus, StepTick
 from geometry_msgs.msg import Point, Pose, PoseStamped, PoseWithCovariance, Quaternion
 from nav_msgs.msg import MapMetaData, OccupancyGrid, Odometry
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -66,6 +66,7 @@ from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
+from vision_msgs.msg import Detection3DArray
 
 from coteam.observation import Message, Observation, observation_to_dict
 from coteam.perception import detection_from_view
@@ -207,7 +208,7 @@ class SimBridgeNode(Node):
                 ns,
                 self.create_publisher(RobotStatus, f"{ns}/{'sim_status' if cameras else 'status'}", LATCHED),
                 self.create_publisher(Odometry, f"{ns}/odom", STREAM),
-                self.create_publisher(ObjectDetections, f"{ns}/detections", STREAM),
+                self.create_publisher(Detection3DArray, f"{ns}/detections", STREAM),
             )
             if cameras:
                 slot.camera = CameraPublishers(
@@ -271,7 +272,7 @@ class SimBridgeNode(Node):
                 resolution=float(fp.cell_size),
                 width=fp.width,
                 height=fp.height,
-                origin=Pose(orientation=Quaternion(w=1.0)),
+                origin=Pose(position=Point(x=fp.origin[0], y=fp.origin[1]), orientation=Quaternion(w=1.0)),
             ),
             data=data,
         )
@@ -301,9 +302,8 @@ class SimBridgeNode(Node):
                 camera_stamps = self._publish_camera(name, slot.camera, base, stamp)
                 o = self.cameras.observe(name, o)
             else:
-                views = [detection_from_view(v, o.step, self.names) for v in o.visible]
-                room = self.names.get(o.room, "")
-                slot.detections.publish(detections_to_msg(name, views, header, step=o.step, room=room))
+                views = [detection_from_view(v, o.step, self.names) for v in o.visible if not v.held_by]
+                slot.detections.publish(detections_to_msg(views, header))
             public = replace(o, messages=tuple(Message(m.sender, "", m.step) for m in o.messages))
             slot.status.publish(
                 RobotStatus(
