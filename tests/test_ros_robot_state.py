@@ -52,7 +52,12 @@ def test_assembler_builds_the_observation_from_detections_the_map_and_the_arm() 
     obs = asm.observation(3, at, 90.4, dets, holding=[-1, other.id], container_open={container.id: True})
     views = {v.id: v for v in obs.visible}
     in_the_room = {f.id for f in (*SCENE.containers, *SCENE.surfaces) if f.room == room.id}
-    assert set(views) == in_the_room | {item.id}  # the room's furniture is on the map; the held item is not seen
+    assert set(views) == in_the_room | {item.id, other.id}  # the room's furniture is on the map
+    assert (views[other.id].location, views[other.id].held_by, views[other.id].position) == (
+        Relation.HELD,
+        "robot1",
+        at,
+    )
     assert (views[item.id].location, views[item.id].holder, views[item.id].room) == (
         Relation.IN,
         container.id,
@@ -121,7 +126,7 @@ def test_robot_state_node_publishes_status_from_tf_and_detections(
             executor.spin_once(timeout_sec=0.05)
             for status in statuses:
                 obs = observation_from_dict(json.loads(status.observation_json))
-                if sum(1 for v in obs.visible if v.kind == ObjectKind.ITEM) == 2:
+                if sum(1 for v in obs.visible if v.kind == ObjectKind.ITEM and not v.held_by) == 2:
                     seen = (status, obs)
         assert seen is not None, "no status with the detected object"
         status, obs = seen
@@ -131,7 +136,7 @@ def test_robot_state_node_publishes_status_from_tf_and_detections(
         assert views[item.id].location == Relation.IN and views[item.id].holder == container.id
         assert obs.holding == (held.id, None)
         # the class-only detection stands for one of the task's objects of its class, on the same fixture
-        (bound,) = (v for v in obs.visible if v.kind == ObjectKind.ITEM and v.id != item.id)
+        (bound,) = (v for v in obs.visible if v.kind == ObjectKind.ITEM and v.id != item.id and not v.held_by)
         assert bound.name == other.name and SCENE.item(bound.id).name == other.name and bound.holder == container.id
         steps = [s.step for s in statuses]
         assert steps == sorted(steps)

@@ -80,6 +80,8 @@ def test_polygon_rooms_without_a_map(tmp_path: Path) -> None:
     hall, study = fp.rooms
     assert fp.room_at((1.0, 5.0)) == hall and fp.room_at((5.0, 1.0)) == hall and fp.room_at((4.0, 4.0)) == study
     assert fp.room_at(fp.room_center(hall.id)) == hall  # inside the L, not at its corners' mean
+    flat = load_world(FLAT).scene.floorplan  # furniture stands where the kitchen's corners' mean is
+    assert all(flat.is_free(*flat.cell_of(flat.room_center(r.id))) for r in flat.rooms)
     assert fp.is_free(*fp.cell_of((1.0, 1.0))) and not fp.is_free(*fp.cell_of((-0.25, 1.0)))
     box = next(c for c in scene.containers if c.name == "box")
     assert box.id in scene.initially_open  # not openable: always open
@@ -128,6 +130,15 @@ def test_every_error_is_one_line_naming_the_file(tmp_path: Path, edit: dict, mes
         load_world(path)
     text = str(caught.value)
     assert "\n" not in text and text.startswith(str(path)) and message in text, text
+
+
+def test_a_fixture_out_of_reach_of_free_space_is_refused(tmp_path: Path) -> None:
+    """On a real map furniture is blocked space: its position must be where an arm reaches from free space."""
+    doc = yaml.safe_load(FLAT.read_text())
+    doc["map"] = str(FLAT.parent / doc["map"])
+    doc["fixtures"] = [{**f, "position": [2.0, 6.0]} if f["name"] == "bed" else f for f in doc["fixtures"]]
+    with pytest.raises(WorldFileError, match=r"fixture 'bed' at \[2.0, 6.0\] is 1.13 m from free space, beyond"):
+        load_world(_write(tmp_path, doc))
 
 
 def test_not_yaml_and_no_file(tmp_path: Path) -> None:

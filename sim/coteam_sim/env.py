@@ -5,7 +5,8 @@ primitive is not executed: the agent loses its turn, ``infos[agent]["failure"]``
 failure penalty. Observations are :class:`~coteam.observation.Observation` objects.
 
 ``options``: ``{"scene": Scene}`` runs that scene; ``{"episode": EpisodeSpec}`` one suite episode; with neither,
-a fresh episode of the env's benchmark is generated from ``seed``.
+a fresh episode of the env's benchmark is generated from ``seed``. ``{"end_at_goal": False}`` goes on once the goal
+is met, until the horizon (the twin: in a real home the robots must see for themselves that they are done).
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ class CoteamParallelEnv(ParallelEnv):
         if scene.benchmark != self.benchmark:
             raise ValueError(f"scene {scene.name!r} is {scene.benchmark.value}, this env is {self.benchmark.value}")
         self.scene = scene
+        self.end_at_goal = bool(options.get("end_at_goal", True))
         self.sim = Simulator(
             scene,
             tuple(self.possible_agents),
@@ -135,10 +137,11 @@ class CoteamParallelEnv(ParallelEnv):
         timeout = self.sim.out_of_time()
         obs = {a: self.sim.observe(a) for a in self.agents}
         rewards = {a: float(gained) + (FAILURE_PENALTY if failures.get(a) else 0.0) for a in self.agents}
-        terminations = dict.fromkeys(self.agents, goal)
-        truncations = dict.fromkeys(self.agents, timeout and not goal)
+        ends = goal and self.end_at_goal
+        terminations = dict.fromkeys(self.agents, ends)
+        truncations = dict.fromkeys(self.agents, timeout and not ends)
         infos = {a: self._info(a, failures.get(a, "")) for a in self.agents}
-        if goal or timeout:
+        if ends or timeout:
             self.agents = []
         return obs, rewards, terminations, truncations, infos
 

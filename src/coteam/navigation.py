@@ -7,6 +7,7 @@ import heapq
 import math
 from collections import OrderedDict
 from collections.abc import Iterator
+from functools import lru_cache
 
 from coteam.world import FloorPlan, Vec2
 
@@ -192,6 +193,25 @@ class NavGrid:
             if self.floorplan.cell_of(p) not in self._free:
                 return False
         return True
+
+
+@lru_cache(maxsize=1024)
+def nearest_free_cell(floorplan: FloorPlan, pos: Vec2) -> Cell:
+    """The free cell whose centre is nearest ``pos`` (ties: the lowest cell), searched in growing squares round
+    its cell until no nearer one can come."""
+    cx, cy = floorplan.cell_of(pos)
+    best: tuple[float, Cell] | None = None
+    for radius in range(max(floorplan.width, floorplan.height) + 2):
+        if best is not None and (radius - 1) * floorplan.cell_size > best[0]:
+            return best[1]
+        for x in range(cx - radius, cx + radius + 1):
+            for y in range(cy - radius, cy + radius + 1):
+                if max(abs(x - cx), abs(y - cy)) == radius and floorplan.is_free(x, y):
+                    candidate = (math.dist(floorplan.center_of((x, y)), pos), (x, y))
+                    best = candidate if best is None else min(best, candidate)
+    if best is None:
+        raise NoPathError(f"no free cell on the map near {pos}")
+    return best[1]
 
 
 def walk_along(path: list[Vec2], start: Vec2, step: float) -> tuple[Vec2, list[Vec2]]:

@@ -388,7 +388,8 @@ class ObservationAssembler:
         """A real robot's observation: its pose; the fixtures of its room as the task describes them (furniture is
         on the map; a container is open as the robot's own arm last left it, ``container_open``, else as the task
         starts); the items ``detections`` show, the latest sighting of each; the items in its grippers
-        (``holding``, object ids per hand, -1 empty: the arm's word, as no camera sees into a gripper). As through a
+        (``holding``, object ids per hand, -1 empty: the arm's word, as no camera sees into a gripper), held by it
+        where it is. As through a
         camera, only the fixtures within ``reach_m`` whose contents it sees (surfaces, open containers) are shown
         completely: an item remembered elsewhere and not detected now is not taken for gone."""
         opened = {**{c: c in self.initially_open for c in self.containers}, **(container_open or {})}
@@ -408,6 +409,19 @@ class ObservationAssembler:
             view = self.view(det)
             if view is not None and view.kind == ObjectKind.ITEM and view.id not in held:
                 views[view.id] = view
+        for item_id in held:  # in my gripper, as the arm says
+            item = self.items[item_id]
+            views[item_id] = ObjectView(
+                item.id,
+                item.name,
+                ObjectKind.ITEM,
+                room_id,
+                position,
+                item.category,
+                location=Relation.HELD,
+                held_by=self.robot,
+                capacity=item.capacity,
+            )
         complete = tuple(
             f.id
             for f in self.fixtures.values()

@@ -28,6 +28,7 @@ from enum import IntEnum
 from coteam.actions import HighLevelAction, Verb
 from coteam.goals import delivery_target
 from coteam.memory import AgentMemory, angle_between, bearing
+from coteam.navigation import nearest_free_cell
 from coteam.observation import ObjectView
 from coteam.physics import Physics
 from coteam.world import Benchmark, ObjectKind, Relation, Vec2
@@ -196,6 +197,15 @@ class SkillRunner:
     def _send(self, text: str, payload: str) -> Skill:
         yield from self._act(SendMessage(text, payload))
 
+    def _approach(self, object_id: int) -> Vec2:
+        """Where to walk to reach an object: its place, or, when that is not free space (furniture on a real
+        robot's map), the nearest free point."""
+        position = self._position_of(object_id)
+        floorplan = self._mem().floorplan
+        if floorplan.is_free(*floorplan.cell_of(position)):
+            return position
+        return floorplan.center_of(nearest_free_cell(floorplan, position))
+
     def _position_of(self, object_id: int) -> Vec2:
         view = self._mem().objects.get(object_id)
         if view is None:
@@ -221,7 +231,7 @@ class SkillRunner:
         def near() -> bool:
             return math.dist(m.position, self._position_of(object_id)) <= reach
 
-        yield from self._drive(lambda: NavGoal(self._position_of(object_id)), near)
+        yield from self._drive(lambda: NavGoal(self._approach(object_id)), near)
         if not near():
             raise SkillFailed("not reachable")
 

@@ -78,11 +78,12 @@ def point_in_polygon(point: Vec2, polygon: tuple[Vec2, ...]) -> bool:
 
 
 @lru_cache(maxsize=256)
-def _polygon_room_center(room: Room) -> tuple[int, int]:
-    """The room's cell nearest its corners' mean (the mean of an L-shaped room may lie outside it)."""
+def _polygon_room_center(floorplan: FloorPlan, room: Room) -> tuple[int, int]:
+    """The room's free cell nearest its corners' mean (the mean of an L-shaped room may lie outside it, and
+    furniture may stand on it)."""
     mx = sum(p[0] for p in room.polygon) / len(room.polygon)
     my = sum(p[1] for p in room.polygon) / len(room.polygon)
-    cells = room.cells()
+    cells = [c for c in room.cells() if floorplan.is_free(*c)] or room.cells()
     if not cells:
         raise ValueError(f"room {room.name!r} holds no cell of the grid")
     return min(cells, key=lambda c: ((c[0] + 0.5 - mx) ** 2 + (c[1] + 0.5 - my) ** 2, c))
@@ -224,7 +225,7 @@ class FloorPlan:
     def room_center(self, room_id: int) -> Vec2:
         r = self.room(room_id)
         if r.polygon:
-            return self.center_of(_polygon_room_center(r))
+            return self.center_of(_polygon_room_center(self, r))
         return self.corner_of((r.x0 + r.x1) / 2, (r.y0 + r.y1) / 2)
 
 

@@ -10,7 +10,8 @@ offers a real robot's interfaces. The format (YAML, ``format: coteam-world/1``; 
     cell_size: 0.25             # the planning grid, metres (default 0.25)
     rooms:                      # polygons in the map frame (metres), corners in order; at least one
       - {name: kitchen, polygon: [[0, 0], [4, 0], [4, 3], [0, 3]]}
-    fixtures:                   # furniture: containers hold items (openable ones start closed), surfaces carry them
+    fixtures:                   # furniture: containers hold items (openable ones start closed), surfaces carry them;
+                                #   position: where the arm reaches in or onto it (the front of a big bed)
       - {name: fridge, kind: container, position: [0.4, 2.6], openable: true, open: false, capacity: 20}
       - {name: kitchentable, kind: surface, position: [2.0, 1.5]}
     items:                      # the objects the robots may meet: their class, how many, and where they are
@@ -40,6 +41,8 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from coteam.navigation import nearest_free_cell
+from coteam.physics import Physics
 from coteam.world import (
     AgentStart,
     Benchmark,
@@ -258,6 +261,16 @@ def compile_world(spec: WorldFile, occupancy: OccupancyMap | None) -> Scene:
         if available < count:
             raise ValueError(f"goal {relation.value}({item}, {target}): {count} wanted, {available} in items:")
         predicates.append(GoalPredicate(relation, item, fixture_ids[target], count))
+
+    physics = Physics()
+    reach = physics.cwah_reach_m if benchmark == Benchmark.CWAH else physics.tdw_reach_m
+    for fixture in (*containers, *surfaces):
+        free = floorplan.center_of(nearest_free_cell(floorplan, fixture.position))
+        if math.dist(free, fixture.position) > reach:
+            raise ValueError(
+                f"fixture {fixture.name!r} at {list(fixture.position)} is {math.dist(free, fixture.position):.2f} m "
+                f"from free space, beyond an arm's reach ({reach} m): give the place on it a robot reaches"
+            )
 
     starts = []
     for robot in spec.robots:

@@ -7,8 +7,9 @@ from coteam_ros.team_config import ConfigError, TeamConfig
 
 
 def prepare_keystore(cfg: TeamConfig) -> None:
-    """Make sure the planners of ``cfg`` can sign: with a world (one machine runs the whole simulated team) a missing
-    keystore or key is made now; on hardware every robot's key and the team's public keys must exist already."""
+    """Make sure the planners of ``cfg`` can sign: with a world or a twin (one machine runs the whole simulated team)
+    a missing keystore or key is made now; on hardware every robot's key and the team's public keys must exist
+    already."""
     sec = cfg.security
     if not sec.sign:
         return
@@ -16,7 +17,7 @@ def prepare_keystore(cfg: TeamConfig) -> None:
     missing = [str(p) for p in [sec.public_keys, *map(sec.private_key, names)] if not p.is_file()]
     if not missing:
         return
-    if cfg.world is None:
+    if cfg.world is None and cfg.twin is None:
         raise ConfigError(
             f"{cfg.source}: security: no {missing[0]}; make the team's keys with `coteam keys init {cfg.source}` "
             "and give each robot its own"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -31,12 +32,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from coteam_harness.results import RESULTS_JSON, EpisodeResult, p95, write_results
 from coteam_ros import CANNOT_START
 from coteam_ros.keystore import prepare_keystore
 from coteam_ros.node_graph import NodeSpec, model_groups, node_list, ros_args, write_task_scene
+from coteam_ros.task_end import END_REPORT, EndReport
 from coteam_ros.team_config import TeamConfig, load_config
 
 TIMEOUT_EXIT = 124
+TWIN_RESULTS = "twin.json"  # the twin's own results: what really happened in the simulated home
+TIME_LIMIT_GRACE_S = 30.0  # past a task's time limit, the launch stops whatever still runs
 POLL_S = 0.05
 SELF = "coteam launch"
 
@@ -49,6 +54,7 @@ class Child:
     argv: list[str]
     spec: NodeSpec | None = None
     bridge: bool = False  # the run ends when this child exits
+    ends_task: bool = False  # a real robot's planner: the run ends once every such child has exited
 
 
 @dataclass
@@ -85,12 +91,20 @@ def plan(
             Child("recording@/", [sys.executable, "-m", "coteam_ros.recording", "--out", str(record)], None, False)
         )
     for spec in node_list(cfg, write_task_scene(cfg, params_dir), endpoints):
-        bridge = spec.executable == "sim_bridge"
-        extra = {}
-        if bridge and results_path is not None:  # the episode's trace goes next to the results
-            extra = {"results_path": str(results_path), "trace_path": str(Path(results_path).with_name("trace.json"))}
+        twin = spec.parameters.get("twin") is True
+        bridge = spec.executable == "sim_bridge" and not twin
+        ends_task = spec.parameters.get("ends_task") is True
+        extra: dict[str, str] = {}
+        if results_path is not None:
+            out = Path(results_path).parent
+            if bridge:  # the episode's trace goes next to the results
+                extra = {"results_path": str(results_path), "trace_path": str(out / "trace.json")}
+            elif twin:  # what really happened in the simulated home
+                extra = {"results_path": str(out / TWIN_RESULTS), "trace_path": str(out / "twin_trace.json")}
+            elif ends_task:
+                extra = {"end_report": str(out / END_REPORT.format(robot=spec.parameters["robot"]))}
         argv = [*node_command(spec), *ros_args(spec, params_dir, extra)]
-        children.append(Child(spec.label, argv, spec, bridge))
+        children.append(Child(spec.label, argv, spec, bridge, ends_task))
     return children
 
 
@@ -190,6 +204,7 @@ def run(
             reader.start()
             running.append(_Running(child, proc, reader))
         has_bridge = any(r.child.bridge for r in running)
+        planners = [r for r in running if r.child.ends_task]
         deadline = None if timeout is None else time.monotonic() + timeout
         while result is None:
             for r in running:
@@ -202,6 +217,8 @@ def run(
                     elif r.child.bridge:
                         out(f"[{SELF}] {r.child.label} exited with code {code}: the run ends")
                         result = _exit_code(code)
+                    elif r.child.ends_task and code == 0:
+                        out(f"[{SELF}] {r.child.label} ended its task")
                     else:
                         out(f"[{SELF}] {r.child.label} exited with code {code}")
                         if code != 0:
@@ -215,6 +232,9 @@ def run(
             elif deadline is not None and time.monotonic() >= deadline:
                 out(f"[{SELF}] timeout after {timeout:g} s")
                 result = TIMEOUT_EXIT if has_bridge else 0
+            elif planners and all(r.returncode is not None for r in planners):
+                out(f"[{SELF}] every robot ended its task: the run ends")
+                result = 0
             elif not has_bridge and running and all(r.returncode is not None for r in running):
                 result = 0 if all(r.returncode == 0 for r in running) else 1
             else:
@@ -278,16 +298,79 @@ def launch(
     """
     cfg = load_config(config)
     env = child_env(domain_id)
-    results = None
-    if cfg.world is not None:
-        results_dir = Path(out_dir if out_dir is not None else workdir).resolve()
-        results_dir.mkdir(parents=True, exist_ok=True)
-        results = results_dir / "results.json"
-        results.unlink(missing_ok=True)  # never show a previous run's table
+    results_dir = Path(out_dir if out_dir is not None else workdir).resolve()
+    results_dir.mkdir(parents=True, exist_ok=True)
+    results = results_dir / RESULTS_JSON
+    for old in (results, results_dir / TWIN_RESULTS, *results_dir.glob(END_REPORT.format(robot="*"))):
+        old.unlink(missing_ok=True)  # never show a previous run's table
+    if timeout is None and cfg.time_limit_s is not None:  # the robots stop at the time limit; a hung node does not
+        timeout = cfg.time_limit_s + TIME_LIMIT_GRACE_S
     with local_models(cfg) as endpoints:
         children = plan(cfg, workdir, record=record, results_path=results, endpoints=endpoints)
         code = run(children, timeout=timeout, env=env, sigint_grace=sigint_grace)
+    if cfg.world is None:
+        write_team_results(cfg, results_dir, stopped=None if code == 0 else f"exit {code}")
     return code, results
+
+
+def team_result(reports: list[EndReport], episode: str, task: str, benchmark: str, team: str) -> EpisodeResult:
+    """The run's episode result from the robots' end reports: a success when a robot's map showed the goal met;
+    steps are the most statuses a robot had; the transport rate is the best map's."""
+    decision_ms = [ms for r in reports for ms in r.decision_ms]
+    failures: dict[str, int] = {}
+    for r in reports:
+        for reason, count in r.failures.items():
+            failures[reason] = failures.get(reason, 0) + count
+    wanted = max((r.goal_items[1] for r in reports), default=0)
+    done = max((r.goal_items[0] for r in reports), default=0)
+    success = any(r.goal_met for r in reports)
+    return EpisodeResult(
+        episode=episode,
+        scene=episode,
+        task=task,
+        benchmark=benchmark,
+        agents=len(reports),
+        team=team,
+        success=success,
+        steps=max((r.statuses for r in reports), default=0),
+        transport_rate=1.0 if success else (done / wanted if wanted else 0.0),
+        food_rate=None,
+        stuff_rate=None,
+        messages=sum(r.messages for r in reports),
+        message_chars=sum(r.message_chars for r in reports),
+        comm_tokens=0,
+        tokens=0,
+        llm_calls=0,
+        llm_fallbacks=0,
+        decisions=sum(r.decisions for r in reports),
+        decision_ms_mean=statistics.fmean(decision_ms) if decision_ms else 0.0,
+        decision_ms_median=statistics.median(decision_ms) if decision_ms else 0.0,
+        decision_ms_p95=p95(decision_ms),
+        wall_s=max((r.wall_s for r in reports), default=0.0),
+        messages_dropped=sum(r.messages_dropped for r in reports),
+        failures=failures,
+    )
+
+
+def write_team_results(cfg: TeamConfig, directory: Path, stopped: str | None) -> None:
+    """A run on robots (or their twins): ``results.json`` from the planners' end reports (``coteam_ros.task_end``);
+    a robot without one (stopped, or died) makes the results incomplete."""
+    reports = []
+    for robot in cfg.robot_names:
+        path = directory / END_REPORT.format(robot=robot)
+        if path.is_file():
+            reports.append(EndReport.read(path))
+        else:
+            stopped = stopped or f"no end report from {robot}"
+    ref = cfg.episode_ref
+    scene = ref.world.scene if ref.world is not None else None
+    episode = scene.name if scene is not None else f"{ref.suite}/{ref.episode}"
+    task = scene.task.name if scene is not None else ""
+    benchmark = scene.benchmark.value if scene is not None else ""
+    result = team_result(reports, episode, task, benchmark, cfg.team.method)
+    meta = {"suite": ref.world_file or ref.suite, "team": cfg.team.method, "robots": cfg.robot_names}
+    meta["ended"] = {r.robot: r.ended for r in reports}
+    write_results([result], directory / RESULTS_JSON, meta, stopped=stopped)
 
 
 @contextlib.contextmanager

@@ -57,10 +57,14 @@ def write_task_scene(cfg: TeamConfig, directory: str | os.PathLike[str]) -> Path
     machine; the robots' nodes do not import the simulator)."""
     if cfg.world is not None and cfg.world.scene is not None:
         return Path(cfg.world.scene)
-    from coteam_sim.suites import get_suite
-
     ref = cfg.episode_ref
     path = Path(directory) / TASK_SCENE
+    if ref.world is not None:  # a world file: no simulator needed
+        save_scene(ref.world.scene, path)
+        return path
+    from coteam_sim.suites import get_suite
+
+    assert ref.suite is not None
     save_scene(get_suite(ref.suite).episodes()[ref.episode].build(), path)
     return path
 
@@ -112,6 +116,27 @@ def node_list(
                     "method": cfg.team.method,
                     "params_json": json.dumps(cfg.team.switches(), sort_keys=True),
                     "cameras": cfg.perception is not None,
+                },
+            )
+        )
+    if cfg.twin is not None:  # simulated robots with a real robot's interfaces: the robots' nodes run as on hardware
+        ref = cfg.episode_ref
+        specs.append(
+            NodeSpec(
+                "twin",
+                "sim_bridge",
+                "/",
+                {
+                    "suite": ref.world_file or ref.suite or "",
+                    **episode,
+                    "twin": True,
+                    "mode": "realtime",
+                    "tick_hz": cfg.twin.tick_hz,
+                    "robots": list(names),
+                    "namespaces": [r.namespace for r in cfg.robots],
+                    "method": cfg.team.method,
+                    "params_json": json.dumps(cfg.team.switches(), sort_keys=True),
+                    "time_limit_s": cfg.time_limit_s or 0.0,
                 },
             )
         )
@@ -177,6 +202,8 @@ def node_list(
             )
         if cfg.world is None:  # a real robot: its status comes from its odometry and detector
             planner["message_delivery"] = "arrival"
+            planner["ends_task"] = True  # when its map shows the goal met (coteam_ros.task_end)
+            planner["time_limit_s"] = cfg.time_limit_s or 0.0
             specs.append(
                 NodeSpec(
                     "robot_state",

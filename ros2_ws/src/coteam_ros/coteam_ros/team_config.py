@@ -12,9 +12,14 @@ A file describes one team run::
       scene: my_scene.json  # optional: a saved scene (coteam.scene_io) instead of the episode (path relative
                             #   to this file); suite and episode then only label the run
     task:             # hardware only (forbidden with a world, whose suite/episode define the task):
-      suite: cwah-test      #   the task definition (goal, horizon) is episode `episode` of `suite`
-      episode: 0
+      world_file: home.world.yaml  # your home and task (coteam.world_file; relative to this file): the robots are
+                            #   the file's robots; the run ends when the team's map shows the goal met, or at the
+                            #   file's time limit
+      # suite: cwah-test    # or: the task definition (goal, horizon) is episode `episode` of `suite`
+      # episode: 0
       seed: 0               #   optional, default 0: seeds the methods' random choices
+    twin:             # optional, hardware only: simulated robots with a real robot's interfaces (Nav2's
+      tick_hz: 5.0          #   navigate_to_pose, an arm, a detector, TF, odometry) run the task instead of real ones
     team:
       method: pce           # `coteam methods`
       backend: symbolic     # symbolic | llm
@@ -76,6 +81,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from coteam.signing import DEFAULT_MAX_AGE_S, PUBLIC_KEYS
+from coteam.world_file import World
 
 __all__ = [
     "DETECTORS",
@@ -177,11 +183,13 @@ class _Section(BaseModel):
 
 
 class TaskSection(_Section):
-    """``task`` (hardware): episode ``episode`` of ``suite`` defines the task; ``seed`` seeds the methods."""
+    """``task`` (hardware): a world file (your home and task, ``coteam.world_file``), or episode ``episode`` of
+    ``suite``; ``seed`` seeds the methods."""
 
-    suite: Text
+    suite: Text | None = None
     episode: Count = 0
     seed: Count = 0
+    world_file: FileRelativePath | None = None
 
     @field_validator("suite")
     @classmethod
@@ -194,8 +202,20 @@ class TaskSection(_Section):
             raise ValueError(str(exc.args[0])) from None
         return suite
 
+    @field_validator("world_file")
+    @classmethod
+    def _a_world_file(cls, path: str) -> str:
+        from coteam.world_file import load_world
+
+        load_world(path)  # a one-line WorldFileError naming the file and the place
+        return path
+
     @model_validator(mode="after")
     def _episode_of_the_suite(self) -> TaskSection:
+        if (self.suite is None) == (self.world_file is None):
+            raise ValueError("name the task: a world_file (your home), or a suite and its episode")
+        if self.suite is None:
+            return self
         from coteam_sim.suites import get_suite
 
         suite = get_suite(self.suite)
@@ -203,11 +223,37 @@ class TaskSection(_Section):
             raise _ProblemAt("episode", f"{self.suite} has {count} episodes (0-{count - 1}), got {self.episode}")
         return self
 
+    @property
+    def world(self) -> World | None:
+        """The world file's home and task (read once), None for a suite episode."""
+        if self.world_file is None:
+            return None
+        from coteam.world_file import load_world
+
+        return _worlds.setdefault(self.world_file, load_world(self.world_file))
+
+
+_worlds: dict[str, World] = {}
+
+
+class TwinSection(_Section):
+    """``twin`` (hardware only): simulated robots with a real robot's interfaces run the task (``coteam launch``
+    starts them; see the ``sim_bridge`` node's twin mode)."""
+
+    tick_hz: PositiveNumber = 5.0  # simulator steps per second: C-WAH walks 0.27 m a step
+
 
 class WorldSection(TaskSection):
     """``world``: the simulator, whose suite episode (or saved ``scene``) is the task."""
 
+    suite: Text
     mode: Mode = "lockstep"
+
+    @field_validator("world_file")
+    @classmethod
+    def _no_world_file(cls, path: str) -> str:
+        raise ValueError("only in task: (real robots or the twin); a world's task is its suite episode or scene")
+
     tick_hz: PositiveNumber = 10.0
     scene: FileRelativePath | None = None  # a saved scene (coteam.scene_io JSON) run instead of the suite's episode
 
@@ -447,6 +493,7 @@ class TeamConfig(_Section):
 
     world: WorldSection | None = None
     task: TaskSection | None = Field(None, validate_default=True)
+    twin: TwinSection | None = None
     team: TeamMethodSection = Field(examples=["{method: ..., backend: ..., params: {}}"])
     navigation: Navigation  # default: sim with a world, else nav2
     robots: tuple[RobotSection, ...] = Field(min_length=1, strict=False)
@@ -487,6 +534,13 @@ class TeamConfig(_Section):
             raise ValueError("required without a world (name the task definition: {suite: ..., episode: ...})")
         return task
 
+    @field_validator("twin")
+    @classmethod
+    def _twin_without_a_world(cls, twin: TwinSection | None, info: ValidationInfo) -> TwinSection | None:
+        if twin is not None and info.data.get("world") is not None:
+            raise ValueError("only without a world: the twin stands in for real robots, the world is the simulator")
+        return twin
+
     @field_validator("navigation")
     @classmethod
     def _nav2_without_a_world(cls, navigation: str, info: ValidationInfo) -> str:
@@ -502,6 +556,16 @@ class TeamConfig(_Section):
             dupes = sorted({v for v in values if values.count(v) > 1})
             if dupes:
                 raise ValueError(f"duplicate {key}: {', '.join(dupes)}")
+        task = info.data.get("task")
+        world_file = task.world if task is not None else None
+        if world_file is not None:
+            names = {r.name for r in robots}
+            expected = {a.name for a in world_file.scene.agent_starts}
+            if names != expected:
+                raise ValueError(
+                    f"the robots of {Path(task.world_file).name} are {', '.join(sorted(expected))}; "
+                    f"got {', '.join(sorted(names))}"
+                )
         if info.data.get("world") is not None:
             from coteam.world import AGENT_NAMES
 
@@ -548,6 +612,12 @@ class TeamConfig(_Section):
     @property
     def robot_names(self) -> list[str]:
         return [r.name for r in self.robots]
+
+    @property
+    def time_limit_s(self) -> float | None:
+        """A hardware task's time limit (its world file's); None without one."""
+        world = self.task.world if self.task is not None else None
+        return world.time_limit_s if world is not None else None
 
 
 # ----------------------------------------------------------------------------------------------------------------

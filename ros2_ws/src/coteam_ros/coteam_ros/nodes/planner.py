@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -54,6 +55,7 @@ from std_msgs.msg import Header
 from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, parse_action, truncate_message
 from coteam.navigation import NavGrid
 from coteam.observation import Message, Observation, observation_from_dict
+from coteam.progress import goal_text
 from coteam.reasoning import EPISODE_OVER, AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
 from coteam.registry import make_team, method_class, method_config
 from coteam.signing import Envelope, Signer, Verifier, robot_keys
@@ -63,8 +65,10 @@ from coteam_ros.episode import load_episode
 from coteam_ros.inbox import TeamInbox
 from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
 from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES, TURNS
+from coteam_ros.task_end import EndReport, goal_met, goal_progress, task_done_by, task_done_payload
 
 NODE_NAME = "planner"
+END_GRACE_S = 1.5  # after the task's end, time for the team message to go out before the node stops
 
 
 @dataclass
@@ -78,6 +82,7 @@ class RunningSkill:
     sent: float = 0.0  # when its goal was last sent to the executor
     goal_step: int = -1  # the step of its goal (the step it was first sent at)
     answered: bool = False  # the executor has answered that goal
+    handle: Any = None  # the executor's goal (ClientGoalHandle), to cancel it
 
 
 class PlannerNode(Node):
@@ -138,6 +143,14 @@ class PlannerNode(Node):
         self.inbox = TeamInbox(teammates, self.get_logger().warning, verifier=verifier)
         self.waiting: tuple[Observation, float] | None = None  # a status whose message texts have not arrived
         self.missing: set[tuple[str, int]] = set()  # delivered keys whose text never came (handed over later)
+        # real robots: the task ends when my map shows the goal met, a teammate says so, or at the time limit
+        self.ends_task: bool = self.declare_parameter("ends_task", False).value
+        self.time_limit_s: float = self.declare_parameter("time_limit_s", 0.0).value
+        self.end_report: str = self.declare_parameter("end_report", "").value
+        self.started: float | None = None  # when the first status came
+        self.decisions = 0
+        self.failures: Counter[str] = Counter()
+        self.teammate_done: str | None = None  # a teammate whose map showed the goal met
         self.skill_client = ActionClient(self, ExecuteSkill, "execute_skill")
         self.tick_publisher = self.create_publisher(StepTick, "step_tick", LATCHED)
         if self.coordinated:
@@ -158,6 +171,8 @@ class PlannerNode(Node):
     def _on_status(self, status: RobotStatus) -> None:
         if status.robot != self.robot or status.step <= self.step or self.done:
             return
+        if self.started is None:
+            self.started = time.monotonic()
         try:
             obs = observation_from_dict(json.loads(status.observation_json))
         except ValueError as exc:
@@ -182,11 +197,17 @@ class PlannerNode(Node):
         received = Message(message.sender, message.text, message.step, message.payload_json)
         if not self.inbox.add(received, self._take_in, receiver=message.receiver, envelope=envelope):
             return
-        if self.waiting is not None:
+        if self.teammate_done is not None and self.ends_task and not self.done:
+            self._end_task(f"{self.teammate_done} saw the goal met")
+        elif self.waiting is not None:
             self._try_deliver()
 
     def _take_in(self, message: Message) -> Message:
-        """A message the inbox accepted, as the robot keeps it: cut to the length limit, its payload checked."""
+        """A message the inbox accepted, as the robot keeps it: cut to the length limit, its payload checked (a
+        teammate's word that the goal is met is the planner's, not the method's)."""
+        if (seen_by := task_done_by(message.payload or "")) is not None:
+            self.teammate_done = seen_by
+            message = replace(message, payload=None)
         if len(message.text) > MAX_MESSAGE_CHARS:  # a teammate that does not keep the limit: its message is cut here
             self.get_logger().warning(
                 f"message of {len(message.text)} characters from {message.sender} cut to {MAX_MESSAGE_CHARS}"
@@ -195,6 +216,8 @@ class PlannerNode(Node):
         return self.brain.receive(message)
 
     def _on_timer(self) -> None:
+        if self._out_of_time():
+            self._end_task("time limit")
         if self.waiting is not None and time.monotonic() - self.waiting[1] > self.message_wait_s:
             self._deliver(self.waiting[0], give_up=True)
         skill = self.skill
@@ -257,6 +280,13 @@ class PlannerNode(Node):
         if self.verdict is not None:  # the last observation is in: the team's episode ends with what I know of it
             self.team.end_episode(EpisodeOutcome.of(self.brain.info.episode, *self.verdict, [self.brain.memory]))
             self.verdict = None
+        if self.ends_task and not self.done:
+            if goal_met(self.brain.memory):
+                self._end_task("goal met on my map")
+            elif self.teammate_done is not None:
+                self._end_task(f"{self.teammate_done} saw the goal met")
+            elif self._out_of_time():
+                self._end_task("time limit")
         if self.done:
             return
         if self.ready:
@@ -341,21 +371,11 @@ class PlannerNode(Node):
         self.skill = RunningSkill(action, self.step)
         if action.is_message:  # the brain has cut it to the 500-character limit, with a warning
             self.skill.message = action.text
-            message = TeamMessage(
-                header=self._header(),
-                sender=self.robot,
-                receiver="",
-                text=action.text,
-                step=self.clock,
-                payload_json=action.payload,
-            )
-            if self.signer is not None:
-                envelope = self.signer.sign(message.receiver, message.step, message.text, message.payload_json)
-                message.seq, message.signature = envelope.seq, envelope.signature
-            self.team_publisher.publish(message)
+            self._send_team_message(action.text, action.payload)
         self.decision_publisher.publish(
             decision_to_msg(self._header(), self.method, self.backend, self.step, record, self.skill.message)
         )
+        self.decisions += 1
         if not action.is_message:
             self._send_skill(self.skill, text)
 
@@ -387,7 +407,7 @@ class PlannerNode(Node):
         if sent != skill.sent:  # a late answer to a goal sent again since (the executor has replaced that goal)
             return
         skill.answered = True
-        handle = future.result()
+        handle = skill.handle = future.result()
         if not handle.accepted:
             skill.outcome = SkillOutcome(skill.action, False, "rejected by the executor", 0)
             self._resume()
@@ -405,10 +425,64 @@ class PlannerNode(Node):
             return
         result = future.result().result
         skill.outcome = SkillOutcome(skill.action, result.success, result.failure_reason, result.steps_taken)
-        if not result.success and result.failure_reason != EPISODE_OVER:  # the episode's end is no failure
+        if not result.success and result.failure_reason not in (EPISODE_OVER, "canceled"):  # no failure of the robot
             self.get_logger().info(f"{format_action(skill.action, self.benchmark)} failed: {result.failure_reason}")
+            self.failures[result.failure_reason] += 1
         if skill is self.skill:
             self._resume()
+
+    # --- the end of a task on real robots (coteam_ros.task_end) ---------------------------------------------------
+    def _out_of_time(self) -> bool:
+        return (
+            self.ends_task
+            and not self.done
+            and self.time_limit_s > 0
+            and self.started is not None
+            and time.monotonic() - self.started > self.time_limit_s
+        )
+
+    def _end_task(self, why: str) -> None:
+        """Stop the robot (its running action is canceled), tell the team when my map shows the goal met, write
+        my end report and shut the node down (exit 0) once the message is out."""
+        self.done = True
+        memory = self.brain.memory
+        met = why == "goal met on my map" or self.teammate_done is not None
+        if why == "goal met on my map":
+            text = truncate_message(f"The goal is met: {goal_text(memory)} I stop.")
+            self._send_team_message(text, task_done_payload(self.robot))
+        if self.skill is not None and self.skill.handle is not None:
+            self.skill.handle.cancel_goal_async()
+        elapsed = time.monotonic() - self.started if self.started is not None else 0.0
+        done, wanted = goal_progress(memory)
+        self.get_logger().info(
+            f"task over for {self.robot}: {why} after {elapsed:.1f} s ({done}/{wanted} goal items on my map)"
+        )
+        if self.end_report:
+            EndReport(
+                robot=self.robot,
+                ended=why,
+                goal_met=met,
+                goal_items=(done, wanted),
+                wall_s=round(elapsed, 3),
+                statuses=self.step + 1,
+                decisions=self.decisions,
+                decision_ms=[round(1000 * s, 3) for s in self.brain.decision_seconds],
+                messages=len(memory.sent) + (1 if why == "goal met on my map" else 0),
+                message_chars=sum(len(m.text) for m in memory.sent),
+                messages_dropped=self.inbox.dropped,
+                failures=dict(self.failures),
+            ).write(self.end_report)
+        call_later(self, END_GRACE_S, self.context.try_shutdown)
+
+    def _send_team_message(self, text: str, payload: str) -> None:
+        """Publish a message to the whole team at my clock, signed when the team signs."""
+        message = TeamMessage(
+            header=self._header(), sender=self.robot, receiver="", text=text, step=self.clock, payload_json=payload
+        )
+        if self.signer is not None:
+            envelope = self.signer.sign(message.receiver, message.step, message.text, message.payload_json)
+            message.seq, message.signature = envelope.seq, envelope.signature
+        self.team_publisher.publish(message)
 
     # --- a centralised team: the coordinator decides -------------------------------------------------------------
     def _report_status(self, status: RobotStatus) -> None:

@@ -50,7 +50,8 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, replace
+from collections import Counter
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import rclpy
@@ -72,6 +73,7 @@ from coteam.observation import Message, Observation, observation_to_dict
 from coteam.perception import detection_from_view
 from coteam.registry import method_config, observes_world
 from coteam.skills import Manipulation, ManipulationKind, NavGoal, NavResult
+from coteam.world import AGENT_NAMES, Scene
 from coteam_harness.meter import EpisodeMeter
 from coteam_harness.results import EpisodeResult, write_results
 from coteam_harness.trace import TraceRecorder, journal_path
@@ -141,6 +143,7 @@ class RobotSlot:
     waited_since: float = 0.0
     responsive: bool = True
     ever_ticked: bool = False
+    counts: Counter[str] = field(default_factory=Counter)  # navigation and manipulation goals, by how they ended
 
 
 class SimBridgeNode(Node):
@@ -161,6 +164,8 @@ class SimBridgeNode(Node):
         self.tick_timeout_s: float = self.declare_parameter("tick_timeout_s", 5.0).value
         self.startup_timeout_s: float = self.declare_parameter("startup_timeout_s", 60.0).value
         cameras: bool = self.declare_parameter("cameras", False).value
+        self.twin: bool = self.declare_parameter("twin", False).value
+        time_limit_s: float = self.declare_parameter("time_limit_s", 0.0).value
         self.nav_type = navigate_to_pose_action()
         if self.mode not in ("lockstep", "realtime"):
             raise ValueError(f"mode must be lockstep or realtime, not {self.mode!r}")
@@ -172,13 +177,21 @@ class SimBridgeNode(Node):
         scene_path: str = self.declare_parameter("scene_path", "").value
         self.scene = load_episode(scene_path, self.seed, robots).scene
         self.episode_name = self.scene.name
+        # a robot's frames and topics carry its name; the simulator knows it as one of its agents (alice, bob, ...)
+        self.frame_of = {agent: agent for agent in robots}
+        if self.twin:
+            if self.mode != "realtime":
+                raise ValueError("a twin runs in real time (mode realtime)")
+            self.scene, self.frame_of = twin_scene(self.scene, robots, time_limit_s * self.tick_hz)
+            namespaces = [namespaces[robots.index(name)] for name in self.frame_of.values()]
+            robots = list(self.frame_of)
         full_observability = observes_world(self.method, params)
         self.method_params = method_config(self.method, params).recorded()
         self.team_name = self.method
         self.env = CoteamParallelEnv(self.scene.benchmark, len(robots), full_observability=full_observability)
         if self.env.possible_agents != robots:
             raise ValueError(f"robots must be the simulator's agents {self.env.possible_agents}, got {robots}")
-        obs, _ = self.env.reset(seed=self.seed, options={"scene": self.scene})
+        obs, _ = self.env.reset(seed=self.seed, options={"scene": self.scene, "end_at_goal": not self.twin})
         assert self.env.sim is not None
         self.sim = self.env.sim
         self.names = {r.id: r.name for r in self.scene.floorplan.rooms} | {
@@ -206,7 +219,9 @@ class SimBridgeNode(Node):
             slot = RobotSlot(
                 name,
                 ns,
-                self.create_publisher(RobotStatus, f"{ns}/{'sim_status' if cameras else 'status'}", LATCHED),
+                None
+                if self.twin
+                else self.create_publisher(RobotStatus, f"{ns}/{'sim_status' if cameras else 'status'}", LATCHED),
                 self.create_publisher(Odometry, f"{ns}/odom", STREAM),
                 self.create_publisher(Detection3DArray, f"{ns}/detections", STREAM),
             )
@@ -244,8 +259,10 @@ class SimBridgeNode(Node):
             t
             for name in robots
             for t in (
-                RigidTransform.identity().stamped("map", f"{name}/odom", self._stamp(0)),
-                CAMERA_LINK_TO_OPTICAL.stamped(f"{name}/camera_link", f"{name}/camera_optical_frame", self._stamp(0)),
+                RigidTransform.identity().stamped("map", f"{self.frame_of[name]}/odom", self._stamp(0)),
+                CAMERA_LINK_TO_OPTICAL.stamped(
+                    f"{self.frame_of[name]}/camera_link", f"{self.frame_of[name]}/camera_optical_frame", self._stamp(0)
+                ),
             )
         )
         self.first_step: dict[str, Observation] | None = obs  # published once the robots listen (cameras)
@@ -296,7 +313,8 @@ class SimBridgeNode(Node):
             header = Header(stamp=stamp, frame_id="map")
             slot.odom.publish(self._odometry(o, header))
             base = RigidTransform.of(o.position[0], o.position[1], yaw_deg=o.heading)
-            self.tf.send([base.stamped(f"{name}/odom", f"{name}/base_link", stamp)])
+            frame = self.frame_of[name]
+            self.tf.send([base.stamped(f"{frame}/odom", f"{frame}/base_link", stamp)])
             camera_stamps: list[Time] = []
             if self.cameras is not None and slot.camera is not None:
                 camera_stamps = self._publish_camera(name, slot.camera, base, stamp)
@@ -304,6 +322,8 @@ class SimBridgeNode(Node):
             else:
                 views = [detection_from_view(v, o.step, self.names) for v in o.visible if not v.held_by]
                 slot.detections.publish(detections_to_msg(views, header))
+            if slot.status is None:  # a twin: a real robot says nothing of its own about the world
+                continue
             public = replace(o, messages=tuple(Message(m.sender, "", m.step) for m in o.messages))
             slot.status.publish(
                 RobotStatus(
@@ -333,11 +353,11 @@ class SimBridgeNode(Node):
             mount = camera_mount_transform(self.cameras.camera.mount, pan)
             self.tf.send(
                 [
-                    base.stamped(f"{name}/odom", f"{name}/base_link", at),
-                    mount.stamped(f"{name}/base_link", f"{name}/camera_link", at),
+                    base.stamped(f"{self.frame_of[name]}/odom", f"{self.frame_of[name]}/base_link", at),
+                    mount.stamped(f"{self.frame_of[name]}/base_link", f"{self.frame_of[name]}/camera_link", at),
                 ]
             )
-            header = Header(stamp=at, frame_id=f"{name}/camera_optical_frame")
+            header = Header(stamp=at, frame_id=f"{self.frame_of[name]}/camera_optical_frame")
             publishers.info.publish(camera_info_to_msg(frame.intrinsics, header))
             publishers.depth.publish(depth_to_msg(frame.depth, header))
             publishers.image.publish(rgb_to_msg(frame.rgb, header))
@@ -347,7 +367,7 @@ class SimBridgeNode(Node):
     def _odometry(self, o: Observation, header: Header) -> Odometry:
         return Odometry(
             header=header,
-            child_frame_id=f"{o.agent}/base_link",
+            child_frame_id=f"{self.frame_of[o.agent]}/base_link",
             pose=_pose_with_covariance(o.position, o.heading),
         )
 
@@ -387,7 +407,7 @@ class SimBridgeNode(Node):
             return
         if self.mode == "realtime":
             waiting = [s.name for s in self.robots.values() if not s.ever_ticked]
-            if self.sim.steps == 0 and waiting and now - self.created < self.startup_timeout_s:
+            if self.sim.steps == 0 and waiting and not self.twin and now - self.created < self.startup_timeout_s:
                 return  # the clock starts when every robot is up (or after startup_timeout_s)
             self._step()
             return
@@ -436,6 +456,7 @@ class SimBridgeNode(Node):
             pending = slot.manipulation
             if pending is not None and prim is pending.primitive:
                 slot.manipulation = None
+                slot.counts["manipulations failed" if reason else "manipulations succeeded"] += 1
                 self.goals.finish(
                     pending.handle,
                     Manipulate.Result(success=not reason, failure_reason=reason),
@@ -471,7 +492,9 @@ class SimBridgeNode(Node):
         return GoalResponse.ACCEPT
 
     def _start_navigation(self, slot: RobotSlot, handle: ServerGoalHandle) -> None:
+        slot.counts["navigation goals"] += 1
         if slot.navigation is not None:  # a newer goal preempts, as in Nav2
+            slot.counts["navigation preempted"] += 1
             self._end_navigation(slot, NavResult(False, "preempted"))
         goal: NavGoal = pose_to_nav_goal(handle.request.pose.pose)
         state = self.sim.world.agents[slot.name]
@@ -506,6 +529,8 @@ class SimBridgeNode(Node):
         nav = slot.navigation
         assert nav is not None
         slot.navigation = None
+        if result.reason != "preempted":
+            slot.counts["navigation succeeded" if result.success else "navigation failed"] += 1
         code = self.nav_type.Result.NONE if result.success else self.nav_type.Result.UNKNOWN
         state = "succeed" if result.success else "abort"
         self.goals.finish(nav.handle, self.nav_type.Result(error_code=code, error_msg=result.reason), state)
@@ -515,6 +540,7 @@ class SimBridgeNode(Node):
         if nav is None or goal_key(nav.handle) != goal_key(handle):
             return CancelResponse.REJECT
         slot.navigation = None
+        slot.counts["navigation canceled"] += 1
         self.executor.create_task(self.goals.finish, handle, self.nav_type.Result(error_msg="canceled"), "canceled")
         return CancelResponse.ACCEPT
 
@@ -584,6 +610,8 @@ class SimBridgeNode(Node):
                 "seed": self.seed,
                 "mode": self.mode,
             }
+            if self.twin:  # what the robots asked of their navigation and arms, and how it went
+                meta["goals"] = {self.frame_of[n]: dict(sorted(slot.counts.items())) for n, slot in self.robots.items()}
             write_results([result], self.results_path, meta, stopped=stopped)
         if self.trace_path:
             self.recorder.finish(self.sim, asdict(result))
@@ -591,6 +619,19 @@ class SimBridgeNode(Node):
 
     def result(self) -> EpisodeResult:
         return self.meter.result(self.trace_path or None)
+
+
+def twin_scene(scene: Scene, robots: list[str], horizon: float) -> tuple[Scene, dict[str, str]]:
+    """The scene as the twin's simulator runs it: its robots (by the names of its start poses, in order) become the
+    simulator's agents, and the horizon is the task's time limit (``horizon`` clock units; 0: the task's own)."""
+    starts = {a.name: a for a in scene.agent_starts}
+    unknown = sorted(set(robots) - set(starts))
+    if unknown or len(robots) != len(starts):
+        raise ValueError(f"the task's robots are {', '.join(starts)}; got {', '.join(robots)}")
+    frame_of = {AGENT_NAMES[i]: start.name for i, start in enumerate(scene.agent_starts)}
+    agents = tuple(replace(start, name=agent) for agent, start in zip(frame_of, scene.agent_starts, strict=True))
+    task = replace(scene.task, horizon=math.ceil(horizon)) if horizon > 0 else scene.task
+    return replace(scene, agent_starts=agents, task=task), frame_of
 
 
 def _pose_with_covariance(position: tuple[float, float], heading: float) -> PoseWithCovariance:
@@ -616,7 +657,8 @@ def main(argv: list[str] | None = None) -> None:
         node.write_outputs()
     except (KeyboardInterrupt, ExternalShutdownException):
         if node is not None and not node.finished:  # stopped mid-episode: the partial results
-            node.write_outputs(stopped="shutdown")
+            # a twin has no end of its own but the time limit: stopped when the team is done, it is complete
+            node.write_outputs(stopped=None if node.twin else "shutdown")
     finally:
         if node is not None:
             node.destroy_node()

@@ -1,0 +1,74 @@
+"""How a task ends on real robots, where no simulator says so: each robot's planner ends it when its own map
+(memory fused from what it saw and what its teammates told it) shows every goal predicate met, tells the team, and
+stops; a teammate's word that the goal is met stops a robot too; so does the task's time limit. Each planner
+writes its :class:`EndReport`; ``coteam launch`` makes the run's ``results.json`` of them
+(:func:`coteam_ros.launcher.team_result`).
+
+ROS-free, so it is tested without DDS; robot-side (nothing of the harness).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from coteam.goals import goal_status
+from coteam.memory import AgentMemory
+
+TASK_DONE = "task_done"  # the payload key of the team message of a robot whose map shows the goal met
+END_REPORT = "{robot}.end.json"  # a planner's end report, in the run's output folder
+
+
+def goal_progress(memory: AgentMemory) -> tuple[int, int]:
+    """(goal items my map shows in place, goal items wanted)."""
+    statuses = goal_status(memory)
+    wanted = sum(s.predicate.count for s in statuses)
+    return sum(min(len(s.done), s.predicate.count) for s in statuses), wanted
+
+
+def goal_met(memory: AgentMemory) -> bool:
+    done, wanted = goal_progress(memory)
+    return done >= wanted
+
+
+def task_done_payload(robot: str) -> str:
+    return json.dumps({TASK_DONE: robot})
+
+
+def task_done_by(payload_json: str) -> str | None:
+    """The robot a team message's payload says saw the goal met; None for any other payload."""
+    try:
+        payload = json.loads(payload_json) if payload_json else None
+    except json.JSONDecodeError:
+        return None
+    if isinstance(payload, dict) and isinstance(payload.get(TASK_DONE), str):
+        return payload[TASK_DONE]
+    return None
+
+
+@dataclass
+class EndReport:
+    """One robot's end of the task, as its planner saw it."""
+
+    robot: str
+    ended: str  # why: "goal met on my map", "robot2 saw the goal met", "time limit", "stopped"
+    goal_met: bool  # by this robot's map (or its teammate's word)
+    goal_items: tuple[int, int]  # (in place on my map, wanted)
+    wall_s: float  # from the robot's first status to the end
+    statuses: int
+    decisions: int
+    decision_ms: list[float] = field(default_factory=list)
+    messages: int = 0
+    message_chars: int = 0
+    messages_dropped: int = 0
+    failures: dict[str, int] = field(default_factory=dict)  # failed actions by reason
+
+    def write(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(asdict(self), indent=1))
+
+    @classmethod
+    def read(cls, path: str | Path) -> EndReport:
+        data = json.loads(Path(path).read_text())
+        data["goal_items"] = tuple(data["goal_items"])
+        return cls(**data)
