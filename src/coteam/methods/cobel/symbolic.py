@@ -9,8 +9,9 @@ believed world, and the adaptive-collaboration gate -- no model, no network.
   into a plan of at most ``plan_length`` actions. A sub-plan the teammate stated, still fresh, is its plan.
 * **Zero-order prediction and re-planning** (my plan): my best first action by expected team value over my own
   belief, with every teammate that stated a plan held to it and every teammate ranked before me held to its
-  predicted plan; continued into a sub-plan the same way. Re-planning around stated plans leaves the rooms,
-  items and containers they start on to their teammates (plans complement), unless nothing else is left.
+  predicted plan (among near-equal first actions, the one the rollouts' default policy takes itself); continued
+  into a sub-plan the same way. Re-planning around stated plans leaves the rooms, items and containers they start
+  on to their teammates (plans complement), unless nothing else is left.
 * **Adaptive collaboration** (per teammate): *heavy* miscoordination is (1) a plan conflict -- my plan starts on
   the room, item or container its predicted plan starts on, and I have not told it my plan -- or (2) a belief
   misalignment that matters: it lacks facts I could tell it (where goal items are, which rooms are explored,
@@ -40,9 +41,14 @@ from coteam.policies import rule_based_choice
 from coteam.reasoning import DecisionContext
 from coteam.value.abstract import Key
 from coteam.value.team import Robot, ValueModel
-from coteam.world import ObjectKind
+from coteam.world import Benchmark, ObjectKind
 
 TOP_PLANS = 3  # candidate plans predicted per teammate
+# Expected team value, as a share of the value model's score scale, within which my sub-plan starts with the rollouts'
+# own next action for me (ValueModel.rollout_choice) rather than with the best by a hair: every candidate's rollout
+# assumes I follow the default policy after its first step, so among near-equals that choice keeps the plan they were
+# valued by. C-WAH's team times are whole steps: exact ties only. Tuned on the generators' seeds (docs/benchmarks.md).
+ROLLOUT_CHOICE_MARGIN = {Benchmark.CWAH: 0.0, Benchmark.TDWMAT: 0.02}
 
 
 @dataclass(frozen=True)
@@ -260,8 +266,9 @@ class CobelSymbolic:
         return out
 
     def my_plan(self, options: Sequence[ActionOption]) -> Plan:
-        """My best sub-plan among ``options``; when the value model finds none worth anything (nothing I know of is
-        left to do or search), the rule-based helper's choice."""
+        """My best sub-plan among ``options`` (the rollouts' own next action for me when it is within
+        :data:`ROLLOUT_CHOICE_MARGIN` of the best); when the value model finds none worth anything (nothing I know
+        of is left to do or search), the rule-based helper's choice."""
         value = self.value
         others = self.others()
         keys = {k for k in (value.key(o) for o in options) if k is not None}
@@ -273,6 +280,9 @@ class CobelSymbolic:
         scored = {k: value.value(value.outcome_of(k, 0.0, others)) for k in keys}
         self.plan_values = {o.text: scored[k] for o in options if (k := value.key(o)) in scored}
         best = max(sorted(scored, key=str), key=lambda k: scored[k])
+        kept = value.rollout_choice
+        if kept in scored and scored[kept] >= scored[best] - ROLLOUT_CHOICE_MARGIN[self.memory.benchmark] * value.scale:
+            best = kept
         plan = self._plan(value, best, others)
         option = next(o for o in options if value.key(o) == best)
         return Plan(plan.steps, (option.text, *plan.texts[1:]))  # the first step as the option list words it
