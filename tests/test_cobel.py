@@ -175,6 +175,26 @@ def test_among_near_equal_first_steps_my_plan_starts_with_the_rollouts_own(suite
     assert first_step(beyond) == keys[0]
 
 
+@pytest.mark.parametrize(("suite", "from_my_beliefs"), [("tdwmat-test", True), ("cwah-test", False)])
+def test_a_teammate_ranked_before_me_is_held_to_the_prediction_that_names_its_actions_more_often(
+    suite, from_my_beliefs, monkeypatch
+):
+    """bob plans around alice (ranked before him, no plan stated). On TDW-MAT he holds her to the first action the
+    value model predicts for her from his own beliefs, which names what she does more often there; on C-WAH to her
+    plan predicted from what he believes she believes."""
+    sim = Simulator(get_suite(suite).episodes()[0].build(), ("alice", "bob"))
+    sim.world.agents["alice"].position = sim.world.agents["bob"].position  # bob sees her
+    sym = _symbolic(method_brain(sim, "bob", "cobel"))
+    value = sym.value
+    (alice,) = value.teammates
+    first_order = sym.predict("alice")
+    assert first_order is not None and not first_order.stated
+    other = next(k for k in value.choices(alice) if k != first_order.plans[0].first)
+    monkeypatch.setattr(value, "leaders", lambda: [(alice, other)])  # my own beliefs predict something else
+    (held,) = sym.others()
+    assert held == (alice, other if from_my_beliefs else first_order.plans[0].first)
+
+
 def _run(suite: str, index: int, params: dict | None = None, trace=None):
     scene = get_suite(suite).episodes()[index].build()
     return run_episode(scene, "cobel", params=params, trace_path=trace)
