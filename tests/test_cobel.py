@@ -9,11 +9,14 @@ import re
 import pytest
 
 from coteam.actions import Verb, parse_action
+from coteam.belief_world import BeliefWorld
+from coteam.kit import Deliberation
 from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.messages import PayloadError, TeamStatus, decode_payload
-from coteam.methods.cobel.symbolic import sayable
+from coteam.methods.cobel.symbolic import CobelSymbolic, sayable
 from coteam.observation import Message
-from coteam.reasoning import AgentBrain
+from coteam.options import available_actions
+from coteam.reasoning import AgentBrain, DecisionContext
 from coteam_harness.runner import run_episode
 from coteam_harness.trace import load_trace
 from coteam_sim.engine import Simulator
@@ -138,6 +141,58 @@ def test_after_telling_nothing_is_said_twice():
     assert world.lacks("bob", sayable(alice.memory)) == []
     again, _ = alice.decide()
     assert not _is_message(again)
+
+
+def _symbolic(brain: AgentBrain) -> CobelSymbolic:
+    """The symbolic reasoning of ``brain``'s next decision, as cobel sets it up."""
+    ctx = DecisionContext(brain.agent, brain.memory, available_actions(brain.memory, brain.nav), brain.nav)
+    d = Deliberation(brain.team.agents[brain.agent], ctx)
+    return CobelSymbolic(
+        ctx, BeliefWorld.of(brain.memory, brain.info.agents), brain.info.agents, d.value, d.value_model, 1
+    )
+
+
+@pytest.mark.parametrize(("suite", "within", "beyond"), [("tdwmat-test", 0.015, 0.025), ("cwah-test", 0.0, 1e-6)])
+def test_among_near_equal_first_steps_my_plan_starts_with_the_rollouts_own(suite, within, beyond, monkeypatch):
+    """Every candidate's rollout assumes I follow the default policy after its first step, so among near-equal
+    candidates (within a share of the value model's score scale) my sub-plan starts with that policy's own next
+    action, not with the first by name. C-WAH's team times are whole steps: exact ties only."""
+    sim = Simulator(get_suite(suite).episodes()[0].build(), ("alice", "bob"))
+    sym = _symbolic(method_brain(sim, "alice", "cobel"))
+    value = sym.value
+    keys = sorted({k for k in map(value.key, sym.ctx.options) if k is not None}, key=str)
+    assert len(keys) > 1
+    kept = keys[-1]  # say the default policy would do what comes last by name
+    monkeypatch.setattr(value, "rollout_choice", kept)
+    monkeypatch.setattr(value, "outcome_of", lambda key, delay, others: key)
+
+    def first_step(handicap: float):
+        monkeypatch.setattr(value, "value", lambda key: -(handicap * value.scale if key == kept else 0.0))
+        return sym.my_plan(sym.ctx.options).steps[0]
+
+    assert first_step(0.0) == kept
+    assert first_step(within) == kept
+    assert first_step(beyond) == keys[0]
+
+
+@pytest.mark.parametrize(("suite", "from_my_beliefs"), [("tdwmat-test", True), ("cwah-test", False)])
+def test_a_teammate_ranked_before_me_is_held_to_the_prediction_that_names_its_actions_more_often(
+    suite, from_my_beliefs, monkeypatch
+):
+    """bob plans around alice (ranked before him, no plan stated). On TDW-MAT he holds her to the first action the
+    value model predicts for her from his own beliefs, which names what she does more often there; on C-WAH to her
+    plan predicted from what he believes she believes."""
+    sim = Simulator(get_suite(suite).episodes()[0].build(), ("alice", "bob"))
+    sim.world.agents["alice"].position = sim.world.agents["bob"].position  # bob sees her
+    sym = _symbolic(method_brain(sim, "bob", "cobel"))
+    value = sym.value
+    (alice,) = value.teammates
+    first_order = sym.predict("alice")
+    assert first_order is not None and not first_order.stated
+    other = next(k for k in value.choices(alice) if k != first_order.plans[0].first)
+    monkeypatch.setattr(value, "leaders", lambda: [(alice, other)])  # my own beliefs predict something else
+    (held,) = sym.others()
+    assert held == (alice, other if from_my_beliefs else first_order.plans[0].first)
 
 
 def _run(suite: str, index: int, params: dict | None = None, trace=None):
