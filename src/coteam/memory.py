@@ -37,6 +37,9 @@ def bearing(a: Vec2, b: Vec2) -> float:
     return math.degrees(math.atan2(b[1] - a[1], b[0] - a[0])) % 360
 
 
+CLAIM_STEPS = 60  # a teammate's claim on an object lapses after this many of my steps without news (a dead robot)
+
+
 def angle_between(a: float, b: float) -> float:
     d = abs(a - b) % 360
     return min(d, 360 - d)
@@ -59,6 +62,8 @@ class AgentMemory:
     room_coverage: dict[int, set[int]] = field(default_factory=dict)
     checked: set[int] = field(default_factory=set)
     teammates: dict[str, TeammateSighting] = field(default_factory=dict)
+    # Real robots: teammate -> (the container or item it said it works on now, my step when it said so)
+    claims: dict[str, tuple[int, int]] = field(default_factory=dict)
     room_visits: dict[int, int] = field(default_factory=dict)  # room -> last step the agent was in it
     messages: list[Message] = field(default_factory=list)  # received from teammates
     sent: list[Message] = field(default_factory=list)  # my own messages
@@ -167,6 +172,14 @@ class AgentMemory:
                 if not near and not any(angle_between(seen_dir, h) <= HALF_FOV_DEG for h in obs.view_headings):
                     continue
             del self.objects[oid]
+
+    def claim(self, teammate: str, object_id: int) -> None:
+        """``teammate`` works on ``object_id`` now (-1: on nothing a claim covers); it replaces its older claim."""
+        self.claims[teammate] = (object_id, self.step)
+
+    def claimed_by_teammates(self) -> set[int]:
+        """The containers and items teammates said they work on, for the last :data:`CLAIM_STEPS` steps."""
+        return {obj for obj, at in self.claims.values() if obj >= 0 and self.step - at <= CLAIM_STEPS}
 
     def record_action(self, action: str, outcome: str) -> None:
         self.actions.append(ActionRecord(self.step, action, outcome))

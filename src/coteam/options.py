@@ -58,11 +58,14 @@ def available_actions(memory: AgentMemory, nav: NavGrid, *, allow_messages: bool
     )
     mate = _closest_teammate_position(memory)
     unreachable = recently_unreachable(memory)
+    claimed = memory.claimed_by_teammates()
     out = []
     for action in actions:
         text = format_action(action, memory.benchmark)
         if text in unreachable:
             continue
+        if action.verb in (Verb.CHECK, Verb.GRAB) and action.target is not None and action.target.id in claimed:
+            continue  # a teammate works on it now: two robots never search or grab the same thing at once
         pos = target_position(action, memory)
         mine = 0.0 if pos is None else nav.path_length(memory.position, pos)
         theirs = None if (pos is None or mate is None) else nav.path_length(mate, pos)

@@ -1,8 +1,13 @@
-"""How a task ends on real robots, where no simulator says so: each robot's planner ends it when its own map
-(memory fused from what it saw and what its teammates told it) shows every goal predicate met, tells the team, and
-stops; a teammate's word that the goal is met stops a robot too; so does the task's time limit. Each planner
-writes its :class:`EndReport`; ``coteam launch`` makes the run's ``results.json`` of them
-(:func:`coteam_ros.launcher.team_result`).
+"""How a task ends on real robots, where no simulator says so, and what they claim on the way.
+
+Each robot's planner ends the task when its own map (memory fused from what it saw and what its teammates told it)
+shows every goal predicate met, tells the team, and stops; a teammate's word that the goal is met stops a robot
+too; so does the task's time limit. Each planner writes its :class:`EndReport`; ``coteam launch`` makes the run's
+``results.json`` of them (:func:`coteam_ros.launcher.team_result`).
+
+While they work, the planners tell each other on ``/team/intents`` which container or item each searches or grabs
+(:func:`claim_target`); a robot's options leave a teammate's claims out (``coteam.memory.AgentMemory.claims``), and
+when two robots start on the same object at once, the one later in name order gives it up.
 
 ROS-free, so it is tested without DDS; robot-side (nothing of the harness).
 """
@@ -13,6 +18,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from coteam.actions import HighLevelAction, Verb
 from coteam.goals import goal_status
 from coteam.memory import AgentMemory
 
@@ -30,6 +36,14 @@ def goal_progress(memory: AgentMemory) -> tuple[int, int]:
 def goal_met(memory: AgentMemory) -> bool:
     done, wanted = goal_progress(memory)
     return done >= wanted
+
+
+def claim_target(action: HighLevelAction) -> int:
+    """The container or item a robot claims while it runs ``action``: what it searches or grabs (-1: nothing; the
+    goal's destinations are shared, every robot delivers there)."""
+    if action.verb in (Verb.CHECK, Verb.GRAB) and action.target is not None:
+        return action.target.id
+    return -1
 
 
 def task_done_payload(robot: str) -> str:

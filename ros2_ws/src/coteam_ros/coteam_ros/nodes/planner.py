@@ -65,7 +65,7 @@ from coteam_ros.episode import load_episode
 from coteam_ros.inbox import TeamInbox
 from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
 from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES, TURNS
-from coteam_ros.task_end import EndReport, goal_met, goal_progress, task_done_by, task_done_payload
+from coteam_ros.task_end import EndReport, claim_target, goal_met, goal_progress, task_done_by, task_done_payload
 
 NODE_NAME = "planner"
 END_GRACE_S = 1.5  # after the task's end, time for the team message to go out before the node stops
@@ -137,8 +137,10 @@ class PlannerNode(Node):
         signing_key = self.declare_parameter("signing_key", "").value
         team_keys = self.declare_parameter("team_keys", "").value
         max_age_s = self.declare_parameter("max_message_age_s", 120.0).value
+        intent_verifier: Verifier | None = None
         if signing_key:
             self.signer, verifier = robot_keys(self.robot, signing_key, team_keys, max_age_s)
+            intent_verifier = robot_keys(self.robot, signing_key, team_keys, max_age_s)[1]  # its own sequence
         self.stale_message_steps: int = self.declare_parameter("stale_message_steps", 50).value
         self.inbox = TeamInbox(teammates, self.get_logger().warning, verifier=verifier)
         self.waiting: tuple[Observation, float] | None = None  # a status whose message texts have not arrived
@@ -152,6 +154,10 @@ class PlannerNode(Node):
         self.failures: Counter[str] = Counter()
         self.teammate_done: str | None = None  # a teammate whose map showed the goal met
         self.skill_client = ActionClient(self, ExecuteSkill, "execute_skill")
+        if self.ends_task and not self.coordinated:  # real robots tell each other what they work on (claims)
+            self.intents = TeamInbox(teammates, self.get_logger().warning, verifier=intent_verifier)
+            self.intent_publisher = self.create_publisher(TeamMessage, "/team/intents", TEAM_MESSAGES)
+            self.create_subscription(TeamMessage, "/team/intents", self._on_intent, TEAM_MESSAGES)
         self.tick_publisher = self.create_publisher(StepTick, "step_tick", LATCHED)
         if self.coordinated:
             self.report_publisher = self.create_publisher(TurnReport, "turn_report", TURNS)
@@ -377,6 +383,8 @@ class PlannerNode(Node):
         )
         self.decisions += 1
         if not action.is_message:
+            if self.ends_task:
+                self._send_intent(action)
             self._send_skill(self.skill, text)
 
     def _send_skill(self, skill: RunningSkill, text: str) -> None:
@@ -474,15 +482,50 @@ class PlannerNode(Node):
             ).write(self.end_report)
         call_later(self, END_GRACE_S, self.context.try_shutdown)
 
-    def _send_team_message(self, text: str, payload: str) -> None:
-        """Publish a message to the whole team at my clock, signed when the team signs."""
+    def _send_team_message(self, text: str, payload: str, step: int | None = None, publisher: Any = None) -> None:
+        """Publish a message to the whole team (at my clock unless ``step`` is given), signed when the team signs."""
         message = TeamMessage(
-            header=self._header(), sender=self.robot, receiver="", text=text, step=self.clock, payload_json=payload
+            header=self._header(),
+            sender=self.robot,
+            receiver="",
+            text=text,
+            step=self.clock if step is None else step,
+            payload_json=payload,
         )
         if self.signer is not None:
             envelope = self.signer.sign(message.receiver, message.step, message.text, message.payload_json)
             message.seq, message.signature = envelope.seq, envelope.signature
-        self.team_publisher.publish(message)
+        (publisher or self.team_publisher).publish(message)
+
+    # --- claims on real robots: what each robot works on now ------------------------------------------------------
+    def _send_intent(self, action: HighLevelAction) -> None:
+        """Tell the team the container or item I search or grab now (-1: something no claim covers), on
+        ``/team/intents``: the robots' runtime, not the method's talk (it counts as no message)."""
+        target = claim_target(action)
+        self._send_team_message(
+            format_action(action, self.benchmark), json.dumps({"claim": target}), self.decisions, self.intent_publisher
+        )
+
+    def _on_intent(self, message: TeamMessage) -> None:
+        if message.sender == self.robot or self.done:
+            return
+        envelope = Envelope(message.seq, message.signature) if message.signature else None
+        received = Message(message.sender, message.text, message.step, message.payload_json)
+        if not self.intents.add(received, envelope=envelope):
+            return
+        self.intents.pop((message.sender, message.step))
+        try:
+            target = int(json.loads(message.payload_json)["claim"])
+        except (ValueError, KeyError, TypeError):
+            self.get_logger().warning(f"intent of {message.sender} ignored: no claim in its payload")
+            return
+        self.brain.memory.claim(message.sender, target)
+        skill = self.skill
+        # the same object at once: the robot later in the team's order gives it up (and decides again)
+        if skill is not None and target >= 0 and claim_target(skill.action) == target and self.robot > message.sender:
+            self.get_logger().info(f"{message.sender} works on ({target}) too: I leave it to {message.sender}")
+            if skill.handle is not None:
+                skill.handle.cancel_goal_async()
 
     # --- a centralised team: the coordinator decides -------------------------------------------------------------
     def _report_status(self, status: RobotStatus) -> None:

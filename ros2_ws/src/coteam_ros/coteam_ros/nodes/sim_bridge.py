@@ -578,6 +578,8 @@ class SimBridgeNode(Node):
         except json.JSONDecodeError:
             self.get_logger().warning(f"{slot.name}: decision with malformed trace_json ignored")
             return
+        if self.twin:  # the robots' steps are their own: when the decision reached the twin, on its clock
+            record["twin_step"] = self.sim.steps
         self.meter.decision(record)
         self.recorder.add_decision(record)
 

@@ -1,0 +1,85 @@
+"""The hardware configuration of the robots' nodes, end to end, against the twin (simulated robots offering a real
+robot's interfaces): `coteam launch config/team_twin.yaml` in the example flat. The team ends the task by itself
+when its map shows the goal met; the twin's own account (what really happened in the simulated home) agrees."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ros_isolation import isolate_ros
+
+pytest.importorskip("rclpy")
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "config"
+TIMEOUT_S = 240
+SETTLE_STEPS = 5  # twin steps (1 s at 5 Hz): a claim's news and the next status of the robot that gives way
+
+
+def _team_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[subprocess.CompletedProcess, Path]:
+    isolate_ros(tmp_path, monkeypatch)
+    for name in ("team_twin.yaml", "flat.world.yaml", "flat.map.yaml", "flat.pgm"):
+        shutil.copy(CONFIG / name, tmp_path / name)
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "coteam.cli", "launch", str(tmp_path / "team_twin.yaml"), "--out", str(out)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=tmp_path)
+    return proc, out
+
+
+def test_the_hardware_nodes_finish_the_task_against_the_twin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    proc, out = _team_run(tmp_path, monkeypatch)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    assert "every robot ended its task: the run ends" in log
+
+    # the team's own account: a robot's map showed the goal met, it said so, and its teammate stopped on its word
+    results = json.loads((out / "results.json").read_text())
+    assert results["complete"] is True, results.get("stopped")
+    (episode,) = results["episodes"]
+    assert episode["success"] and episode["transport_rate"] == 1.0 and episode["episode"] == "example-flat"
+    reports = {r: json.loads((out / f"{r}.end.json").read_text()) for r in ("robot1", "robot2")}
+    endings = sorted(r["ended"] for r in reports.values())
+    assert endings[0] == "goal met on my map" or endings == ["goal met on my map"] * 2, endings
+    assert all(r["goal_met"] for r in reports.values())
+    assert episode["messages"] >= 1  # at least the word that the goal is met
+
+    # what really happened: every goal item is where the task wants it, and the robots used Nav2 and their arms
+    twin = json.loads((out / "twin.json").read_text())
+    (truth,) = twin["episodes"]
+    assert truth["transport_rate"] == 1.0 and truth["success"], truth
+    goals = twin["meta"]["goals"]
+    assert set(goals) == {"robot1", "robot2"}
+    assert sum(g.get("navigation goals", 0) for g in goals.values()) > 0
+    assert sum(g.get("manipulations succeeded", 0) for g in goals.values()) >= 6  # 3 items: grab, put, and a door
+
+    # two robots never work the same container or item at once (rooms may be shared)
+    trace = json.loads((out / "twin_trace.json").read_text())
+    assert_no_shared_targets(trace)
+
+
+def assert_no_shared_targets(trace: dict) -> None:
+    """From the decisions, each robot's spans searching or grabbing (a decision until its next one, on the twin's
+    clock: each robot counts its own steps); no two robots' spans on the same object overlap, but for the moment two
+    that started on it at once take to settle it (the later in name order gives it up at its next status)."""
+    objects = {c[0] for c in trace["scene"]["containers"]} | {i[0] for i in trace["scene"]["items"]}
+    by_robot: dict[str, list[tuple[int, str]]] = {}
+    for d in trace["decisions"]:
+        by_robot.setdefault(d["agent"], []).append((d["twin_step"], d["action"]))
+    spans: list[tuple[str, int, int, int]] = []  # robot, target, from, to
+    for robot, decisions in by_robot.items():
+        for (step, action), following in zip(decisions, [*decisions[1:], (10**9, "")], strict=True):
+            verb = action.split("]", 1)[0].lstrip("[")
+            target = int(action.rsplit("(", 1)[1].rstrip(")")) if action.endswith(")") else -1
+            if verb in ("gocheck", "gograb") and target in objects:
+                spans.append((robot, target, step, following[0]))
+    for i, (robot, target, start, end) in enumerate(spans):
+        for other, other_target, other_start, other_end in spans[i + 1 :]:
+            if other != robot and other_target == target:
+                overlap = min(end, other_end) - max(start, other_start)
+                assert overlap <= SETTLE_STEPS, f"{robot} and {other} both on {target} for {overlap} twin steps"

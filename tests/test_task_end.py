@@ -1,0 +1,99 @@
+"""The end of a task on real robots and their claims, without DDS (coteam_ros.task_end, the options' claims filter,
+the launcher's results of the planners' end reports)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coteam.actions import HighLevelAction, ObjectRef, Verb
+from coteam.memory import CLAIM_STEPS
+from coteam.navigation import NavGrid
+from coteam.options import available_actions
+from coteam.perception import Detection, ObservationAssembler
+from coteam.reasoning import AgentBrain, EpisodeInfo
+from coteam.registry import make_team
+from coteam.world_file import load_world
+
+pytest.importorskip("rclpy")  # coteam_ros is installed with the ROS extras
+
+from coteam_ros.launcher import team_result
+from coteam_ros.task_end import (
+    EndReport,
+    claim_target,
+    goal_met,
+    goal_progress,
+    task_done_by,
+    task_done_payload,
+)
+
+FLAT = Path(__file__).resolve().parents[1] / "config" / "flat.world.yaml"
+
+
+def _robot(name: str = "robot1") -> tuple[AgentBrain, ObservationAssembler]:
+    scene = load_world(FLAT).scene
+    info = EpisodeInfo.for_scene(scene, ("robot1", "robot2"), 0)
+    team = make_team("pce", {})
+    team.reset(info)
+    return AgentBrain(name, info, team, NavGrid(scene.floorplan)), ObservationAssembler(name, scene)
+
+
+def test_the_goal_is_met_when_my_map_shows_every_goal_item_in_place() -> None:
+    brain, asm = _robot()
+    scene = load_world(FLAT).scene
+    fridge = next(c for c in scene.containers if c.name == "fridge")
+    apples = [i.id for i in scene.items if i.name == "apple"]
+    cupcake = next(i.id for i in scene.items if i.name == "cupcake")
+    in_fridge = [Detection("apple", a, "", "kitchen", "fridge", fridge.position, 1.0, 0) for a in apples]
+    at_fridge = (0.375, 2.375)
+    brain.observe(asm.observation(0, at_fridge, 90, in_fridge, container_open={fridge.id: True}))
+    assert goal_progress(brain.memory) == (2, 3) and not goal_met(brain.memory)
+    cake = Detection("cupcake", cupcake, "", "kitchen", "fridge", fridge.position, 1.0, 1)
+    brain.observe(asm.observation(1, at_fridge, 90, [*in_fridge, cake], container_open={fridge.id: True}))
+    assert goal_progress(brain.memory) == (3, 3) and goal_met(brain.memory)
+
+
+def test_task_done_payloads() -> None:
+    assert task_done_by(task_done_payload("robot2")) == "robot2"
+    for other in ("", "{", '{"task_done": 3}', '["task_done"]', '{"status": {"room": 1}}'):
+        assert task_done_by(other) is None, other
+
+
+def test_claims_leave_a_teammates_object_out_of_my_options_until_they_lapse() -> None:
+    brain, asm = _robot()
+    scene = load_world(FLAT).scene
+    cabinet = next(c for c in scene.containers if c.name == "kitchencabinet")
+    plate = next(i for i in scene.items if i.name == "plate")
+    brain.observe(asm.observation(0, (1.5, 1.2), 0, []))
+    memory, nav = brain.memory, NavGrid(scene.floorplan)
+
+    def checks() -> set[int]:
+        options = available_actions(memory, nav)
+        return {o.action.target.id for o in options if o.action.verb == Verb.CHECK and o.action.target}
+
+    assert cabinet.id in checks()
+    memory.claim("robot2", cabinet.id)
+    assert cabinet.id not in checks()
+    memory.claim("robot2", -1)  # robot2 has moved on to something no claim covers
+    assert cabinet.id in checks()
+    memory.claim("robot2", cabinet.id)
+    memory.step += CLAIM_STEPS + 1  # no news for long: robot2 may be dead
+    assert cabinet.id in checks()
+    assert claim_target(HighLevelAction(Verb.GRAB, ObjectRef("plate", plate.id))) == plate.id
+    assert claim_target(HighLevelAction(Verb.PUT, ObjectRef("fridge", 5))) == -1  # destinations are shared
+    assert claim_target(HighLevelAction(Verb.EXPLORE, ObjectRef("kitchen", 1))) == -1
+
+
+def test_the_runs_results_from_the_robots_end_reports(tmp_path: Path) -> None:
+    seen = EndReport("robot2", "goal met on my map", True, (3, 3), 12.5, 26, 7, [5.0, 15.0], 1, 80, 0, {})
+    told = EndReport("robot1", "robot2 saw the goal met", True, (0, 3), 12.0, 25, 6, [2.0], 0, 0, 0, {"too far": 1})
+    seen.write(tmp_path / "r2.json")
+    assert EndReport.read(tmp_path / "r2.json") == seen
+    result = team_result([seen, told], "example-flat", "groceries", "cwah", "pce")
+    assert result.success and result.transport_rate == 1.0 and result.steps == 26 and result.agents == 2
+    assert (result.messages, result.decisions, result.failures) == (1, 13, {"too far": 1})
+    assert result.decision_ms_p95 == 15.0 and result.wall_s == 12.5
+    stopped = EndReport("robot1", "time limit", False, (1, 3), 300.0, 600, 40, [], 0, 0, 0, {})
+    late = team_result([stopped], "example-flat", "groceries", "cwah", "pce")
+    assert not late.success and late.transport_rate == pytest.approx(1 / 3)
