@@ -106,7 +106,7 @@ def test_shipped_hardware_config() -> None:
     assert cfg.navigation == "nav2"
     assert cfg.robot_names == ["robot1", "robot2"]
     assert all(r.remap for r in cfg.robots)
-    assert cfg.robots[0].remap["detections"] == "/robot1/detector/objects"
+    assert cfg.robots[0].remap["detections"] == "/robot1/detector/detections"
     assert [r.base_frame for r in cfg.robots] == ["robot1/base_link", "robot2/base_link"]
     assert cfg.perception is None
 
@@ -701,6 +701,8 @@ def test_launch_file_and_pip_launcher_start_the_same_nodes(
     _fake_modules(monkeypatch)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the launch file makes its scene's folder
     config = Path(shutil.copy(config, tmp_path))  # its keystore (keys/ next to it) goes to tmp_path
+    for home in ("flat.world.yaml", "flat.map.yaml", "flat.pgm"):  # the hardware file's home
+        shutil.copy(ROOT / "config" / home, tmp_path)
     cfg = load_config(config)
     if which == "hardware":  # on hardware the keys must exist before launch
         init_keystore(tmp_path / "keys", cfg.robot_names)

@@ -35,6 +35,16 @@ Modes (parameter ``mode``):
   on by itself); a robot without anything waits. The clock starts once every robot has answered step 0 (or after
   ``startup_timeout_s``).
 
+Twin mode (parameter ``twin``, with ``mode`` realtime; ``coteam launch`` of a hardware team file with ``twin:``): the
+bridge stands in for real robots, whose nodes run as on hardware (``robot_state``, ``navigation: nav2``). Robots keep
+their names (``robots``: the task's, e.g. a world file's robot1, robot2; the simulator knows them as its agents in
+the order of their start poses), and each is offered exactly what a real robot offers: ``navigate_to_pose``,
+``manipulate`` (its result when done), ``detections`` (what the robot sees), ``odom`` and its TF; no status (nor
+ticks: the clock runs from the start). The episode goes on past the goal (the team must see for itself that it is
+done) until the bridge is stopped or the task's ``time_limit_s`` passes; ``results_path`` then holds what really
+happened (complete, with every robot's Nav2 and arm goals by how they ended under ``meta.goals``), and each
+decision in the trace carries ``twin_step``, the bridge's step when it arrived (the robots count their own).
+
 Messages: a ``MESSAGE`` tick spends the robot's step sending; the simulator times delivery by the benchmark's
 rules and the receivers' status lists the delivered messages (sender, step) without their text, which robots
 get only from ``/team/messages``. Decisions (``decision``) are collected for the results.
