@@ -17,6 +17,7 @@ from coteam_sim.env import CoteamParallelEnv
 from coteam_sim.render import (
     agent_color,
     delivered_items,
+    item_statuses,
     render_rgb,
     render_trace,
     trace_paths,
@@ -101,6 +102,30 @@ def test_final_world_and_paths_come_from_the_trace(tdw_trace: dict[str, Any]) ->
         assert poses[0][:2] == starts[agent].position
         assert list(poses[-1][:2]) == pytest.approx(world.agents[agent].position, abs=1e-3)
         assert all(a != b for a, b in itertools.pairwise(poses))  # repeats collapsed
+
+
+def test_the_picture_tells_spare_items_from_missing_goal_items() -> None:
+    """An item of a goal class is missing while its goal still wants items, spare once the goal is met."""
+    from dataclasses import replace
+
+    from coteam.world import GoalPredicate, Placement, Relation, WorldState
+
+    scene, pred = next(
+        (scene, pred)
+        for scene in (spec.build() for spec in SUITES["cwah-test"].episodes())
+        for pred in scene.task.predicates
+        if sum(i.name == pred.item for i in scene.items) > 1
+    )
+    of_class = [i.id for i in scene.items if i.name == pred.item]
+    task = replace(scene.task, predicates=(GoalPredicate(pred.relation, pred.item, pred.target, 1),))
+    world = WorldState(replace(scene, task=task), ())
+    assert {item_statuses(world)[i] for i in of_class} == {"missing"}
+    world.placements[of_class[0]] = Placement(pred.relation, pred.target)
+    statuses = item_statuses(world)
+    assert statuses[of_class[0]] == "in place"
+    assert all(statuses[i] == "spare" for i in of_class[1:]) and len(of_class) > 1
+    other = next(i.id for i in scene.items if i.name != pred.item)
+    assert statuses[other] == "other" and pred.relation in (Relation.IN, Relation.ON)
 
 
 def test_env_rgb_array_render() -> None:

@@ -129,6 +129,36 @@ def test_cli_run_writes_results_and_traces(
     assert statistics.fmean(e["steps"] for e in eps) == pytest.approx(data["summary"]["steps"])
 
 
+def test_an_earlier_run_is_never_overwritten(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A named --out holding results is refused without --resume; the default folder moves on to the next free one."""
+    out = tmp_path / "run"
+    argv = ["run", "--suite", "cwah-test", "--team", "oracle", "--episodes", "0", "--quiet"]
+    assert main([*argv, "--out", str(out)]) == 0
+    before = (out / "results.json").read_text()
+    capsys.readouterr()
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds an earlier run's results: add --resume" in err[0]
+    assert (out / "results.json").read_text() == before
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 0 and main(argv) == 0
+    assert "writing to runs/cwah-test-oracle-x2-2" in capsys.readouterr().out
+    assert (tmp_path / "runs" / "cwah-test-oracle-x2" / "results.json").exists()
+    assert (tmp_path / "runs" / "cwah-test-oracle-x2-2" / "results.json").exists()
+
+
+def test_coteam_demo_runs_the_team_of_the_ros_demo() -> None:
+    import yaml
+
+    from coteam_harness.cli import DEMO_TEAM
+
+    ros_demo = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "team_sim.yaml").read_text())
+    assert ros_demo["team"]["method"] == DEMO_TEAM and ros_demo["team"]["backend"] == "symbolic"
+    assert ros_demo["world"]["suite"] in ("cwah-test", "tdwmat-test") and ros_demo["world"]["episode"] == 0
+
+
 def test_cli_unknown_team_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
     rc = main(

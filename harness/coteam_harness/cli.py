@@ -21,7 +21,7 @@ from coteam.llm import backends
 from coteam.reasoning import Team
 from coteam.registry import make_team, method_class, method_names
 from coteam.world import MAX_AGENTS, Benchmark
-from coteam_harness.results import EpisodeResult, ResultsLog, summarize
+from coteam_harness.results import RESULTS_LOG, EpisodeResult, ResultsLog, summarize
 from coteam_harness.runner import method_params, run_episode
 from coteam_harness.trace import journal_path
 from coteam_harness.yamlfile import load_yaml
@@ -255,6 +255,23 @@ def results_table(results: list[EpisodeResult], title: str) -> Table:
     return table
 
 
+def run_folder(out: Path, *, chosen: bool, resume: bool) -> Path:
+    """Where a run writes: ``out``, unless it holds an earlier run's results and the run does not resume it. Then a
+    folder the user named is refused (one line), and the default folder becomes the next free ``<out>-2``,
+    ``<out>-3``, ... (said): an earlier run's results are never overwritten."""
+    if resume or not (out / RESULTS_LOG).exists():
+        return out
+    if chosen:
+        raise ValueError(
+            f"{out} holds an earlier run's results: add --resume to go on with it, or choose another --out"
+        )
+    n = 2
+    while (Path(f"{out}-{n}") / RESULTS_LOG).exists():
+        n += 1
+    console.print(f"{out} holds an earlier run's results: writing to {out}-{n}")
+    return Path(f"{out}-{n}")
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     if not 1 <= args.agents <= MAX_AGENTS:
         raise ValueError(f"--agents must be between 1 and {MAX_AGENTS}")
@@ -264,9 +281,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     specs = select_episodes(args.suite, args.episodes, args.seed)
     if args.perception:
         specs = [replace(spec, perception=args.perception) for spec in specs]
-    out = Path(
-        args.out or f"runs/{args.suite}-{args.team}-x{args.agents}{f'-{args.perception}' if args.perception else ''}"
-    )
+    default = f"runs/{args.suite}-{args.team}-x{args.agents}{f'-{args.perception}' if args.perception else ''}"
+    out = run_folder(Path(args.out or default), chosen=args.out is not None, resume=args.resume)
     results = run_suite(specs, args.team, args.agents, params, out, args.seed, quiet=args.quiet, resume=args.resume)
     console.print(results_table(results, f"{args.suite} · {args.team} · {args.agents} agent(s)"))
     console.print(f"results: {out / 'results.json'}\ntraces:  {out / 'traces'}")
@@ -405,6 +421,9 @@ def _cmd_camera(args: argparse.Namespace) -> int:
     return 0
 
 
+DEMO_TEAM = "pce"  # the team of `make demo` (config/team_sim.yaml), which `coteam demo` runs in process
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from coteam_harness.trace import load_trace
     from coteam_sim.render import render_trace
@@ -492,8 +511,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="camera", help="output prefix: PREFIX-rgb.png, -depth.png, -detections.png")
     p.set_defaults(func=_cmd_camera)
 
-    p = sub.add_parser("demo", help="one C-WAH and one TDW-MAT episode with a two-robot team")
-    p.add_argument("--team", default="rhp", choices=method_names())
+    p = sub.add_parser("demo", help="one C-WAH and one TDW-MAT episode with the ROS demo's two-robot team, in process")
+    p.add_argument("--team", default=DEMO_TEAM, choices=method_names(), help=f"default {DEMO_TEAM}, as make demo")
     p.add_argument("--episode", type=int, default=0)
     p.add_argument("--out", default="runs/demo")
     p.set_defaults(func=_cmd_demo)

@@ -41,6 +41,7 @@ CONTAINER_COLOR = "#4a5c6e"
 ITEM_COLOR = "#9a9a9a"
 GOAL_PENDING_COLOR = "#d62728"
 GOAL_DONE_COLOR = "#2ca02c"
+GOAL_SPARE_COLOR = "#f0a35e"  # of a goal class, but its goal is met: not missing
 TARGET_COLOR = "#f0b400"
 
 MAP_INCHES = 8.6  # longer side of the map axes
@@ -164,6 +165,26 @@ class _Cluster:
 def delivered_items(world: WorldState) -> set[int]:
     """Ids of items that currently satisfy a goal predicate."""
     return {i for pred in world.scene.task.predicates for i in world.satisfying_items(pred)}
+
+
+def item_statuses(world: WorldState) -> dict[int, str]:
+    """Each item as the picture tells it: "in place" (it satisfies a goal predicate), "missing" (of a goal class
+    whose goal still wants items), "spare" (of a goal class whose goal is met: more such items than the task wants),
+    or "other"."""
+    delivered = delivered_items(world)
+    wanted: dict[str, int] = {}
+    for pred in world.scene.task.predicates:
+        wanted[pred.item] = wanted.get(pred.item, 0) + pred.count
+    in_place = {name: sum(1 for i in delivered if world.item(i).name == name) for name in wanted}
+    out = {}
+    for item in world.scene.items:
+        if item.name not in wanted:
+            out[item.id] = "other"
+        elif item.id in delivered:
+            out[item.id] = "in place"
+        else:
+            out[item.id] = "spare" if in_place[item.name] >= wanted[item.name] else "missing"
+    return out
 
 
 def _clusters(world: WorldState) -> list[_Cluster]:
@@ -367,12 +388,12 @@ def draw_world(
         ax.add_patch(Polygon(tri, closed=True, fc=colors[name], ec="white", lw=1.2, zorder=8))
         placer.block_point(st.position, 0.6 * AGENT_SIZE_M * px_per_m)
     needed = scene.task.needed_names()
-    delivered = delivered_items(world)
+    statuses = item_statuses(world)
+    colour_of = {"other": ITEM_COLOR, "in place": GOAL_DONE_COLOR, "missing": GOAL_PENDING_COLOR}
+    colour_of["spare"] = GOAL_SPARE_COLOR
 
     def item_color(item_id: int) -> str:
-        if world.item(item_id).name not in needed:
-            return ITEM_COLOR
-        return GOAL_DONE_COLOR if item_id in delivered else GOAL_PENDING_COLOR
+        return colour_of[statuses[item_id]]
 
     clusters = _clusters(world)
     for cl in clusters:
@@ -637,6 +658,9 @@ def _side_panel(
     )
     handles.append(
         Line2D([], [], ls="", marker="o", ms=7.5, mfc=GOAL_DONE_COLOR, mec="white", label="goal item, in place")
+    )
+    handles.append(
+        Line2D([], [], ls="", marker="o", ms=7.5, mfc=GOAL_SPARE_COLOR, mec="white", label="spare (its goal is met)")
     )
     handles.append(Line2D([], [], ls="", marker="o", ms=6, mfc=ITEM_COLOR, mec="#555555", label="other item"))
     if any(it.is_carrier for it in scene.items):
