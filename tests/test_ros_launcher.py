@@ -318,10 +318,19 @@ def test_plan_record_and_results(tmp_path: Path) -> None:
     other = Path(nodes[1].argv[nodes[1].argv.index("--params-file") + 1])
     assert "results_path" not in yaml.safe_load(other.read_text())["/alice/perception"]["ros__parameters"]
     assert sorted(p.name for p in (tmp_path / "keys").iterdir()) == ["alice.key", "bob.key", PUBLIC_KEYS]
-    hardware_cfg = load_config(shutil.copy(ROOT / "config" / "team_hardware.yaml", tmp_path))
+    for home in ("team_hardware.yaml", "flat.world.yaml", "flat.map.yaml", "flat.pgm"):
+        shutil.copy(ROOT / "config" / home, tmp_path)
+    hardware_cfg = load_config(tmp_path / "team_hardware.yaml")
     init_keystore(tmp_path / "keys", hardware_cfg.robot_names)  # on hardware the keys are made before launch
-    hardware = plan(hardware_cfg, tmp_path)
+    hardware = plan(hardware_cfg, tmp_path, results_path=results)
     assert not any(c.bridge for c in hardware)
+    planners = [c for c in hardware if c.ends_task]  # the run ends once every robot's planner has ended its task
+    assert [c.label for c in planners] == ["planner@/robot1", "planner@/robot2"]
+    for planner in planners:
+        params_file = Path(planner.argv[planner.argv.index("--params-file") + 1])
+        (node,) = yaml.safe_load(params_file.read_text()).values()
+        robot = planner.label.split("/")[-1]
+        assert node["ros__parameters"]["end_report"] == str(results.parent / f"{robot}.end.json")
 
 
 def _fake_results() -> str:
