@@ -125,7 +125,7 @@ def test_defaults_and_number_coercion(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("base", "dotted", "value", "key", "words"),
     [
-        ("sim", "colour", "red", "colour", "unknown key (allowed here: world, task, twin, team, navigation, robots, perc"),
+        ("sim", "colour", "red", "colour", "unknown key (allowed here: world, task, twin, execution, team, navigation, robots, perc"),
         ("sim", "world.modee", "lockstep", "world.modee", "unknown key"),
         ("sim", "robots.1.nmae", "bob", "robots[1].nmae", "unknown key"),
         ("sim", "team.temperature", 0.2, "team.temperature", "unknown key"),

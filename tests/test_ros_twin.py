@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ros_isolation import isolate_ros
 
@@ -22,10 +23,15 @@ TIMEOUT_S = 240
 SETTLE_STEPS = 5  # twin steps (1 s at 5 Hz): a claim's news and the next status of the robot that gives way
 
 
-def _team_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[subprocess.CompletedProcess, Path]:
+def _team_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: dict | None = None
+) -> tuple[subprocess.CompletedProcess, Path]:
     isolate_ros(tmp_path, monkeypatch)
     for name in ("team_twin.yaml", "flat.world.yaml", "flat.map.yaml", "flat.pgm"):
         shutil.copy(CONFIG / name, tmp_path / name)
+    if edit:
+        team = yaml.safe_load((tmp_path / "team_twin.yaml").read_text())
+        (tmp_path / "team_twin.yaml").write_text(yaml.safe_dump({**team, **edit}))
     out = tmp_path / "run"
     argv = [sys.executable, "-m", "coteam.cli", "launch", str(tmp_path / "team_twin.yaml"), "--out", str(out)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=tmp_path)
@@ -61,6 +67,43 @@ def test_the_hardware_nodes_finish_the_task_against_the_twin(tmp_path: Path, mon
     # two robots never work the same container or item at once (rooms may be shared)
     trace = json.loads((out / "twin_trace.json").read_text())
     assert_no_shared_targets(trace)
+
+
+FAULTS = [
+    {"robot": "robot1", "kind": "nav_abort", "goal": 1, "code": 9003},
+    {"robot": "robot2", "kind": "nav_reject", "goal": 1},
+    {"robot": "robot1", "kind": "nav_stall", "goal": 3},
+    {"robot": "robot2", "kind": "arm_silent", "goal": 1},
+]
+
+
+def test_hardware_faults_have_their_outcome_and_the_team_still_finishes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Nav2 aborting with an error code, refusing a goal, a robot that makes no progress, an arm that never answers:
+    each fails its action with its reason, counted in the results; the method decides again (never the same goal
+    again at once) and the team still ends the task."""
+    edit = {"twin": {"tick_hz": 5.0, "faults": FAULTS}, "execution": {"no_progress_s": 3.0, "arm_timeout_s": 3.0}}
+    proc, out = _team_run(tmp_path, monkeypatch, edit)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    (truth,) = json.loads((out / "twin.json").read_text())["episodes"]
+    assert truth["success"], "the team finishes in spite of the faults"
+    failures = {r: json.loads((out / f"{r}.end.json").read_text())["failures"] for r in ("robot1", "robot2")}
+    assert failures["robot1"].get("not reachable (Nav2 9003: timeout: aborted by the twin's fault)") == 1
+    assert failures["robot1"].get("not reachable (no progress for 3 s)") == 1
+    assert failures["robot2"].get("not reachable (Nav2 refused the goal)") == 1
+    assert failures["robot2"].get("manipulation timed out") == 1
+    (team,) = json.loads((out / "results.json").read_text())["episodes"]
+    assert sum(team["failures"].values()) >= 4  # every fault counted in the run's results
+    goals = json.loads((out / "twin.json").read_text())["meta"]["goals"]
+    assert goals["robot2"]["navigation rejected"] == 1 and goals["robot2"]["manipulations unanswered"] == 1
+    assert goals["robot2"]["manipulations canceled"] == 1  # the executor gave up on the silent arm
+    # never a loop of identical goals: an action that failed "not reachable" is not decided again next
+    for decision in json.loads((out / "twin_trace.json").read_text())["decisions"]:
+        previous = decision["previous"]
+        if previous and previous[1].startswith("failed: not reachable"):
+            assert decision["action"] != previous[0], decision
 
 
 def assert_no_shared_targets(trace: dict) -> None:

@@ -74,11 +74,12 @@ def available_actions(memory: AgentMemory, nav: NavGrid, *, allow_messages: bool
 
 
 def recently_unreachable(memory: AgentMemory) -> set[str]:
-    """Actions (in text form) that failed "not reachable" within the last :data:`UNREACHABLE_RETRY_STEPS`."""
+    """Actions (in text form) that failed "not reachable" (the simulator's, or a real Nav2's with its error) within the
+    last :data:`UNREACHABLE_RETRY_STEPS`."""
     return {
         r.action
         for r in memory.actions
-        if r.outcome == "failed: not reachable" and memory.step - r.step < UNREACHABLE_RETRY_STEPS
+        if r.outcome.startswith("failed: not reachable") and memory.step - r.step < UNREACHABLE_RETRY_STEPS
     }
 
 

@@ -1,5 +1,6 @@
 """Fault injection for the ROS team, shared by ``tests/faults/`` and ``bench/faults.py``: a node on the team's
-domain that speaks for the robots.
+domain that speaks for the robots, and the faults the twin plays as a real robot's Nav2 or arm would
+(:class:`TwinFault`, the ``twin.faults`` of a team file).
 
 :class:`MessageAttacker` attaches to any rclpy node. Whenever the watched robot's status reaches a step it publishes,
 for that step and the next two, a message in each robot's name that no teammate wrote -- unsigned, signed by
@@ -12,11 +13,41 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from coteam.signing import Envelope, Signer, Verifier
 
 FORGED_MARK = "here: I explored every room"
+
+TWIN_FAULTS = ("nav_reject", "nav_abort", "nav_stall", "arm_silent")
+
+
+@dataclass(frozen=True)
+class TwinFault:
+    """A fault the twin plays, as a real robot's Nav2 or arm would: on ``robot``'s ``goal``-th navigation goal
+    (``nav_reject``: refused; ``nav_abort``: aborted with Nav2's error ``code``; ``nav_stall``: accepted, the robot
+    never moves) or ``goal``-th manipulation goal (``arm_silent``: accepted, never answered)."""
+
+    robot: str
+    kind: str
+    goal: int
+    code: int = 9000
+
+    @staticmethod
+    def parse(entries: Any) -> list[TwinFault]:
+        if not isinstance(entries, list):
+            raise ValueError("faults_json must be a JSON list of {robot, kind, goal, code}")
+        faults = []
+        for entry in entries:
+            try:
+                fault = TwinFault(**entry)
+            except TypeError as exc:
+                raise ValueError(f"twin fault {entry!r}: {exc}") from None
+            if fault.kind not in TWIN_FAULTS or fault.goal < 1:
+                raise ValueError(f"twin fault {entry!r}: kind one of {', '.join(TWIN_FAULTS)}, goal from 1")
+            faults.append(fault)
+        return faults
 
 
 class MessageAttacker:

@@ -137,11 +137,14 @@ def node_list(
                     "method": cfg.team.method,
                     "params_json": json.dumps(cfg.team.switches(), sort_keys=True),
                     "time_limit_s": cfg.time_limit_s or 0.0,
+                    "faults_json": json.dumps(cfg.twin.faults),
                 },
             )
         )
     lockstep = cfg.world is not None and cfg.world.mode == "lockstep"
     executor: dict[str, ParamValue] = {"robots": list(names), "navigation": cfg.navigation, **episode}
+    if cfg.world is None:  # a real robot's Nav2 and arm: when to give up on a goal
+        executor.update(no_progress_s=cfg.execution.no_progress_s, arm_timeout_s=cfg.execution.arm_timeout_s)
     centralised = method_class(cfg.team.method).centralised
     if centralised:  # one planner for the whole team: the robots' planners relay
         specs.append(

@@ -20,6 +20,10 @@ A file describes one team run::
       seed: 0               #   optional, default 0: seeds the methods' random choices
     twin:             # optional, hardware only: simulated robots with a real robot's interfaces (Nav2's
       tick_hz: 5.0          #   navigate_to_pose, an arm, a detector, TF, odometry) run the task instead of real ones
+      faults: []            #   what their Nav2 and arms do wrong: [{robot, kind, goal, code}] (coteam_ros.faults)
+    execution:        # optional, real robots: when the executor gives up on a goal (a failed action; the method
+      no_progress_s: 20     #   decides again): a Nav2 goal whose remaining distance has not shrunk this long,
+      arm_timeout_s: 60     #   an arm goal without a result this long
     team:
       method: pce           # `coteam methods`
       backend: symbolic     # symbolic | llm
@@ -241,6 +245,22 @@ class TwinSection(_Section):
     starts them; see the ``sim_bridge`` node's twin mode)."""
 
     tick_hz: PositiveNumber = 5.0  # simulator steps per second: C-WAH walks 0.27 m a step
+    faults: list[dict[str, Any]] = []  # coteam_ros.faults.TwinFault: what the twin's Nav2 and arms do wrong
+
+    @field_validator("faults")
+    @classmethod
+    def _known_faults(cls, faults: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        from coteam_ros.faults import TwinFault
+
+        TwinFault.parse(faults)  # a one-line ValueError
+        return faults
+
+
+class ExecutionSection(_Section):
+    """``execution`` (real robots): when the executor gives up on a Nav2 goal or an arm goal."""
+
+    no_progress_s: PositiveNumber = 20.0  # a Nav2 goal whose remaining distance has not shrunk this long is canceled
+    arm_timeout_s: PositiveNumber = 60.0  # an arm goal without a result this long is canceled
 
 
 class WorldSection(TaskSection):
@@ -494,6 +514,7 @@ class TeamConfig(_Section):
     world: WorldSection | None = None
     task: TaskSection | None = Field(None, validate_default=True)
     twin: TwinSection | None = None
+    execution: ExecutionSection = ExecutionSection()
     team: TeamMethodSection = Field(examples=["{method: ..., backend: ..., params: {}}"])
     navigation: Navigation  # default: sim with a world, else nav2
     robots: tuple[RobotSection, ...] = Field(min_length=1, strict=False)

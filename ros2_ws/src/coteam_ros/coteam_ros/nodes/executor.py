@@ -65,6 +65,43 @@ from coteam_ros.nodes import RETRY_S, call_later, navigate_to_pose_action, spin_
 from coteam_ros.qos import LATCHED
 
 NODE_NAME = "executor"
+WATCHDOG_S = 0.5  # how often a real robot's goals are checked for progress
+PROGRESS_M = 0.1  # a Nav2 goal makes progress when its remaining distance shrinks by this much
+NAV2_REFUSED = "not reachable (Nav2 refused the goal)"
+# Nav2's error codes (nav2_msgs, Kilted): NavigateToPose's own, and those of its planner (ComputePathToPose) and
+# controller (FollowPath), which its behaviour tree passes on
+NAV2_ERRORS = {
+    9000: "unknown",
+    9001: "failed to load the behavior tree",
+    9002: "TF error",
+    9003: "timeout",
+    100: "controller: unknown",
+    101: "invalid controller",
+    102: "controller: TF error",
+    103: "invalid path",
+    104: "patience exceeded",
+    105: "failed to make progress",
+    106: "no valid control",
+    107: "controller timed out",
+    200: "planner: unknown",
+    201: "invalid planner",
+    202: "planner: TF error",
+    203: "start outside the map",
+    204: "goal outside the map",
+    205: "start occupied",
+    206: "goal occupied",
+    207: "planner timed out",
+    208: "no valid path",
+}
+
+
+def nav2_failure(code: int, message: str) -> str:
+    """A failed Nav2 goal as the skill's failure reason: "not reachable", with Nav2's error (the method then decides
+    again, and does not offer the same action for a while: never a loop of identical goals)."""
+    name = NAV2_ERRORS.get(code, "error")
+    return f"not reachable (Nav2 {code}: {name}{': ' + message if message else ''})"
+
+
 HAND_NAMES = {-1: "", 0: "left", 1: "right"}
 
 
@@ -110,6 +147,8 @@ class NavigationState:
     distance: float | None = None  # of the latest feedback
     result: NavResult | None = None
     canceling: bool = False
+    closest: float | None = None  # real robots: the least distance_remaining so far, and when it was reached
+    progress_at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -151,6 +190,9 @@ class ExecutorNode(Node):
         self.manipulating = False
         self.manipulation: Any = None  # a real arm's running goal (ClientGoalHandle)
         self.manipulation_request: Manipulation | None = None
+        self.manipulation_sent = 0.0  # when the running manipulation goal was sent
+        self.no_progress_s: float = self.declare_parameter("no_progress_s", 20.0).value
+        self.arm_timeout_s: float = self.declare_parameter("arm_timeout_s", 60.0).value
         self.arm = ArmLedger()
         self.arm_publisher = self.create_publisher(ArmState, "arm_state", LATCHED)
         self.goals = DeferredGoals()
@@ -177,6 +219,8 @@ class ExecutorNode(Node):
                 self.create_subscription(RobotStatus, topic, lambda m, t=topic: self._on_teammate_status(t, m), LATCHED)
         if self.shared:
             wall_timer(self, 0.05, self._take_status)
+        if not self.stepwise:  # a real robot's Nav2 and arm may stall: give up on their goals in time
+            wall_timer(self, WATCHDOG_S, self._watch_goals)
         self.get_logger().info(f"executor for {self.robot}: navigation {self.navigation}, {self.benchmark.value}")
 
     # --- inputs ---------------------------------------------------------------------------------------------------
@@ -348,7 +392,7 @@ class ExecutorNode(Node):
             return
         if self.manipulation is not None:  # cancelled while a real arm works: stop it too
             self.manipulation.cancel_goal_async()
-            self.manipulation = None
+            self.manipulation, self.manipulating = None, False
         outcome = job.outcome
         assert outcome is not None
         self.job = None
@@ -376,7 +420,7 @@ class ExecutorNode(Node):
     def _on_nav_response(self, state: NavigationState, future: Any) -> None:
         handle = future.result()
         if not handle.accepted:
-            state.result = NavResult(False, "navigation goal rejected")
+            state.result = NavResult(False, "navigation goal rejected" if self.stepwise else NAV2_REFUSED)
         else:
             state.handle = handle
             handle.get_result_async().add_done_callback(lambda f, s=state: self._on_nav_result(s, f))
@@ -390,16 +434,22 @@ class ExecutorNode(Node):
         state.distance = float(feedback.distance_remaining)
         if state.first_distance is None:
             state.first_distance = state.distance
+        if state.closest is None or state.distance < state.closest - PROGRESS_M:
+            state.closest, state.progress_at = state.distance, time.monotonic()
         if state is self.nav:
             self._drive()
 
     def _on_nav_result(self, state: NavigationState, future: Any) -> None:
         wrapped = future.result()
         result = wrapped.result
+        if state.result is not None:  # given up on already (no progress): its cancel's answer changes nothing
+            return
         if result.error_code == 0 and wrapped.status == 4:  # GoalStatus.STATUS_SUCCEEDED
             state.result = NavResult(True)
-        else:
+        elif self.stepwise:
             state.result = NavResult(False, result.error_msg or f"navigation failed (error {result.error_code})")
+        else:
+            state.result = NavResult(False, nav2_failure(result.error_code, result.error_msg))
         if state is self.nav and not state.canceling:
             self._drive()
 
@@ -421,6 +471,27 @@ class ExecutorNode(Node):
 
         nav.handle.cancel_goal_async().add_done_callback(done)
 
+    def _watch_goals(self) -> None:
+        """Real robots: a Nav2 goal whose remaining distance has not shrunk for ``no_progress_s`` is canceled and
+        fails as not reachable (the method decides again, and does not offer that action for a while); an arm goal
+        without a result for ``arm_timeout_s`` is canceled and fails as timed out."""
+        now = time.monotonic()
+        nav = self.nav
+        stalled = nav is not None and nav.handle is not None and nav.result is None and not nav.canceling
+        if stalled and now - nav.progress_at > self.no_progress_s:
+            self.get_logger().warning(f"no progress towards {nav.goal.position} for {self.no_progress_s:g} s: canceled")
+            nav.result = NavResult(False, f"not reachable (no progress for {self.no_progress_s:g} s)")
+            nav.handle.cancel_goal_async()
+            self._drive()
+        job = self.job
+        if self.manipulating and job is not None and now - self.manipulation_sent > self.arm_timeout_s:
+            self.get_logger().warning(f"no answer from the arm for {self.arm_timeout_s:g} s: its goal is canceled")
+            if self.manipulation is not None:
+                self.manipulation.cancel_goal_async()
+            self.manipulation, self.manipulating = None, False
+            job.outcome = SkillOutcome(job.action, False, "manipulation timed out", 0)
+            self._drive()
+
     # --- manipulation goals -------------------------------------------------------------------------------------
     def _send_manipulation(self, request: Manipulation) -> None:
         if not self.manipulate_client.server_is_ready():
@@ -429,6 +500,7 @@ class ExecutorNode(Node):
             return
         self.manipulating = True
         self.manipulation_request = request
+        self.manipulation_sent = time.monotonic()
         goal = Manipulate.Goal(
             operation=int(request.kind),
             object_id=request.object_id,
@@ -451,11 +523,15 @@ class ExecutorNode(Node):
             self._arm(job, "manipulating")
         else:  # a real arm takes its time: the skill goes on with the result
             self.manipulation = handle
-            handle.get_result_async().add_done_callback(lambda f, j=job: self._on_manipulation_result(j, f))
+            handle.get_result_async().add_done_callback(
+                lambda f, j=job, h=handle: self._on_manipulation_result(j, h, f)
+            )
             return
         self._drive()
 
-    def _on_manipulation_result(self, job: Job, future: Any) -> None:
+    def _on_manipulation_result(self, job: Job, handle: Any, future: Any) -> None:
+        if handle is not self.manipulation:
+            return  # a goal given up on (timed out, or its job canceled): its outcome is decided already
         self.manipulating = False
         self.manipulation = None
         result = future.result().result

@@ -96,6 +96,7 @@ from coteam_ros.convert import (
     yaw_quaternion,
 )
 from coteam_ros.episode import load_episode
+from coteam_ros.faults import TwinFault
 from coteam_ros.goals import DeferredGoals, goal_key
 from coteam_ros.nodes import STARTUP_ERRORS, cannot_start, navigate_to_pose_action
 from coteam_ros.qos import CAMERA, DECISIONS, LATCHED, STREAM
@@ -124,12 +125,14 @@ class ActiveNavigation:
     navigator: GoalNavigator
     planned: Primitive | None = None  # this step's primitive
     planned_step: int = -1
+    stalled: bool = False  # a twin's fault: accepted, but the robot never moves
 
 
 @dataclass
 class PendingManipulation:
     handle: ServerGoalHandle
     primitive: Primitive
+    silent: bool = False  # a twin's fault: the arm never answers (until the goal is canceled)
 
 
 @dataclass
@@ -176,6 +179,7 @@ class SimBridgeNode(Node):
         cameras: bool = self.declare_parameter("cameras", False).value
         self.twin: bool = self.declare_parameter("twin", False).value
         time_limit_s: float = self.declare_parameter("time_limit_s", 0.0).value
+        self.faults = TwinFault.parse(json.loads(self.declare_parameter("faults_json", "[]").value or "[]"))
         self.nav_type = navigate_to_pose_action()
         if self.mode not in ("lockstep", "realtime"):
             raise ValueError(f"mode must be lockstep or realtime, not {self.mode!r}")
@@ -443,7 +447,7 @@ class SimBridgeNode(Node):
         if self.mode == "lockstep" and (tick is None or tick.kind in (StepTick.IDLE, StepTick.OBSERVED)):
             return Primitive(PrimitiveKind.WAIT)
         if slot.manipulation is not None:
-            return slot.manipulation.primitive
+            return Primitive(PrimitiveKind.WAIT) if slot.manipulation.silent else slot.manipulation.primitive
         nav = slot.navigation
         if nav is not None and nav.planned is not None and nav.planned_step == self.sim.steps:
             return nav.planned
@@ -493,8 +497,16 @@ class SimBridgeNode(Node):
             )
 
     # --- navigate_to_pose -----------------------------------------------------------------------------------------
+    def _fault(self, slot: RobotSlot, kinds: tuple[str, ...], goal: int) -> TwinFault | None:
+        """The twin's fault of this kind for the robot's ``goal``-th goal, if one is set."""
+        robot = self.frame_of[slot.name]
+        return next((f for f in self.faults if f.robot == robot and f.kind in kinds and f.goal == goal), None)
+
     def _accept_navigation(self, slot: RobotSlot, goal: Any) -> GoalResponse:
         if not self.env.agents:
+            return GoalResponse.REJECT
+        if self._fault(slot, ("nav_reject",), slot.counts["navigation goals"] + slot.counts["navigation rejected"] + 1):
+            slot.counts["navigation rejected"] += 1
             return GoalResponse.REJECT
         if goal.pose.header.frame_id not in ("", "map"):
             self.get_logger().warning(f"{slot.name}: goal in frame {goal.pose.header.frame_id!r} (only map)")
@@ -511,6 +523,12 @@ class SimBridgeNode(Node):
         slot.navigation = ActiveNavigation(
             handle, GoalNavigator(self.scene.benchmark, self.sim.nav, self.sim.config, goal, state.position)
         )
+        number = slot.counts["navigation goals"] + slot.counts["navigation rejected"]
+        fault = self._fault(slot, ("nav_abort", "nav_stall"), number)
+        if fault is not None and fault.kind == "nav_abort":
+            self._end_navigation(slot, NavResult(False, "aborted by the twin's fault"), fault.code)
+            return
+        slot.navigation.stalled = fault is not None
         if self._ready(slot.name):
             self._plan_navigation(slot)
 
@@ -518,7 +536,11 @@ class SimBridgeNode(Node):
         nav = slot.navigation
         assert nav is not None
         state = self.sim.world.agents[slot.name]
-        planned = nav.navigator.plan(state.position, state.heading, self.sim.last_failure[slot.name])
+        planned = (
+            Primitive(PrimitiveKind.WAIT)
+            if nav.stalled
+            else nav.navigator.plan(state.position, state.heading, self.sim.last_failure[slot.name])
+        )
         if isinstance(planned, NavResult):
             self._end_navigation(slot, planned)
             return
@@ -535,13 +557,14 @@ class SimBridgeNode(Node):
         )
         nav.handle.publish_feedback(feedback)
 
-    def _end_navigation(self, slot: RobotSlot, result: NavResult) -> None:
+    def _end_navigation(self, slot: RobotSlot, result: NavResult, code: int | None = None) -> None:
         nav = slot.navigation
         assert nav is not None
         slot.navigation = None
         if result.reason != "preempted":
             slot.counts["navigation succeeded" if result.success else "navigation failed"] += 1
-        code = self.nav_type.Result.NONE if result.success else self.nav_type.Result.UNKNOWN
+        if code is None:
+            code = self.nav_type.Result.NONE if result.success else self.nav_type.Result.UNKNOWN
         state = "succeed" if result.success else "abort"
         self.goals.finish(nav.handle, self.nav_type.Result(error_code=code, error_msg=result.reason), state)
 
@@ -571,13 +594,17 @@ class SimBridgeNode(Node):
         if slot.manipulation is not None:
             old = slot.manipulation
             self.goals.finish(old.handle, Manipulate.Result(success=False, failure_reason="preempted"), "abort")
-        slot.manipulation = PendingManipulation(handle, self._manipulation_primitive(handle.request))
+        slot.counts["manipulation goals"] += 1
+        silent = self._fault(slot, ("arm_silent",), slot.counts["manipulation goals"]) is not None
+        slot.counts["manipulations unanswered"] += silent
+        slot.manipulation = PendingManipulation(handle, self._manipulation_primitive(handle.request), silent)
 
     def _cancel_manipulation(self, slot: RobotSlot, handle: ServerGoalHandle) -> CancelResponse:
         pending = slot.manipulation
         if pending is None or goal_key(pending.handle) != goal_key(handle):
             return CancelResponse.REJECT
         slot.manipulation = None
+        slot.counts["manipulations canceled"] += 1
         self.executor.create_task(self.goals.finish, handle, Manipulate.Result(failure_reason="canceled"), "canceled")
         return CancelResponse.ACCEPT
 
