@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 from coteam_ros.launcher import TWIN_RESULTS, child_env, plan, write_team_results
 from coteam_ros.task_end import END_REPORT
 from coteam_ros.team_config import load_config
@@ -36,10 +38,30 @@ DOMAIN = 61
 TIMEOUT_S = 240.0
 
 
-def twin_run(work: Path) -> dict:
-    """One run of config/team_twin.yaml in ``work``: the team's results, the twin's, and CPU seconds per node."""
+# The hardware path's faults, played by the twin in one run (tests/test_ros_twin.py plays the same)
+FAULTS = [
+    {"robot": "robot1", "kind": "nav_abort", "goal": 1, "code": 9003},
+    {"robot": "robot2", "kind": "nav_reject", "goal": 1},
+    {"robot": "robot1", "kind": "nav_stall", "goal": 3},
+    {"robot": "robot2", "kind": "arm_silent", "goal": 1},
+]
+FAULT_TIMEOUTS = {"no_progress_s": 3.0, "arm_timeout_s": 3.0}
+PLAYED = {
+    "nav_abort": "Nav2 aborts the robot's goal {goal} with error {code}",
+    "nav_reject": "Nav2 refuses the robot's goal {goal}",
+    "nav_stall": "Nav2 accepts goal {goal}, the robot never moves",
+    "arm_silent": "the arm accepts goal {goal} and never answers",
+}
+
+
+def twin_run(work: Path, edit: dict | None = None) -> dict:
+    """One run of config/team_twin.yaml in ``work`` (with ``edit``'s keys replaced): the team's results, the
+    twin's, the planners' end reports, the twin's trace, and CPU seconds per node."""
     for name in FILES:
         shutil.copy(ROOT / "config" / name, work / name)
+    if edit:
+        team = yaml.safe_load((work / "team_twin.yaml").read_text())
+        (work / "team_twin.yaml").write_text(yaml.safe_dump({**team, **edit}))
     cfg = load_config(work / "team_twin.yaml")
     out = work / "out"
     out.mkdir()
@@ -66,6 +88,7 @@ def twin_run(work: Path) -> dict:
         "results": json.loads((out / "results.json").read_text()),
         "twin": json.loads((out / TWIN_RESULTS).read_text()),
         "reports": reports,
+        "trace": json.loads((out / "twin_trace.json").read_text()),
         "cpu": cpu,
     }
 
@@ -77,6 +100,9 @@ def section(command: str) -> str:
             work = Path(tmp) / f"run{k}"
             work.mkdir()
             runs.append(twin_run(work))
+        work = Path(tmp) / "faults"
+        work.mkdir()
+        faulty = twin_run(work, {"twin": {"tick_hz": 5.0, "faults": FAULTS}, "execution": FAULT_TIMEOUTS})
     lines = [
         TITLE,
         "",
@@ -109,6 +135,17 @@ def section(command: str) -> str:
         "|---|---|",
         *(f"| `{label}` | {statistics.median(run['cpu'][label] for run in runs):.2f} |" for label in labels),
         "",
+        "",
+        f"The hardware path's faults, played by the twin in one run (`execution: {FAULT_TIMEOUTS}`):",
+        "",
+        "| fault | played by the twin | the robot's failure, counted in results.json | decided next |",
+        "|---|---|---|---|",
+        *fault_rows(faulty),
+        "",
+        f"The task still ends: the team says {'goal met' if faulty['results']['episodes'][0]['success'] else 'not met'}"
+        f", the twin {faulty['twin']['episodes'][0]['transport_rate']:.2f} of the goal in place, after "
+        f"{max(r['wall_s'] for r in faulty['reports']):.1f} s.",
+        "",
         "How to read it. The task time runs from a robot's first status to its end, as its planner measured it; the "
         "team ends the task itself when a robot's map shows every goal item in place (it tells the team; the other "
         "robot stops on its word), and the twin, which knows where everything really is, confirms it. The twin counts "
@@ -119,6 +156,38 @@ def section(command: str) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def fault_rows(run: dict) -> list[str]:
+    """Per fault: what the twin did, the robot's failure reason as its end report counts it, and its next decision
+    (a different action: no loop of identical goals)."""
+    rows = []
+    decisions = run["trace"]["decisions"]
+    for fault in FAULTS:
+        report = next(r for r in run["reports"] if r["robot"] == fault["robot"])
+        expected = {
+            "nav_abort": "not reachable (Nav2 9003",
+            "nav_reject": "not reachable (Nav2 refused",
+            "nav_stall": "not reachable (no progress",
+            "arm_silent": "manipulation timed out",
+        }[fault["kind"]]
+        reasons = [reason for reason in report["failures"] if reason.startswith(expected)]
+        after = (
+            [
+                d["action"]
+                for d in decisions
+                if d["agent"] == fault["robot"] and d["previous"] and d["previous"][1] == f"failed: {reasons[0]}"
+            ]
+            if reasons
+            else []
+        )
+        played = PLAYED[fault["kind"]].format(**{"code": 9000, **fault})
+        rows.append(
+            f"| {fault['kind']} ({fault['robot']}) | {played} | "
+            + ("; ".join(f"{r} (x{report['failures'][r]})" for r in reasons) or "none")
+            + f" | {after[0] if after else '-'} |"
+        )
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
