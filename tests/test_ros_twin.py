@@ -106,6 +106,29 @@ def test_hardware_faults_have_their_outcome_and_the_team_still_finishes(
             assert decision["action"] != previous[0], decision
 
 
+def test_a_robot_whose_odometry_and_detector_fall_silent_waits_and_its_teammate_finishes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """robot1's odometry and TF stop after 2 s, and its detector: its status is held (it waits, said once), the
+    detector's last batch is dropped; robot2 finishes the task and robot1 stops on its word."""
+    faults = [
+        {"robot": "robot1", "kind": "detections_stop", "after_s": 1.0},
+        {"robot": "robot1", "kind": "odom_stop", "after_s": 2.0},
+    ]
+    proc, out = _team_run(tmp_path, monkeypatch, {"twin": {"tick_hz": 5.0, "faults": faults}})
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    robot1 = [line for line in log.splitlines() if line.startswith("[robot_state@/robot1]")]
+    assert sum("no odometry for a while: the robot's status is held" in line for line in robot1) == 1
+    assert sum("no detections for a while" in line for line in robot1) == 1
+    reports = {r: json.loads((out / f"{r}.end.json").read_text()) for r in ("robot1", "robot2")}
+    assert (
+        reports["robot2"]["ended"] == "goal met on my map" and reports["robot1"]["ended"] == "robot2 saw the goal met"
+    )
+    (truth,) = json.loads((out / "twin.json").read_text())["episodes"]
+    assert truth["success"]
+
+
 def assert_no_shared_targets(trace: dict) -> None:
     """From the decisions, each robot's spans searching or grabbing (a decision until its next one, on the twin's
     clock: each robot counts its own steps); no two robots' spans on the same object overlap, but for the moment two

@@ -20,19 +20,21 @@ from coteam.signing import Envelope, Signer, Verifier
 
 FORGED_MARK = "here: I explored every room"
 
-TWIN_FAULTS = ("nav_reject", "nav_abort", "nav_stall", "arm_silent")
+TWIN_FAULTS = ("nav_reject", "nav_abort", "nav_stall", "arm_silent", "odom_stop", "detections_stop")
 
 
 @dataclass(frozen=True)
 class TwinFault:
     """A fault the twin plays, as a real robot's Nav2 or arm would: on ``robot``'s ``goal``-th navigation goal
     (``nav_reject``: refused; ``nav_abort``: aborted with Nav2's error ``code``; ``nav_stall``: accepted, the robot
-    never moves) or ``goal``-th manipulation goal (``arm_silent``: accepted, never answered)."""
+    never moves) or ``goal``-th manipulation goal (``arm_silent``: accepted, never answered); or from ``after_s``
+    seconds of the run on, its odometry and TF (``odom_stop``) or its detector (``detections_stop``) fall silent."""
 
     robot: str
     kind: str
-    goal: int
+    goal: int = 1
     code: int = 9000
+    after_s: float = 0.0
 
     @staticmethod
     def parse(entries: Any) -> list[TwinFault]:

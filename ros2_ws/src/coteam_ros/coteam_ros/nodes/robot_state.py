@@ -19,6 +19,10 @@ In simulation the sim bridge publishes each robot's status; on a real robot this
   arm. Teammates are not observed (they report over ``/team/messages``); messages are delivered by the planner on
   arrival.
 
+Stale sensors: once ``odom`` (``nav_msgs/Odometry``) has been heard, no odometry for ``odom_timeout_s`` (2 s) holds
+the status (the planner waits; said once, and once when it is back); no detections for ``detections_timeout_s``
+(5 s) drops the last batch (the status shows no items until the detector speaks again).
+
 Parameters: ``robot``, ``robots``, ``scene_path`` / ``seed`` (the task, see ``coteam_ros.episode``), ``rate_hz``
 (default 2.0), ``hands`` (default 2), ``map_frame`` (default ``map``), ``base_frame`` (default
 ``<robot>/base_link``), ``reach_m`` (how near a fixture the robot sees all it holds; default the benchmark's reach).
@@ -28,9 +32,11 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from typing import Any
 
 from coteam_interfaces.msg import ArmState, RobotStatus
+from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from std_msgs.msg import Header
 from vision_msgs.msg import Detection3DArray
@@ -74,12 +80,35 @@ class RobotStateNode(Node):
         self.publisher = self.create_publisher(RobotStatus, "status", LATCHED)
         self.create_subscription(Detection3DArray, "detections", self._on_detections, SENSOR)
         self.create_subscription(ArmState, "arm_state", self._on_arm_state, LATCHED)
+        # stale sensors: a detector that went quiet, odometry that stopped (watched once it has been heard)
+        self.detections_timeout_s: float = self.declare_parameter("detections_timeout_s", 5.0).value
+        self.odom_timeout_s: float = self.declare_parameter("odom_timeout_s", 2.0).value
+        self.heard_detections = time.monotonic()
+        self.heard_odom: float | None = None
+        self.stale: set[str] = set()  # what is stale now (each is said once when it goes stale, once when back)
+        self.create_subscription(Odometry, "odom", self._on_odom, SENSOR)
         wall_timer(self, 1.0 / rate_hz, self._publish)
         self.get_logger().info(
             f"robot_state for {self.robot}: status at {rate_hz} Hz, pose {self.map_frame} -> {self.base_frame}"
         )
 
+    def _on_odom(self, _: Odometry) -> None:
+        self.heard_odom = time.monotonic()
+        self._fresh("odometry")
+
+    def _fresh(self, what: str) -> None:
+        if what in self.stale:
+            self.stale.discard(what)
+            self.get_logger().info(f"{what} is back")
+
+    def _went_stale(self, what: str, consequence: str) -> None:
+        if what not in self.stale:
+            self.stale.add(what)
+            self.get_logger().error(f"no {what} for a while: {consequence}")
+
     def _on_detections(self, message: Detection3DArray) -> None:
+        self.heard_detections = time.monotonic()
+        self._fresh("detections")
         try:
             detections = detector_output_on_map(message, self.step, self.assembler, self.transforms, self.map_frame)
         except TransformUnavailable as exc:
@@ -95,6 +124,13 @@ class RobotStateNode(Node):
             self.arm = message
 
     def _publish(self) -> None:
+        now_s = time.monotonic()
+        if now_s - self.heard_detections > self.detections_timeout_s and self.latest:
+            self._went_stale("detections", "the status shows no items until the detector speaks again")
+            self.latest = []
+        if self.heard_odom is not None and now_s - self.heard_odom > self.odom_timeout_s:
+            self._went_stale("odometry", "the robot's status is held (its planner waits) until it comes back")
+            return
         try:
             pose = self.transforms.lookup(self.map_frame, self.base_frame)
         except TransformUnavailable as exc:

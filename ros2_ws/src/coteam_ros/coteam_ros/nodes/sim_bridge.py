@@ -39,11 +39,14 @@ Twin mode (parameter ``twin``, with ``mode`` realtime; ``coteam launch`` of a ha
 bridge stands in for real robots, whose nodes run as on hardware (``robot_state``, ``navigation: nav2``). Robots keep
 their names (``robots``: the task's, e.g. a world file's robot1, robot2; the simulator knows them as its agents in
 the order of their start poses), and each is offered exactly what a real robot offers: ``navigate_to_pose``,
-``manipulate`` (its result when done), ``detections`` (what the robot sees), ``odom`` and its TF; no status (nor
-ticks: the clock runs from the start). The episode goes on past the goal (the team must see for itself that it is
-done) until the bridge is stopped or the task's ``time_limit_s`` passes; ``results_path`` then holds what really
-happened (complete, with every robot's Nav2 and arm goals by how they ended under ``meta.goals``), and each
-decision in the trace carries ``twin_step``, the bridge's step when it arrived (the robots count their own).
+``manipulate`` (its result when done), ``detections`` (what the robot sees), ``odom`` and its TF; no status, nor
+ticks: the clock starts once every robot's ``detections`` have a subscriber (or after ``startup_timeout_s``). The
+episode goes on past the goal (the team must see for itself that it is done) until the bridge is stopped or the
+task's ``time_limit_s`` passes; ``results_path`` then holds what really happened (complete, with every robot's Nav2
+and arm goals by how they ended under ``meta.goals``), and each decision in the trace carries ``twin_step``, the
+bridge's step when it arrived (the robots count their own). ``faults_json`` (``coteam_ros.faults.TwinFault``) makes
+it play a real robot's faults: Nav2 refusing or aborting a goal, a robot that never moves, an arm that never
+answers, odometry or detections falling silent.
 
 Messages: a ``MESSAGE`` tick spends the robot's step sending; the simulator times delivery by the benchmark's
 rules and the receivers' status lists the delivered messages (sender, step) without their text, which robots
@@ -325,15 +328,16 @@ class SimBridgeNode(Node):
                 self._plan_navigation(slot)
             o = obs[name]
             header = Header(stamp=stamp, frame_id="map")
-            slot.odom.publish(self._odometry(o, header))
             base = RigidTransform.of(o.position[0], o.position[1], yaw_deg=o.heading)
             frame = self.frame_of[name]
-            self.tf.send([base.stamped(f"{frame}/odom", f"{frame}/base_link", stamp)])
+            if not self._silenced(slot, "odom_stop"):
+                slot.odom.publish(self._odometry(o, header))
+                self.tf.send([base.stamped(f"{frame}/odom", f"{frame}/base_link", stamp)])
             camera_stamps: list[Time] = []
             if self.cameras is not None and slot.camera is not None:
                 camera_stamps = self._publish_camera(name, slot.camera, base, stamp)
                 o = self.cameras.observe(name, o)
-            else:
+            elif not self._silenced(slot, "detections_stop"):
                 views = [detection_from_view(v, o.step, self.names) for v in o.visible if not v.held_by]
                 slot.detections.publish(detections_to_msg(views, header))
             if slot.status is None:  # a twin: a real robot says nothing of its own about the world
@@ -421,7 +425,9 @@ class SimBridgeNode(Node):
             return
         if self.mode == "realtime":
             waiting = [s.name for s in self.robots.values() if not s.ever_ticked]
-            if self.sim.steps == 0 and waiting and not self.twin and now - self.created < self.startup_timeout_s:
+            if self.twin:  # real robots report nothing to a twin: its clock starts once every robot's nodes listen
+                waiting = [s.name for s in self.robots.values() if s.detections.get_subscription_count() == 0]
+            if self.sim.steps == 0 and waiting and now - self.created < self.startup_timeout_s:
                 return  # the clock starts when every robot is up (or after startup_timeout_s)
             self._step()
             return
@@ -497,6 +503,11 @@ class SimBridgeNode(Node):
             )
 
     # --- navigate_to_pose -----------------------------------------------------------------------------------------
+    def _silenced(self, slot: RobotSlot, kind: str) -> bool:
+        """Whether a twin's fault has silenced this sensor of the robot by now."""
+        robot, elapsed = self.frame_of[slot.name], self.sim.steps / self.tick_hz
+        return any(f.robot == robot and f.kind == kind and elapsed >= f.after_s for f in self.faults)
+
     def _fault(self, slot: RobotSlot, kinds: tuple[str, ...], goal: int) -> TwinFault | None:
         """The twin's fault of this kind for the robot's ``goal``-th goal, if one is set."""
         robot = self.frame_of[slot.name]
