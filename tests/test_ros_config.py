@@ -111,6 +111,17 @@ def test_shipped_hardware_config() -> None:
     assert cfg.perception is None
 
 
+def test_printed_markers_default_to_the_world_files_ids(tmp_path: Path) -> None:
+    """aruco on hardware needs its marker file, unless the task is a world file: marker id = the object's id there."""
+    for home in ("flat.world.yaml", "flat.map.yaml", "flat.pgm"):
+        shutil.copy(ROOT / "config" / home, tmp_path)
+    doc = {**HW_DOC, "task": {"world_file": "flat.world.yaml"}, "perception": {"detector": "aruco"}}
+    cfg = parse_config(doc, str(tmp_path / "team.yaml"))
+    assert cfg.perception is not None and cfg.perception.markers is None
+    with pytest.raises(ConfigError, match="perception.markers: required on hardware"):
+        parse_config({**HW_DOC, "perception": {"detector": "aruco"}}, str(tmp_path / "team.yaml"))
+
+
 def test_defaults_and_number_coercion(tmp_path: Path) -> None:
     doc = {"world": {"suite": "tdwmat-test", "tick_hz": 5}, "team": {"method": "rhp"}, "robots": [{"name": "alice"}]}
     cfg = load_config(_write(tmp_path, doc))

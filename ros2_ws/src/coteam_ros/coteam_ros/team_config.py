@@ -473,12 +473,14 @@ class PerceptionSection(_Section):
             }
         )
 
-    def check_hardware_files(self) -> None:
-        """On hardware the detector's files must be readable: the printed markers (aruco), the class colours
-        (color)."""
+    def check_hardware_files(self, world_file: bool = False) -> None:
+        """On hardware the detector's files must be readable: the printed markers (aruco; with a world file they may
+        be left out: marker id = the object's id in the file), the class colours (color)."""
         from coteam.vision import MarkerCatalogue, load_class_colours
 
         if self.detector == "aruco":
+            if self.markers is None and world_file:
+                return
             if self.markers is None:
                 raise _ProblemAt("markers", "required on hardware: a YAML of the printed marker ids and their classes")
             key, read = "markers", MarkerCatalogue.from_file
@@ -609,7 +611,8 @@ class TeamConfig(_Section):
         world = info.data["world"]
         if world is None:
             if perception is not None:
-                perception.check_hardware_files()
+                task = info.data.get("task")
+                perception.check_hardware_files(world_file=task is not None and task.world_file is not None)
             return perception
         if perception is None:  # a visual suite sees through cameras
             from coteam_sim.suites import get_suite
