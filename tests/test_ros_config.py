@@ -122,6 +122,25 @@ def test_printed_markers_default_to_the_world_files_ids(tmp_path: Path) -> None:
         parse_config({**HW_DOC, "perception": {"detector": "aruco"}}, str(tmp_path / "team.yaml"))
 
 
+def test_a_twin_runs_a_world_file_or_a_suite_episode(tmp_path: Path) -> None:
+    """The twin's robots are the task's: a world file's names, or a suite episode's agents (alice, bob, ...)."""
+    from coteam.scene_io import load_scene
+    from coteam_ros.nodes.sim_bridge import twin_scene
+
+    suite_twin = {**HW_DOC, "twin": {}, "robots": [{"name": "alice"}, {"name": "bob"}]}
+    cfg = parse_config(suite_twin, str(tmp_path / "team.yaml"))
+    scene = load_scene(write_task_scene(cfg, tmp_path))
+    simulated, frames = twin_scene(scene, ["bob", "alice"], 100.0)
+    assert frames == {"alice": "alice", "bob": "bob"} and simulated.task.horizon == 100
+    with pytest.raises(ConfigError, match="the robots are its agents, in order: alice, bob"):
+        parse_config({**HW_DOC, "twin": {}}, str(tmp_path / "team.yaml"))
+    for home in ("team_twin.yaml", "flat.world.yaml", "flat.map.yaml", "flat.pgm"):  # robot1, robot2 of the flat
+        shutil.copy(ROOT / "config" / home, tmp_path)
+    world = load_config(tmp_path / "team_twin.yaml")
+    _, frames = twin_scene(load_scene(write_task_scene(world, tmp_path)), ["robot2", "robot1"], 0.0)
+    assert frames == {"alice": "robot1", "bob": "robot2"}  # the simulator's agents in the order of the start poses
+
+
 def test_defaults_and_number_coercion(tmp_path: Path) -> None:
     doc = {"world": {"suite": "tdwmat-test", "tick_hz": 5}, "team": {"method": "rhp"}, "robots": [{"name": "alice"}]}
     cfg = load_config(_write(tmp_path, doc))

@@ -589,14 +589,15 @@ class TeamConfig(_Section):
                     f"the robots of {Path(task.world_file).name} are {', '.join(sorted(expected))}; "
                     f"got {', '.join(sorted(names))}"
                 )
-        if info.data.get("world") is not None:
+        twin_of_a_suite = info.data.get("twin") is not None and task is not None and task.suite is not None
+        if info.data.get("world") is not None or twin_of_a_suite:
             from coteam.world import AGENT_NAMES
 
             names = [r.name for r in robots]
             expected = list(AGENT_NAMES[: len(robots)])
             if len(robots) > len(AGENT_NAMES) or names != expected:
                 raise ValueError(
-                    f"with a world the robots are the simulator's agents, in order: {', '.join(expected)} "
+                    f"with a simulated suite episode the robots are its agents, in order: {', '.join(expected)} "
                     f"(at most {len(AGENT_NAMES)}); got {', '.join(names)}"
                 )
         return robots

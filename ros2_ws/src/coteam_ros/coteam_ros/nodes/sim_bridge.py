@@ -672,16 +672,18 @@ class SimBridgeNode(Node):
 
 
 def twin_scene(scene: Scene, robots: list[str], horizon: float) -> tuple[Scene, dict[str, str]]:
-    """The scene as the twin's simulator runs it: its robots (by the names of its start poses, in order) become the
-    simulator's agents, and the horizon is the task's time limit (``horizon`` clock units; 0: the task's own)."""
-    starts = {a.name: a for a in scene.agent_starts}
-    unknown = sorted(set(robots) - set(starts))
-    if unknown or len(robots) != len(starts):
-        raise ValueError(f"the task's robots are {', '.join(starts)}; got {', '.join(robots)}")
-    frame_of = {AGENT_NAMES[i]: start.name for i, start in enumerate(scene.agent_starts)}
-    agents = tuple(replace(start, name=agent) for agent, start in zip(frame_of, scene.agent_starts, strict=True))
+    """The scene as the twin's simulator runs it: its robots (by the names of their start poses, in the scene's
+    order) become the simulator's agents, and the horizon is the task's time limit (``horizon`` clock units; 0: the
+    task's own). Also the simulator's agent -> the robot's name."""
+    unknown = sorted(set(robots) - {a.name for a in scene.agent_starts})
+    if unknown:
+        raise ValueError(f"the task has no start pose for {', '.join(unknown)}")
+    named = [start for start in scene.agent_starts if start.name in robots]
+    frame_of = {AGENT_NAMES[i]: start.name for i, start in enumerate(named)}
+    renamed = {start.name: replace(start, name=agent) for agent, start in zip(frame_of, named, strict=True)}
+    others = [start for start in scene.agent_starts if start.name not in renamed and start.name not in frame_of]
     task = replace(scene.task, horizon=math.ceil(horizon)) if horizon > 0 else scene.task
-    return replace(scene, agent_starts=agents, task=task), frame_of
+    return replace(scene, agent_starts=(*renamed.values(), *others), task=task), frame_of
 
 
 def _pose_with_covariance(position: tuple[float, float], heading: float) -> PoseWithCovariance:
