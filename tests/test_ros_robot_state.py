@@ -49,7 +49,7 @@ def test_assembler_builds_the_observation_from_detections_the_map_and_the_arm() 
         Detection("ghost", 9999, "food", room.name, "", (1.0, 1.0), 1.0, 3),  # not in the catalogue: dropped
     ]
     at = SCENE.floorplan.room_center(room.id)
-    obs = asm.observation(3, at, 90.4, dets, holding=[-1, other.id], container_open={container.id: True})
+    obs = asm.observation(3, at, 90.4, dets, holding=[other.id, -1], container_open={container.id: True})
     views = {v.id: v for v in obs.visible}
     in_the_room = {f.id for f in (*SCENE.containers, *SCENE.surfaces) if f.room == room.id}
     assert set(views) == in_the_room | {item.id, other.id}  # the room's furniture is on the map
@@ -75,6 +75,8 @@ def test_assembler_builds_the_observation_from_detections_the_map_and_the_arm() 
         and math.dist(f.position, at) <= 1.0
     }
     assert set(obs.complete_fixtures or ()) == near
+    right_only = asm.observation(4, at, 0.0, [], holding=[-1, other.id])
+    assert right_only.holding == (None, other.id)  # each hand as the arm says: the skills pick hands by it
     closed = asm.observation(4, at, 0.0, [], container_open={container.id: False})
     assert {v.id: v for v in closed.visible}[container.id].is_open is False
     assert container.id not in (closed.complete_fixtures or ())

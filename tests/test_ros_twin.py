@@ -24,7 +24,7 @@ SETTLE_STEPS = 5  # twin steps (1 s at 5 Hz): a claim's news and the next status
 
 
 def _team_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: dict | None = None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: dict | None = None, timeout_s: float | None = None
 ) -> tuple[subprocess.CompletedProcess, Path]:
     isolate_ros(tmp_path, monkeypatch)
     for name in ("team_twin.yaml", "flat.world.yaml", "flat.map.yaml", "flat.pgm"):
@@ -34,6 +34,8 @@ def _team_run(
         (tmp_path / "team_twin.yaml").write_text(yaml.safe_dump({**team, **edit}))
     out = tmp_path / "run"
     argv = [sys.executable, "-m", "coteam.cli", "launch", str(tmp_path / "team_twin.yaml"), "--out", str(out)]
+    if timeout_s is not None:
+        argv += ["--timeout", str(timeout_s)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=tmp_path)
     return proc, out
 
@@ -127,6 +129,17 @@ def test_a_robot_whose_odometry_and_detector_fall_silent_waits_and_its_teammate_
     )
     (truth,) = json.loads((out / "twin.json").read_text())["episodes"]
     assert truth["success"]
+
+
+def test_a_run_stopped_before_the_task_ends_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Stopped by the launch's timeout (as by Ctrl-C) before the goal is met: every robot's end report says
+    "stopped", and the results are marked incomplete."""
+    proc, out = _team_run(tmp_path, monkeypatch, timeout_s=10)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]  # on robots a timeout is no error
+    reports = [json.loads((out / f"{r}.end.json").read_text()) for r in ("robot1", "robot2")]
+    assert [r["ended"] for r in reports] == ["stopped", "stopped"]
+    results = json.loads((out / "results.json").read_text())
+    assert results["complete"] is False and results["stopped"] == "stopped before the task ended"
 
 
 def assert_no_shared_targets(trace: dict) -> None:

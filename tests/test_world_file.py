@@ -141,6 +141,14 @@ def test_a_fixture_out_of_reach_of_free_space_is_refused(tmp_path: Path) -> None
         load_world(_write(tmp_path, doc))
 
 
+def test_a_bad_map_yaml_or_drawing_name_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "bad.map.yaml").write_text("image: flat.pgm\nresolution: 0.05\norigin: 5\n")
+    with pytest.raises(WorldFileError, match=r"bad.map.yaml: origin must be \[x, y, yaw\]"):
+        load_world(_write(tmp_path, {**SMALL, "map": "bad.map.yaml"}))
+    with pytest.raises(ValueError, match="the drawing is a PNG"):
+        draw_world(load_world(FLAT), tmp_path / "flat.jpg")
+
+
 def test_not_yaml_and_no_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.world.yaml"
     bad.write_text("rooms: [\n")

@@ -395,7 +395,8 @@ class ObservationAssembler:
         opened = {**{c: c in self.initially_open for c in self.containers}, **(container_open or {})}
         room = self.floorplan.room_at(position)
         room_id = room.id if room else -1
-        held = [h for h in holding if h in self.items][: self.hands]
+        by_hand = (list(holding) + [-1] * self.hands)[: self.hands]  # the arm's word, hand by hand
+        held = [h for h in by_hand if h in self.items]
         views: dict[int, ObjectView] = {}
         for fixture in self.fixtures.values():
             if fixture.room != room_id:
@@ -434,7 +435,7 @@ class ObservationAssembler:
             position=position,
             heading=round(heading) % 360,
             room=room_id,
-            holding=tuple(held) + (None,) * (self.hands - len(held)),
+            holding=tuple(h if h in self.items else None for h in by_hand),
             visible=tuple(views[k] for k in sorted(views)),
             view_headings=(round(heading) % 360,),
             complete_fixtures=complete,

@@ -92,9 +92,11 @@ def draw_world(world: World, out: str | Path) -> Path:
         line = f"goal: {p.relation.value}({p.item}, {names[p.target]}): {p.count}"
         _text(canvas, line, (MARGIN_PX, 22 + 26 * i), (0, 110, 160), 0.5, 1)
     out = Path(out)
+    if out.suffix.lower() != ".png":
+        raise ValueError(f"cannot write {out}: the drawing is a PNG (name it .png)")
     out.parent.mkdir(parents=True, exist_ok=True)
     if not cv2.imwrite(str(out), canvas):
-        raise ValueError(f"cannot write {out} (the name must end in .png)")
+        raise ValueError(f"cannot write {out}")
     return out
 
 

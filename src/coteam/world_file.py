@@ -161,7 +161,11 @@ def load_map_yaml(path: Path) -> OccupancyMap:
     if meta.get("mode", "trinary") not in ("trinary", "scale"):
         raise ValueError(f"map {path}: mode {meta['mode']!r} is not supported (trinary or scale)")
     origin = meta["origin"]
-    if len(origin) != 3 or abs(float(origin[2])) > 1e-9:
+    if not isinstance(meta["image"], str) or not isinstance(meta["resolution"], int | float):
+        raise ValueError(f"map {path}: image must be a file name and resolution a number")
+    if not isinstance(origin, list) or len(origin) != 3 or not all(isinstance(v, int | float) for v in origin):
+        raise ValueError(f"map {path}: origin must be [x, y, yaw]")
+    if abs(float(origin[2])) > 1e-9:
         raise ValueError(f"map {path}: origin must be [x, y, 0] (a rotated map is not supported)")
     image = cv2.imread(str(path.parent / meta["image"]), cv2.IMREAD_GRAYSCALE)
     if image is None:

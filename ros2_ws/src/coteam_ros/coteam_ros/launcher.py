@@ -41,7 +41,8 @@ from coteam_ros.team_config import TeamConfig, load_config
 
 TIMEOUT_EXIT = 124
 TWIN_RESULTS = "twin.json"  # the twin's own results: what really happened in the simulated home
-TIME_LIMIT_GRACE_S = 30.0  # past a task's time limit, the launch stops whatever still runs
+TIME_LIMIT_GRACE_S = 90.0  # past a task's time limit (counted by each robot from its first status: start-up comes
+# first, up to the twin's 60 s), the launch stops whatever still runs
 POLL_S = 0.05
 SELF = "coteam launch"
 
@@ -362,6 +363,8 @@ def write_team_results(cfg: TeamConfig, directory: Path, stopped: str | None) ->
             reports.append(EndReport.read(path))
         else:
             stopped = stopped or f"no end report from {robot}"
+    if any(r.ended == "stopped" for r in reports):
+        stopped = stopped or "stopped before the task ended"
     ref = cfg.episode_ref
     scene = ref.world.scene if ref.world is not None else None
     episode = scene.name if scene is not None else f"{ref.suite}/{ref.episode}"

@@ -234,7 +234,9 @@ class TaskSection(_Section):
             return None
         from coteam.world_file import load_world
 
-        return _worlds.setdefault(self.world_file, load_world(self.world_file))
+        if self.world_file not in _worlds:
+            _worlds[self.world_file] = load_world(self.world_file)
+        return _worlds[self.world_file]
 
 
 _worlds: dict[str, World] = {}

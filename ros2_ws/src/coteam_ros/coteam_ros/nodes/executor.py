@@ -115,8 +115,8 @@ class ArmLedger:
 
     def succeeded(self, request: Manipulation) -> None:
         kind, obj = request.kind, request.object_id
-        if kind == ManipulationKind.GRASP:
-            hand = request.hand if request.hand >= 0 and self.holding[request.hand] < 0 else self._free_hand()
+        if kind == ManipulationKind.GRASP:  # in the hand asked for (the arm said it succeeded), else the first free
+            hand = request.hand if 0 <= request.hand < len(self.holding) else self._free_hand()
             if hand is not None:
                 self.holding[hand] = obj
         elif kind in (ManipulationKind.PUT, ManipulationKind.PUT_IN, ManipulationKind.DROP):
@@ -149,6 +149,7 @@ class NavigationState:
     canceling: bool = False
     closest: float | None = None  # real robots: the least distance_remaining so far, and when it was reached
     progress_at: float = field(default_factory=time.monotonic)
+    moved_from: tuple[float, float] | None = None  # where the robot was at the last progress
 
 
 @dataclass
@@ -189,7 +190,7 @@ class ExecutorNode(Node):
         self.nav: NavigationState | None = None
         self.manipulating = False
         self.manipulation: Any = None  # a real arm's running goal (ClientGoalHandle)
-        self.manipulation_request: Manipulation | None = None
+        self.manipulation_seq = 0  # numbers the manipulation goals sent: an answer to an older one is stale
         self.manipulation_sent = 0.0  # when the running manipulation goal was sent
         self.no_progress_s: float = self.declare_parameter("no_progress_s", 20.0).value
         self.arm_timeout_s: float = self.declare_parameter("arm_timeout_s", 60.0).value
@@ -392,7 +393,9 @@ class ExecutorNode(Node):
             return
         if self.manipulation is not None:  # cancelled while a real arm works: stop it too
             self.manipulation.cancel_goal_async()
+        if self.manipulating and not self.stepwise:  # a real arm's goal (answered or not) is given up on
             self.manipulation, self.manipulating = None, False
+            self.manipulation_seq += 1
         outcome = job.outcome
         assert outcome is not None
         self.job = None
@@ -434,8 +437,15 @@ class ExecutorNode(Node):
         state.distance = float(feedback.distance_remaining)
         if state.first_distance is None:
             state.first_distance = state.distance
-        if state.closest is None or state.distance < state.closest - PROGRESS_M:
-            state.closest, state.progress_at = state.distance, time.monotonic()
+        # progress: the remaining distance shrinks (Nav2 reports 0 before it has a path: not a distance), or the robot
+        # moves (a detour lengthens the path while the robot drives on)
+        here = (feedback.current_pose.pose.position.x, feedback.current_pose.pose.position.y)
+        closer = state.distance > 0 and (state.closest is None or state.distance < state.closest - PROGRESS_M)
+        moved = state.moved_from is not None and math.dist(here, state.moved_from) >= PROGRESS_M
+        if closer or moved or state.moved_from is None:
+            if closer:
+                state.closest = state.distance
+            state.progress_at, state.moved_from = time.monotonic(), here
         if state is self.nav:
             self._drive()
 
@@ -489,6 +499,7 @@ class ExecutorNode(Node):
             if self.manipulation is not None:
                 self.manipulation.cancel_goal_async()
             self.manipulation, self.manipulating = None, False
+            self.manipulation_seq += 1  # its answer, if it comes, is stale
             job.outcome = SkillOutcome(job.action, False, "manipulation timed out", 0)
             self._drive()
 
@@ -499,7 +510,6 @@ class ExecutorNode(Node):
             call_later(self, RETRY_S, self._drive)
             return
         self.manipulating = True
-        self.manipulation_request = request
         self.manipulation_sent = time.monotonic()
         goal = Manipulate.Goal(
             operation=int(request.kind),
@@ -507,11 +517,19 @@ class ExecutorNode(Node):
             target_id=request.target_id,
             hand=HAND_NAMES[request.hand],
         )
-        self.manipulate_client.send_goal_async(goal).add_done_callback(self._on_manipulation_response)
+        self.manipulation_seq += 1
+        sent = (self.manipulation_seq, request)
+        self.manipulate_client.send_goal_async(goal).add_done_callback(
+            lambda f: self._on_manipulation_response(sent, f)
+        )
 
-    def _on_manipulation_response(self, future: Any) -> None:
+    def _on_manipulation_response(self, sent: tuple[int, Manipulation], future: Any) -> None:
         job = self.job
         handle = future.result()
+        if sent[0] != self.manipulation_seq:  # given up on before its answer came (timed out, or its job ended)
+            if handle.accepted:
+                handle.cancel_goal_async()
+            return
         if job is None:
             self.manipulating = False
             return
@@ -524,20 +542,20 @@ class ExecutorNode(Node):
         else:  # a real arm takes its time: the skill goes on with the result
             self.manipulation = handle
             handle.get_result_async().add_done_callback(
-                lambda f, j=job, h=handle: self._on_manipulation_result(j, h, f)
+                lambda f, j=job, h=handle: self._on_manipulation_result(j, h, sent[1], f)
             )
             return
         self._drive()
 
-    def _on_manipulation_result(self, job: Job, handle: Any, future: Any) -> None:
+    def _on_manipulation_result(self, job: Job, handle: Any, request: Manipulation, future: Any) -> None:
+        result = future.result().result
+        if result.success:  # what the arm did, even for a goal given up on: the grippers hold what they hold
+            self.arm.succeeded(request)
+            self.arm_publisher.publish(self.arm.to_msg(self.robot, Header(stamp=self.get_clock().now().to_msg())))
         if handle is not self.manipulation:
-            return  # a goal given up on (timed out, or its job canceled): its outcome is decided already
+            return  # a goal given up on (timed out, or its job canceled): its job's outcome is decided already
         self.manipulating = False
         self.manipulation = None
-        result = future.result().result
-        if result.success and self.manipulation_request is not None:
-            self.arm.succeeded(self.manipulation_request)
-            self.arm_publisher.publish(self.arm.to_msg(self.robot, Header(stamp=self.get_clock().now().to_msg())))
         if job is not self.job:
             return
         self.memory.last_failure = "" if result.success else (result.failure_reason or "manipulation failed")

@@ -68,6 +68,7 @@ from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES, TURNS
 from coteam_ros.task_end import EndReport, claim_target, goal_met, goal_progress, task_done_by, task_done_payload
 
 NODE_NAME = "planner"
+INTENTS = "/team/intents"  # the channel of claims, and the receiver an intent is signed for
 END_GRACE_S = 1.5  # after the task's end, time for the team message to go out before the node stops
 
 
@@ -83,6 +84,7 @@ class RunningSkill:
     goal_step: int = -1  # the step of its goal (the step it was first sent at)
     answered: bool = False  # the executor has answered that goal
     handle: Any = None  # the executor's goal (ClientGoalHandle), to cancel it
+    given_up: bool = False  # left to a teammate that claimed the same object
 
 
 class PlannerNode(Node):
@@ -156,8 +158,8 @@ class PlannerNode(Node):
         self.skill_client = ActionClient(self, ExecuteSkill, "execute_skill")
         if self.ends_task and not self.coordinated:  # real robots tell each other what they work on (claims)
             self.intents = TeamInbox(teammates, self.get_logger().warning, verifier=intent_verifier)
-            self.intent_publisher = self.create_publisher(TeamMessage, "/team/intents", TEAM_MESSAGES)
-            self.create_subscription(TeamMessage, "/team/intents", self._on_intent, TEAM_MESSAGES)
+            self.intent_publisher = self.create_publisher(TeamMessage, INTENTS, TEAM_MESSAGES)
+            self.create_subscription(TeamMessage, INTENTS, self._on_intent, TEAM_MESSAGES)
         self.tick_publisher = self.create_publisher(StepTick, "step_tick", LATCHED)
         if self.coordinated:
             self.report_publisher = self.create_publisher(TurnReport, "turn_report", TURNS)
@@ -416,6 +418,8 @@ class PlannerNode(Node):
             return
         skill.answered = True
         handle = skill.handle = future.result()
+        if handle.accepted and skill.given_up:  # a teammate claimed its object before the executor answered
+            handle.cancel_goal_async()
         if not handle.accepted:
             skill.outcome = SkillOutcome(skill.action, False, "rejected by the executor", 0)
             self._resume()
@@ -449,15 +453,22 @@ class PlannerNode(Node):
             and time.monotonic() - self.started > self.time_limit_s
         )
 
-    def _end_task(self, why: str) -> None:
+    def destroy_node(self) -> None:
+        """Stopped (Ctrl-C, the launch's timeout) before the task ended: the end report says so."""
+        if self.ends_task and not self.done and not self.coordinated:
+            self._end_task("stopped", shut_down=False)
+        super().destroy_node()
+
+    def _end_task(self, why: str, shut_down: bool = True) -> None:
         """Stop the robot (its running action is canceled), tell the team when my map shows the goal met, write
         my end report and shut the node down (exit 0) once the message is out."""
         self.done = True
         memory = self.brain.memory
         met = why == "goal met on my map" or self.teammate_done is not None
+        said = ""
         if why == "goal met on my map":
-            text = truncate_message(f"The goal is met: {goal_text(memory)} I stop.")
-            self._send_team_message(text, task_done_payload(self.robot))
+            said = truncate_message(f"The goal is met: {goal_text(memory)} I stop.")
+            self._send_team_message(said, task_done_payload(self.robot))
         if self.skill is not None and self.skill.handle is not None:
             self.skill.handle.cancel_goal_async()
         elapsed = time.monotonic() - self.started if self.started is not None else 0.0
@@ -475,19 +486,23 @@ class PlannerNode(Node):
                 statuses=self.step + 1,
                 decisions=self.decisions,
                 decision_ms=[round(1000 * s, 3) for s in self.brain.decision_seconds],
-                messages=len(memory.sent) + (1 if why == "goal met on my map" else 0),
-                message_chars=sum(len(m.text) for m in memory.sent),
+                messages=len(memory.sent) + (1 if said else 0),
+                message_chars=sum(len(m.text) for m in memory.sent) + len(said),
                 messages_dropped=self.inbox.dropped,
                 failures=dict(self.failures),
             ).write(self.end_report)
-        call_later(self, END_GRACE_S, self.context.try_shutdown)
+        if shut_down:
+            call_later(self, END_GRACE_S, self.context.try_shutdown)
 
-    def _send_team_message(self, text: str, payload: str, step: int | None = None, publisher: Any = None) -> None:
-        """Publish a message to the whole team (at my clock unless ``step`` is given), signed when the team signs."""
+    def _send_team_message(
+        self, text: str, payload: str, step: int | None = None, publisher: Any = None, receiver: str = ""
+    ) -> None:
+        """Publish a message to the whole team (at my clock unless ``step`` is given), signed when the team signs;
+        an intent is addressed to the intents channel (``receiver``), so that it is no team message replayed."""
         message = TeamMessage(
             header=self._header(),
             sender=self.robot,
-            receiver="",
+            receiver=receiver,
             text=text,
             step=self.clock if step is None else step,
             payload_json=payload,
@@ -502,16 +517,15 @@ class PlannerNode(Node):
         """Tell the team the container or item I search or grab now (-1: something no claim covers), on
         ``/team/intents``: the robots' runtime, not the method's talk (it counts as no message)."""
         target = claim_target(action)
-        self._send_team_message(
-            format_action(action, self.benchmark), json.dumps({"claim": target}), self.decisions, self.intent_publisher
-        )
+        text, payload = format_action(action, self.benchmark), json.dumps({"claim": target})
+        self._send_team_message(text, payload, self.decisions, self.intent_publisher, INTENTS)
 
     def _on_intent(self, message: TeamMessage) -> None:
-        if message.sender == self.robot or self.done:
+        if message.sender == self.robot or self.done or message.receiver != INTENTS:
             return
         envelope = Envelope(message.seq, message.signature) if message.signature else None
         received = Message(message.sender, message.text, message.step, message.payload_json)
-        if not self.intents.add(received, envelope=envelope):
+        if not self.intents.add(received, receiver=message.receiver, envelope=envelope):
             return
         self.intents.pop((message.sender, message.step))
         try:
@@ -524,6 +538,7 @@ class PlannerNode(Node):
         # the same object at once: the robot later in the team's order gives it up (and decides again)
         if skill is not None and target >= 0 and claim_target(skill.action) == target and self.robot > message.sender:
             self.get_logger().info(f"{message.sender} works on ({target}) too: I leave it to {message.sender}")
+            skill.given_up = True
             if skill.handle is not None:
                 skill.handle.cancel_goal_async()
 

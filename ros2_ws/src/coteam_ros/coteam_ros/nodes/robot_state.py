@@ -77,6 +77,7 @@ class RobotStateNode(Node):
         self.detections: list = []  # received since the last status
         self.latest: list = []  # the last non-empty batch
         self.step = 0
+        self.room = ""  # the robot's room at its last status (where class-only detections are seen)
         self.publisher = self.create_publisher(RobotStatus, "status", LATCHED)
         self.create_subscription(Detection3DArray, "detections", self._on_detections, SENSOR)
         self.create_subscription(ArmState, "arm_state", self._on_arm_state, LATCHED)
@@ -115,9 +116,8 @@ class RobotStateNode(Node):
             self.get_logger().warning(f"detections ignored: {exc}", throttle_duration_sec=10.0)
             return
         self.detections.extend(d for d in detections if d.object_id >= 0)
-        room = self.assembler.floorplan.room_at(detections[0].position) if detections else None
         class_only = [d for d in detections if d.object_id < 0]
-        self.confirmed += self.camera.frame(class_only, room.name if room else "").confirmed
+        self.confirmed += self.camera.frame(class_only, self.room).confirmed
 
     def _on_arm_state(self, message: ArmState) -> None:
         if message.robot == self.robot:
@@ -137,6 +137,8 @@ class RobotStateNode(Node):
             self.get_logger().info(f"waiting for the robot's pose: {exc}", throttle_duration_sec=10.0)
             return
         position = (float(pose.translation[0]), float(pose.translation[1]))
+        room = self.assembler.floorplan.room_at(position)
+        self.room = room.name if room else ""
         heading = math.degrees(math.atan2(pose.rotation[1, 0], pose.rotation[0, 0])) % 360
         if self.detections:
             self.latest = self.detections
