@@ -455,7 +455,7 @@ class PlannerNode(Node):
 
     def destroy_node(self) -> None:
         """Stopped (Ctrl-C, the launch's timeout) before the task ended: the end report says so."""
-        if self.ends_task and not self.done and not self.coordinated:
+        if getattr(self, "ends_task", False) and not self.done and not self.coordinated:  # (not if it never started)
             self._end_task("stopped", shut_down=False)
         super().destroy_node()
 
