@@ -42,7 +42,7 @@ TIMEOUT_S = 240.0
 FAULTS = [
     {"robot": "robot1", "kind": "nav_abort", "goal": 1, "code": 9003},
     {"robot": "robot2", "kind": "nav_reject", "goal": 1},
-    {"robot": "robot1", "kind": "nav_stall", "goal": 3},
+    {"robot": "robot1", "kind": "nav_stall", "goal": 2},
     {"robot": "robot2", "kind": "arm_silent", "goal": 1},
 ]
 FAULT_TIMEOUTS = {"no_progress_s": 3.0, "arm_timeout_s": 3.0}

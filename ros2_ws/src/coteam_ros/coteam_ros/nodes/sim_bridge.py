@@ -540,6 +540,7 @@ class SimBridgeNode(Node):
             self._end_navigation(slot, NavResult(False, "aborted by the twin's fault"), fault.code)
             return
         slot.navigation.stalled = fault is not None
+        slot.counts["navigation stalled"] += fault is not None
         if self._ready(slot.name):
             self._plan_navigation(slot)
 
