@@ -20,7 +20,7 @@ pytest.importorskip("rclpy")
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config"
 TIMEOUT_S = 240
-SETTLE_STEPS = 10  # twin steps (2 s at 5 Hz): a claim's news and the next status of the robot that gives way, under load
+SETTLE_STEPS = 10  # twin steps (2 s at 5 Hz): news of a claim, and the next status of the robot that gives way
 
 
 def _team_run(
