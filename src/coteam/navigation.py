@@ -61,12 +61,8 @@ class NavGrid:
             yield nxt, cost
 
     def nearest_free(self, pos: Vec2) -> Cell:
-        """The free cell closest to ``pos`` (the cell itself when free)."""
-        cell = self.floorplan.cell_of(pos)
-        if cell in self._free:
-            return cell
-        best = min(self._free, key=lambda c: (math.dist(self.floorplan.center_of(c), pos), c))
-        return best
+        """The free cell closest to ``pos`` (the cell itself when free): :func:`nearest_free_cell`."""
+        return nearest_free_cell(self.floorplan, pos)
 
     def distance_field(self, start: Cell) -> dict[Cell, float]:
         """Shortest path length in cells from ``start`` to every reachable cell (Dijkstra)."""
@@ -197,9 +193,11 @@ class NavGrid:
 
 @lru_cache(maxsize=1024)
 def nearest_free_cell(floorplan: FloorPlan, pos: Vec2) -> Cell:
-    """The free cell whose centre is nearest ``pos`` (ties: the lowest cell), searched in growing squares round
-    its cell until no nearer one can come."""
+    """The free cell whose centre is nearest ``pos`` (its own cell when free; ties: the lowest cell), searched in
+    growing squares round its cell until no nearer one can come."""
     cx, cy = floorplan.cell_of(pos)
+    if floorplan.is_free(cx, cy):
+        return (cx, cy)
     best: tuple[float, Cell] | None = None
     for radius in range(max(floorplan.width, floorplan.height) + 2):
         if best is not None and (radius - 1) * floorplan.cell_size > best[0]:
