@@ -18,7 +18,9 @@ The run ends when the simulator bridge exits (its exit code is returned), at --t
 world, 0 on hardware), on Ctrl-C / SIGTERM (exit 130 / 143; the results are marked incomplete) or when a node
 cannot start (exit 2, after its one line saying why). A node that dies during the run is reported and the
 team goes on, but the exit code is then 1 at least. Children are stopped with SIGINT, then SIGTERM, then
-SIGKILL. Without a world (hardware) the team runs until Ctrl-C or --timeout.
+SIGKILL. Without a world (robots, or their twin) the run ends when every robot's planner has ended its task
+(its map shows the goal met, a teammate said so, or the task's time limit), and results.json is made of their
+end reports.
 """
 
 
@@ -34,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--record", metavar="FILE.mcap", help="also record the run's topics to an MCAP file")
     p.add_argument("--timeout", type=float, metavar="S", help="stop everything after S seconds")
     p.add_argument("--domain-id", type=int, metavar="N", help="ROS_DOMAIN_ID of the nodes (0-232)")
-    p.add_argument("--out", metavar="DIR", help="keep the simulator's results.json in DIR (default: a temp dir)")
+    p.add_argument("--out", metavar="DIR", help="keep results.json (and the twin's, the robots' end reports) in DIR")
     p.add_argument(
         "--grace", type=float, default=5.0, metavar="S", help="seconds between SIGINT and SIGTERM (default 5)"
     )

@@ -3,17 +3,19 @@
 Every node of :func:`coteam_ros.node_graph.node_list` runs as its own OS process
 (``python -m coteam_ros.nodes.<executable> --ros-args ...``) in its own process group; each output line is
 printed with a ``[name@namespace]`` prefix. The run ends when the ``sim_bridge`` exits (the episode is over; its
-exit code is the launcher's), on ``--timeout``, on SIGINT/SIGTERM, or when a node cannot start (it exits with
-:data:`~coteam_ros.CANNOT_START` after one line saying why: a bad parameter or file, a missing module such as
-``nav2_msgs``); then every remaining child gets SIGINT, then SIGTERM after a grace period, then SIGKILL, always to
-its whole process group. A child other than the bridge that dies later is reported (``planner@/bob exited with code
-1``) and the rest keep running: a dead teammate does not stop the team, but the run's exit code says it died.
+exit code is the launcher's), when every real robot's planner has ended its task (``coteam_ros.task_end``; then
+:func:`write_team_results` makes ``results.json`` of their end reports), on ``--timeout``, on SIGINT/SIGTERM, or
+when a node cannot start (it exits with :data:`~coteam_ros.CANNOT_START` after one line saying why: a bad
+parameter or file, a missing module such as ``nav2_msgs``); then every remaining child gets SIGINT, then SIGTERM
+after a grace period, then SIGKILL, always to its whole process group. A child other than the bridge that dies
+later is reported (``planner@/bob exited with code 1``) and the rest keep running: a dead teammate does not stop
+the team, but the run's exit code says it died.
 
 Exit codes of :func:`run`: 2 when a node cannot start; the bridge's exit code when it ends the run (128 + N when
 it died of signal N); 128 + N when stopped by signal N (130 for Ctrl-C); 124 when a run with a bridge reaches its
-timeout (the episode did not finish); 0 when a run without a bridge (hardware) reaches its timeout or is stopped
-by its caller; without a bridge, when every child has exited: 0 if all exited with 0, else 1. A run that would end
-with 0 ends with 1 when a node died during it.
+timeout (the episode did not finish); 0 when every robot's planner has ended its task, and when a run without a
+bridge (hardware) reaches its timeout or is stopped by its caller; without a bridge, when every child has exited: 0
+if all exited with 0, else 1. A run that would end with 0 ends with 1 when a node died during it.
 
 This module does not import rclpy or the node modules: process management works with any command line.
 """
