@@ -41,7 +41,7 @@ SMALL = {
 
 def _write(tmp_path: Path, doc: dict, name: str = "home.world.yaml") -> Path:
     path = tmp_path / name
-    path.write_text(yaml.safe_dump(doc))
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
 
 
@@ -91,6 +91,81 @@ def test_polygon_rooms_without_a_map(tmp_path: Path) -> None:
     assert scene.agent_starts[0].heading == 90 and scene.agent_starts[1].heading == 0
 
 
+ROOM_LABELS = {"kitchen": 1, "livingroom": 2, "bedroom": 3, "bathroom": 4}  # config/flat.rooms.png's values
+
+
+def _flat_with_room_map(tmp_path: Path, image: np.ndarray | None = None, **room_map) -> Path:
+    """The example flat with its rooms given as a labelled region image (config/flat.rooms.png or ``image``)."""
+    doc = yaml.safe_load(FLAT.read_text())
+    doc["map"] = str(FLAT.parent / doc["map"])
+    del doc["rooms"]
+    if image is not None:
+        cv2.imwrite(str(tmp_path / "rooms.png"), image)
+    where = str(tmp_path / "rooms.png") if image is not None else str(FLAT.parent / "flat.rooms.png")
+    doc["room_map"] = {"image": where, "rooms": ROOM_LABELS, **room_map}
+    return _write(tmp_path, doc)
+
+
+def test_rooms_from_a_labelled_region_map_are_the_polygons_rooms(tmp_path: Path) -> None:
+    """config/flat.rooms.png paints the example flat's four rooms over its map: the same rooms, cell for cell, in
+    the order the file names them (neighbouring regions meet without a gap between their outlines)."""
+    polygons = load_world(FLAT).scene.floorplan
+    painted = load_world(_flat_with_room_map(tmp_path)).scene.floorplan
+    assert [r.name for r in painted.rooms] == list(ROOM_LABELS)
+    by_name = {r.name: sorted(r.cells()) for r in polygons.rooms}
+    assert {r.name: sorted(r.cells()) for r in painted.rooms} == by_name
+    # an L-shaped region keeps its shape: the hall of one room, the rest of the flat another
+    labels = cv2.imread(str(FLAT.parent / "flat.rooms.png"), cv2.IMREAD_UNCHANGED)
+    labels[labels == 4] = 2  # the bathroom joins the living room: an L
+    l_shaped = load_world(
+        _flat_with_room_map(tmp_path, labels, rooms={"kitchen": 1, "livingroom": 2, "bedroom": 3})
+    ).scene.floorplan
+    living = next(r for r in l_shaped.rooms if r.name == "livingroom")
+    assert sorted(living.cells()) == sorted(by_name["livingroom"] + by_name["bathroom"])
+    assert l_shaped.room_at((6.5, 5.0)) == living and l_shaped.room_at((2.0, 5.0)).name == "bedroom"
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("no map", "room_map: a labelled region image lies over the map: give map too"),
+        ("both", "give rooms or room_map, not both"),
+        ("absent label", "room_map: room 'cellar': no pixel has the value 9"),
+        ("two regions", "room_map: room 'kitchen': the value 1 paints 2 separate regions; a room is one"),
+        ("colour", "has colour channels; paint the rooms in one channel"),
+        ("size", "is 10 x 10 pixels, the map 220 x 180: paint it over the map's image"),
+        ("no file", "room_map: cannot read the image"),
+    ],
+)
+def test_a_bad_room_map_is_one_line(tmp_path: Path, edit: str, message: str) -> None:
+    labels = cv2.imread(str(FLAT.parent / "flat.rooms.png"), cv2.IMREAD_UNCHANGED)
+    path = _flat_with_room_map(tmp_path)
+    doc = yaml.safe_load(path.read_text())
+    if edit == "no map":
+        del doc["map"]
+    elif edit == "both":
+        doc["rooms"] = SMALL["rooms"]
+    elif edit == "absent label":
+        doc["room_map"]["rooms"]["cellar"] = 9
+    elif edit == "two regions":
+        labels[120:125, :] = 0  # a corridor of no room cuts the kitchen in two
+        path = _flat_with_room_map(tmp_path, labels)
+        doc = yaml.safe_load(path.read_text())
+    elif edit == "colour":
+        path = _flat_with_room_map(tmp_path, cv2.cvtColor(labels, cv2.COLOR_GRAY2BGR))
+        doc = yaml.safe_load(path.read_text())
+    elif edit == "size":
+        path = _flat_with_room_map(tmp_path, np.ones((10, 10), np.uint8))
+        doc = yaml.safe_load(path.read_text())
+    else:
+        doc["room_map"]["image"] = "nowhere.png"
+    path = _write(tmp_path, doc)
+    with pytest.raises(WorldFileError) as caught:
+        load_world(path)
+    text = str(caught.value)
+    assert "\n" not in text and text.startswith(str(path)) and message in text, text
+
+
 def test_a_compiled_world_saves_and_loads_without_loss(tmp_path: Path) -> None:
     scene = load_world(FLAT).scene
     save_scene(scene, tmp_path / "flat.json")
@@ -122,6 +197,7 @@ def test_near_goals_take_the_tdwmat_rules(tmp_path: Path) -> None:
         ({"robots": [{"name": "r1", "start": [9.0, 9.0]}]}, "robot 'r1' at [9.0, 9.0] is in no room"),
         ({"rooms": [*SMALL["rooms"], {"name": "hall", "polygon": [[0, 0], [1, 0], [1, 1]]}]}, "two rooms are named"),
         ({"map": "missing.map.yaml"}, "missing.map.yaml: cannot read it (No such file or directory)"),
+        ({"rooms": []}, "rooms: give at least one room (or a room_map)"),
     ],
 )
 def test_every_error_is_one_line_naming_the_file(tmp_path: Path, edit: dict, message: str) -> None:

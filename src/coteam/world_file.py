@@ -10,6 +10,9 @@ offers a real robot's interfaces. The format (YAML, ``format: coteam-world/1``; 
     cell_size: 0.25             # the planning grid, metres (default 0.25)
     rooms:                      # polygons in the map frame (metres), corners in order; at least one
       - {name: kitchen, polygon: [[0, 0], [4, 0], [4, 3], [0, 3]]}
+    room_map:                   # or, instead of rooms: a labelled region image painted over the map's image (same
+      image: flat.rooms.png     #   size, one channel): each room is the one region of its pixel value
+      rooms: {kitchen: 1, livingroom: 2}
     fixtures:                   # furniture: containers hold items (openable ones start closed), surfaces carry them;
                                 #   position: where the arm reaches in or onto it (the front of a big bed)
       - {name: fridge, kind: container, position: [0.4, 2.6], openable: true, open: false, capacity: 20}
@@ -82,6 +85,11 @@ class RoomEntry(_Strict):
     polygon: list[Point2] = Field(min_length=3)
 
 
+class RoomMapEntry(_Strict):
+    image: str = Field(min_length=1)
+    rooms: dict[str, int] = Field(min_length=1)
+
+
 class FixtureEntry(_Strict):
     name: str = Field(min_length=1)
     kind: Literal["container", "surface"]
@@ -117,7 +125,8 @@ class WorldFile(_Strict):
     name: str = Field(min_length=1)
     map: str | None = None
     cell_size: float = Field(0.25, gt=0, le=2.0)
-    rooms: list[RoomEntry] = Field(min_length=1)
+    rooms: list[RoomEntry] = []
+    room_map: RoomMapEntry | None = None
     fixtures: list[FixtureEntry] = Field(min_length=1)
     items: list[ItemEntry] = []
     robots: list[RobotEntry] = Field(min_length=1)
@@ -197,6 +206,10 @@ def load_world(path: str | Path) -> World:
     map_path = path.parent / spec.map if spec.map else None
     try:
         occupancy = load_map_yaml(map_path) if map_path else None
+        if spec.room_map is not None:
+            spec = spec.model_copy(update={"rooms": rooms_from_region_map(path.parent, spec, occupancy)})
+        if not spec.rooms:
+            raise ValueError("rooms: give at least one room (or a room_map)")
         scene = compile_world(spec, occupancy)
     except ValueError as exc:
         raise WorldFileError(f"{path}: {exc}") from None
@@ -337,6 +350,64 @@ def _placement(
             f"item {entry.name!r} is {entry.where!r}: {holder} is a {'container' if is_container else 'surface'}"
         )
     return Placement(relation, fixture_ids[holder])
+
+
+def rooms_from_region_map(folder: Path, spec: WorldFile, occupancy: OccupancyMap | None) -> list[RoomEntry]:
+    """The rooms of a labelled region image (``room_map``): each room the outline of the one region of its pixel
+    value, in the map frame. The image lies over the map's image pixel for pixel."""
+    assert spec.room_map is not None
+    if spec.rooms:
+        raise ValueError("give rooms or room_map, not both")
+    if occupancy is None:
+        raise ValueError("room_map: a labelled region image lies over the map: give map too")
+    image = cv2.imread(str(folder / spec.room_map.image), cv2.IMREAD_UNCHANGED)
+    if image is None:
+        raise ValueError(f"room_map: cannot read the image {spec.room_map.image!r}")
+    if image.ndim != 2:
+        raise ValueError(f"room_map: {spec.room_map.image!r} has colour channels; paint the rooms in one channel")
+    if image.shape != occupancy.free.shape:
+        raise ValueError(
+            f"room_map: {spec.room_map.image!r} is {image.shape[1]} x {image.shape[0]} pixels, the map "
+            f"{occupancy.free.shape[1]} x {occupancy.free.shape[0]}: paint it over the map's image"
+        )
+    rooms = []
+    for name, label in spec.room_map.rooms.items():
+        mask = (image == label).astype(np.uint8)
+        contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+        if not contours:
+            raise ValueError(f"room_map: room {name!r}: no pixel has the value {label}")
+        if len(contours) > 1:
+            raise ValueError(
+                f"room_map: room {name!r}: the value {label} paints {len(contours)} separate regions; a room is one"
+            )
+        corners = _outline(contours[0][:, 0, :].astype(float))
+        if len(corners) < 3:
+            raise ValueError(f"room_map: room {name!r}: its region is too thin to be a room")
+        res, (ox, oy), rows = occupancy.resolution, occupancy.origin, image.shape[0]
+        polygon = [[ox + col * res, oy + (rows - row) * res] for col, row in corners]
+        rooms.append(RoomEntry(name=name, polygon=polygon))
+    return rooms
+
+
+def _outline(centres: np.ndarray) -> list[tuple[float, float]]:
+    """The outline of a region along its pixels' outer edges, from OpenCV's contour through its boundary pixels'
+    centres (``(col, row)``, in order): each corner moved half a pixel outwards, so that neighbouring rooms meet
+    without a gap. Coordinates are pixel corners (``col`` to the right, ``row`` down)."""
+    n = len(centres)
+    if n < 3:
+        return []
+    area = sum(centres[i, 0] * centres[(i + 1) % n, 1] - centres[(i + 1) % n, 0] * centres[i, 1] for i in range(n))
+    sign = 1.0 if area > 0 else -1.0
+    corners = []
+    for i in range(n):
+        before, here, after = centres[i - 1], centres[i], centres[(i + 1) % n]
+        offset = np.zeros(2)
+        for a, b in ((before, here), (here, after)):
+            d = b - a
+            offset += sign * np.array([d[1], -d[0]]) / max(float(np.hypot(*d)), 1e-9)
+        offset = np.clip(offset, -1.0, 1.0) * 0.5
+        corners.append((float(here[0] + 0.5 + offset[0]), float(here[1] + 0.5 + offset[1])))
+    return corners
 
 
 def _floorplan(spec: WorldFile, occupancy: OccupancyMap | None) -> FloorPlan:

@@ -37,16 +37,16 @@ Modes (parameter ``mode``):
 
 Twin mode (parameter ``twin``, with ``mode`` realtime; ``coteam launch`` of a hardware team file with ``twin:``): the
 bridge stands in for real robots, whose nodes run as on hardware (``robot_state``, ``navigation: nav2``). Robots keep
-their names (``robots``: the task's, e.g. a world file's robot1, robot2; the simulator knows them as its agents in
-the order of their start poses), and each is offered exactly what a real robot offers: ``navigate_to_pose``,
-``manipulate`` (its result when done), ``detections`` (what the robot sees), ``odom`` and its TF; no status, nor
-ticks: the clock starts once every robot's ``detections`` have a subscriber (or after ``startup_timeout_s``). The
-episode goes on past the goal (the team must see for itself that it is done) until the bridge is stopped or the
-task's ``time_limit_s`` passes; ``results_path`` then holds what really happened (complete, with every robot's Nav2
-and arm goals by how they ended under ``meta.goals``), and each decision in the trace carries ``twin_step``, the
-bridge's step when it arrived (the robots count their own). ``faults_json`` (``coteam_ros.faults.TwinFault``) makes
-it play a real robot's faults: Nav2 refusing or aborting a goal, a robot that never moves, an arm that never
-answers, odometry or detections falling silent.
+their names (``robots``: the task's, e.g. a world file's robot1, robot2; the simulator knows them as its agents in the
+order of their start poses), and each is offered exactly what a real robot offers: ``navigate_to_pose``, ``manipulate``
+(its result when done), ``detections`` (what the robot sees), ``odom`` and its TF; no status, nor ticks: the clock
+starts once every robot's ``detections`` and ``odom`` have a subscriber (or after ``startup_timeout_s``). The episode
+goes on past the goal (the team must see for itself that it is done) until the bridge is stopped or the task's
+``time_limit_s`` passes; ``results_path`` then holds what really happened (complete, with every robot's Nav2 and arm
+goals by how they ended under ``meta.goals``), and each decision in the trace carries ``twin_step``, the bridge's step
+when it arrived (the robots count their own). ``faults_json`` (``coteam_ros.faults.TwinFault``) makes it play a real
+robot's faults: Nav2 refusing or aborting a goal, a robot that never moves, an arm that never answers, odometry or
+detections falling silent.
 
 Messages: a ``MESSAGE`` tick spends the robot's step sending; the simulator times delivery by the benchmark's
 rules and the receivers' status lists the delivered messages (sender, step) without their text, which robots
@@ -426,7 +426,11 @@ class SimBridgeNode(Node):
         if self.mode == "realtime":
             waiting = [s.name for s in self.robots.values() if not s.ever_ticked]
             if self.twin:  # real robots report nothing to a twin: its clock starts once every robot's nodes listen
-                waiting = [s.name for s in self.robots.values() if s.detections.get_subscription_count() == 0]
+                waiting = [
+                    s.name
+                    for s in self.robots.values()
+                    if s.detections.get_subscription_count() == 0 or s.odom.get_subscription_count() == 0
+                ]
             if self.sim.steps == 0 and waiting and now - self.created < self.startup_timeout_s:
                 return  # the clock starts when every robot is up (or after startup_timeout_s)
             self._step()
