@@ -11,11 +11,12 @@ from coteam.goals import goal_status
 from coteam.memory import AgentMemory
 from coteam.messages import TeamStatus
 from coteam.navigation import NavGrid
+from coteam.observation import ObjectView
 from coteam.options import UNREACHABLE_RETRY_STEPS, available_actions
 from coteam.progress import progress_text
 from coteam.reasoning import StartSkill
 from coteam.registry import make_team
-from coteam.world import Benchmark, ObjectKind
+from coteam.world import Benchmark, ObjectKind, Relation
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
 from coteam_sim.suites import get_suite
@@ -117,6 +118,34 @@ def test_a_robot_whose_every_way_is_blocked_waits_instead_of_retrying(cwah_scene
     assert ended.value.value is False, "it waits this step (and is offered the ways again after a while)"
     brain.memory.step += UNREACHABLE_RETRY_STEPS
     assert isinstance(next(agent_turn(brain, skill_running=False)), StartSkill)
+
+
+@pytest.mark.parametrize(("reason", "forgotten"), [("too far", True), ("object taken", True), ("no free hand", False)])
+def test_a_grab_that_finds_no_item_forgets_where_it_was(cwah_scene, reason: str, forgotten: bool):
+    """On a real robot a remembered sighting may be out of date: a grab that failed because the item was not within
+    reach where the robot looked for it (or a teammate holds it) drops the sighting, so the robot does not walk
+    back to grab at an empty place again and again; a failure of the robot's own (no free hand) keeps it."""
+    from coteam.reasoning import AgentBrain, EpisodeInfo, PollSkill, agent_turn
+    from coteam.skills import SkillOutcome
+
+    info = EpisodeInfo.for_scene(cwah_scene, ("alice", "bob"), 0)
+    team = make_team("rhp")
+    team.reset(info)
+    brain = AgentBrain("alice", info, team, NavGrid(cwah_scene.floorplan))
+    brain.memory.position = cwah_scene.agent_starts[0].position
+    item = next(i for i in cwah_scene.items if i.name in cwah_scene.task.needed_names())
+    surface = cwah_scene.surfaces[0]  # seen on a table a while ago
+    brain.memory.objects[item.id] = ObjectView(
+        item.id, item.name, ObjectKind.ITEM, surface.room, surface.position, location=Relation.ON, holder=surface.id
+    )
+    grab = next(o for o in available_actions(brain.memory, brain.nav) if o.action.verb == Verb.GRAB)
+    turn = agent_turn(brain, skill_running=True)
+    assert isinstance(next(turn), PollSkill)
+    turn.send(SkillOutcome(grab.action, False, reason))  # (it decides again at once)
+    assert (grab.text, f"failed: {reason}") in [(r.action, r.outcome) for r in brain.memory.actions]
+    offered = {o.text for o in available_actions(brain.memory, brain.nav)}
+    assert (grab.text not in offered) is forgotten
+    assert (grab.action.target.id not in brain.memory.objects) is forgotten
 
 
 def test_put_offered_only_while_holding_a_goal_item(cwah_scene):

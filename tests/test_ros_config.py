@@ -139,6 +139,11 @@ def test_a_twin_runs_a_world_file_or_a_suite_episode(tmp_path: Path) -> None:
     world = load_config(tmp_path / "team_twin.yaml")
     _, frames = twin_scene(load_scene(write_task_scene(world, tmp_path)), ["robot2", "robot1"], 0.0)
     assert frames == {"alice": "robot1", "bob": "robot2"}  # the simulator's agents in the order of the start poses
+    # the robots' nodes stamp with the twin's /clock; on hardware with their own clocks
+    sim_time = {s.label: s.parameters.get("use_sim_time") for s in node_list(world, SCENE)}
+    assert sim_time.pop("twin@/") is None and set(sim_time.values()) == {True} and len(sim_time) == 8
+    hardware = world.model_copy(update={"twin": None})
+    assert all("use_sim_time" not in s.parameters for s in node_list(hardware, SCENE))
 
 
 def test_defaults_and_number_coercion(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ status that planner and executor read."""
 from __future__ import annotations
 
 import json
-import math
 import time
 from pathlib import Path
 
@@ -66,20 +65,28 @@ def test_assembler_builds_the_observation_from_detections_the_map_and_the_arm() 
     assert views[container.id].kind == ObjectKind.CONTAINER and views[container.id].is_open is True
     assert obs.holding == (other.id, None)
     assert (obs.room, obs.heading, obs.step, obs.ready) == (room.id, 90, 3, True)
-    # seen completely: only the open fixtures within reach (an item not detected elsewhere is not taken for gone)
-    near = {
-        f.id
-        for f in (*SCENE.containers, *SCENE.surfaces)
-        if f.room == room.id
-        and (f.id == container.id or f.id not in {c.id for c in SCENE.containers})
-        and math.dist(f.position, at) <= 1.0
-    }
-    assert set(obs.complete_fixtures or ()) == near
+    # as through a camera, no fixture is seen completely: an item not detected now is not taken for gone
+    assert obs.complete_fixtures == ()
     right_only = asm.observation(4, at, 0.0, [], holding=[-1, other.id])
     assert right_only.holding == (None, other.id)  # each hand as the arm says: the skills pick hands by it
     closed = asm.observation(4, at, 0.0, [], container_open={container.id: False})
     assert {v.id: v for v in closed.visible}[container.id].is_open is False
-    assert container.id not in (closed.complete_fixtures or ())
+    # what the arm put down is where it put it, newer than a sighting; one it holds again is in its hand
+    surface = next(f for f in SCENE.surfaces if f.room != room.id)
+    put = asm.observation(5, at, 0.0, dets[:1], placed={item.id: (container.id, True), other.id: (surface.id, False)})
+    views = {v.id: v for v in put.visible}
+    assert (views[item.id].location, views[item.id].holder, views[item.id].position) == (
+        Relation.IN,
+        container.id,
+        container.position,
+    )
+    assert (views[other.id].location, views[other.id].holder, views[other.id].room) == (
+        Relation.ON,
+        surface.id,
+        surface.room,
+    )
+    again = asm.observation(6, at, 0.0, [], holding=[other.id, -1], placed={other.id: (surface.id, False)})
+    assert {v.id: v for v in again.visible}[other.id].held_by == "robot1"
 
 
 def test_robot_state_node_publishes_status_from_tf_and_detections(
@@ -140,6 +147,20 @@ def test_robot_state_node_publishes_status_from_tf_and_detections(
         # the class-only detection stands for one of the task's objects of its class, on the same fixture
         (bound,) = (v for v in obs.visible if v.kind == ObjectKind.ITEM and v.id != item.id and not v.held_by)
         assert bound.name == other.name and SCENE.item(bound.id).name == other.name and bound.holder == container.id
+        # the detector falls silent: the next statuses re-report no old sighting as new; the arm puts the item
+        # it held on the container, and the next status says so, once
+        arm.publish(
+            ArmState(robot="robot1", holding=[-1, -1], placed=[held.id], placed_on=[container.id], placed_in=[True])
+        )
+        quiet_from = len(statuses)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(statuses) < quiet_from + 6:
+            tf.send([RigidTransform.of(x - 1.0, y, yaw_deg=180.0).stamped("robot1/odom", "robot1/base_link", Time())])
+            executor.spin_once(timeout_sec=0.05)
+        later = [observation_from_dict(json.loads(s.observation_json)) for s in statuses[quiet_from:]]
+        assert [[v.id for v in o.visible if v.kind == ObjectKind.ITEM] for o in later[-2:]] == [[], []]
+        put = [v for o in later for v in o.visible if v.id == held.id and not v.held_by]
+        assert [(v.location, v.holder) for v in put] == [(Relation.IN, container.id)]
         steps = [s.step for s in statuses]
         assert steps == sorted(steps)
 
@@ -165,3 +186,25 @@ def test_assembler_resolves_a_shared_fixture_name_by_position() -> None:
     for fixture in twins:
         assert asm.fixture_named(fixture.name, fixture.position) == fixture.id
     assert asm.fixture_named("no such thing", (0.0, 0.0)) == -1
+
+
+def test_the_arm_ledger_says_where_the_arm_put_things() -> None:
+    """The executor's account of its own manipulations (a real arm says only whether it succeeded): what each hand
+    holds, and where each object it put down went, until it grasps it again."""
+    from coteam.skills import Manipulation, ManipulationKind
+    from coteam_ros.nodes.executor import ArmLedger
+
+    arm = ArmLedger()
+    arm.succeeded(Manipulation(ManipulationKind.GRASP, 21))
+    arm.succeeded(Manipulation(ManipulationKind.GRASP, 22, hand=1))
+    arm.succeeded(Manipulation(ManipulationKind.PUT_IN, 21, 31))
+    arm.succeeded(Manipulation(ManipulationKind.PUT, 22, 40))
+    state = arm.to_msg("alice", Header())
+    assert list(state.holding) == [-1, -1]
+    assert (list(state.placed), list(state.placed_on), list(state.placed_in)) == ([21, 22], [31, 40], [True, False])
+    arm.succeeded(Manipulation(ManipulationKind.GRASP, 21))
+    arm.succeeded(Manipulation(ManipulationKind.GRASP, 22))
+    arm.succeeded(Manipulation(ManipulationKind.DROP, 22))
+    state = arm.to_msg("alice", Header())
+    assert list(state.holding) == [21, -1]
+    assert (list(state.placed), list(state.placed_on), list(state.placed_in)) == ([22], [-1], [False])

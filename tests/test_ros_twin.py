@@ -72,6 +72,25 @@ def test_the_hardware_nodes_finish_the_task_against_the_twin(tmp_path: Path, mon
     assert_no_shared_targets(trace)
 
 
+def test_robots_that_detect_in_their_camera_images_finish_the_task_against_the_twin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """With `perception:` the twin offers RGB-D images instead of detections (its robots' heads look round once a
+    second) and each robot's own perception node finds the items by their markers: the team still ends the task by
+    itself, with what its arms put down on its maps and its teammates' deliveries told on /team/intents."""
+    proc, out = _team_run(tmp_path, monkeypatch, {"perception": {"detector": "aruco"}})
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    assert "aruco on camera images" in log
+    results = json.loads((out / "results.json").read_text())
+    (episode,) = results["episodes"]
+    assert results["complete"] is True and episode["success"], results
+    reports = {r: json.loads((out / f"{r}.end.json").read_text()) for r in ("robot1", "robot2")}
+    assert "goal met on my map" in {r["ended"] for r in reports.values()}
+    (truth,) = json.loads((out / "twin.json").read_text())["episodes"]
+    assert truth["success"], truth
+
+
 FAULTS = [
     {"robot": "robot1", "kind": "nav_abort", "goal": 1, "code": 9003},
     {"robot": "robot2", "kind": "nav_reject", "goal": 1},

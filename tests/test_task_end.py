@@ -24,6 +24,8 @@ from coteam_ros.task_end import (
     claim_target,
     goal_met,
     goal_progress,
+    intent_payload,
+    parse_intent,
     task_done_by,
     task_done_payload,
 )
@@ -52,6 +54,33 @@ def test_the_goal_is_met_when_my_map_shows_every_goal_item_in_place() -> None:
     cake = Detection("cupcake", cupcake, "", "kitchen", "fridge", fridge.position, 1.0, 1)
     brain.observe(asm.observation(1, at_fridge, 90, [*in_fridge, cake], container_open={fridge.id: True}))
     assert goal_progress(brain.memory) == (3, 3) and goal_met(brain.memory)
+
+
+def test_a_teammates_deliveries_reach_my_map_with_its_claims() -> None:
+    """Each robot's intents carry the goal items its map shows in place that the team has not heard of yet: one
+    robot's two apples and another's cupcake make the whole goal met on either map."""
+    scene = load_world(FLAT).scene
+    fridge = next(c for c in scene.containers if c.name == "fridge")
+    apples = [i.id for i in scene.items if i.name == "apple"]
+    cupcake = next(i.id for i in scene.items if i.name == "cupcake")
+    one, asm = _robot("robot1")
+    two, _ = _robot("robot2")
+    at_fridge = (0.375, 2.375)
+    one.observe(asm.observation(0, at_fridge, 90, [], placed={a: (fridge.id, True) for a in apples}))  # the arm's word
+    two.observe(asm.observation(0, at_fridge, 90, [], placed={cupcake: (fridge.id, True)}))
+    told_by_one: set[int] = set()
+    said = intent_payload(7, one.memory, told_by_one)
+    assert parse_intent(said) == (7, [(a, fridge.id, True) for a in sorted(apples)])
+    assert parse_intent(intent_payload(-1, one.memory, told_by_one)) == (-1, [])  # said once
+    _, in_place = parse_intent(said)
+    for item, on, into in in_place:
+        view = asm.placed_view(item, on, into)
+        assert view is not None
+        two.memory.teammate_placed(view)
+    assert goal_met(two.memory) and not goal_met(one.memory)
+    for bad in ("", "{", '{"in_place": []}', '{"claim": 1, "in_place": [[1, 2]]}', '{"claim": 1, "in_place": 3}'):
+        with pytest.raises(ValueError, match="no claim in its payload"):
+            parse_intent(bad)
 
 
 def test_task_done_payloads() -> None:

@@ -2,7 +2,8 @@
 
 The world is built of axis-aligned boxes on a floor (z = 0):
 
-* **walls**: the floor plan's wall cells, merged into runs along each row, :data:`WALL_HEIGHT_M` high;
+* **walls**: the floor plan's wall cells, merged into runs along each row, :data:`WALL_HEIGHT_M` high (on a
+  world file's map, blocked cells well inside a room are furniture, :data:`SURFACE_HEIGHT_M` high);
 * **fixtures**: a surface is a table (:data:`SURFACE_HEIGHT_M`); a closed container is a cabinet
   (:data:`CONTAINER_HEIGHT_M`) that hides what it holds; an open one is drawn open, as a low base
   (:data:`OPEN_CONTAINER_HEIGHT_M`) whose contents stand on it in view;
@@ -43,7 +44,7 @@ from coteam.vision import (
     marker_image,
     places_seen_empty,
 )
-from coteam.world import Item, ObjectKind, Relation, WorldState
+from coteam.world import FloorPlan, Item, ObjectKind, Relation, WorldState
 
 WALL_HEIGHT_M = 2.5
 SURFACE_HEIGHT_M = 0.75
@@ -151,21 +152,51 @@ def _marker_face(marker_id: int, side_px: int = 96) -> np.ndarray:
     return face
 
 
+def _blocked_height(fp: FloorPlan, cx: int, cy: int) -> float:
+    """How high the blocked cell stands: a wall; but on a real map (a world file's, with polygon rooms) furniture
+    is blocked too, so a blocked cell inside a room, more than a cell from its outline, is furniture of a table's
+    height -- the camera sees over it and what stands on it."""
+    room = fp.room_of_cell(cx, cy)
+    if room is None or not room.polygon:
+        return WALL_HEIGHT_M
+    centre = (cx + 0.5, cy + 0.5)
+    corners = room.polygon
+    near_outline = any(
+        _distance_to_segment(centre, a, b) <= 1.0 for a, b in zip(corners, (*corners[1:], corners[0]), strict=True)
+    )
+    return WALL_HEIGHT_M if near_outline else SURFACE_HEIGHT_M
+
+
+def _distance_to_segment(p: tuple[float, float], a: tuple[float, float], b: tuple[float, float]) -> float:
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    length2 = dx * dx + dy * dy
+    t = 0.0 if length2 == 0 else max(0.0, min(1.0, ((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / length2))
+    return math.dist(p, (a[0] + t * dx, a[1] + t * dy))
+
+
 def _wall_boxes(world: WorldState, boxes: SceneBoxes) -> None:
-    fp = world.scene.floorplan
+    for low, high in _blocked_runs(world.scene.floorplan):
+        boxes.add(low, high, WALL_RGB if high[2] == WALL_HEIGHT_M else SURFACE_RGB, KIND_WALL)
+
+
+@cache
+def _blocked_runs(fp: FloorPlan) -> list[tuple[tuple[float, float, float], tuple[float, float, float]]]:
+    """The floor plan's blocked cells as boxes, merged into runs of one height along each row."""
     cs = fp.cell_size
     ox, oy = fp.origin
+    runs = []
     for y, row in enumerate(fp.rows):
+        heights = [_blocked_height(fp, x, y) if c == "#" else 0.0 for x, c in enumerate(row)]
         x = 0
         while x < len(row):
-            if row[x] != "#":
+            if not heights[x]:
                 x += 1
                 continue
-            start = x
-            while x < len(row) and row[x] == "#":
+            start, height = x, heights[x]
+            while x < len(row) and heights[x] == height:
                 x += 1
-            low, high = (ox + start * cs, oy + y * cs, 0.0), (ox + x * cs, oy + (y + 1) * cs, WALL_HEIGHT_M)
-            boxes.add(low, high, WALL_RGB, KIND_WALL)
+            runs.append(((ox + start * cs, oy + y * cs, 0.0), (ox + x * cs, oy + (y + 1) * cs, height)))
+    return runs
 
 
 def _item_base(world: WorldState, item_id: int) -> tuple[float, float, float] | None:

@@ -223,9 +223,11 @@ class Simulator:
             return ""
         if k == PrimitiveKind.MOVE_FORWARD:
             rad = math.radians(st.heading)
+            # exact along the axes (cos 270° is -1.8e-16 in floating point: a robot on a cell's edge would step
+            # into the wall beside it)
             new = (
-                st.position[0] + cfg.tdw_forward_m * math.cos(rad),
-                st.position[1] + cfg.tdw_forward_m * math.sin(rad),
+                st.position[0] + cfg.tdw_forward_m * round(math.cos(rad), 12),
+                st.position[1] + cfg.tdw_forward_m * round(math.sin(rad), 12),
             )
             if not self.nav.line_of_sight(st.position, new):
                 return "blocked"

@@ -38,6 +38,9 @@ def bearing(a: Vec2, b: Vec2) -> float:
 
 
 CLAIM_STEPS = 60  # a teammate's claim on an object lapses after this many of my steps without news (a dead robot)
+# a grab failed so: the item is not where I remember it (the simulator's words; an arm driver whose grasp finds
+# nothing says "object not found")
+NOT_WHERE_REMEMBERED = ("too far", "object taken", "object not found")
 
 
 def angle_between(a: float, b: float) -> float:
@@ -183,6 +186,20 @@ class AgentMemory:
 
     def record_action(self, action: str, outcome: str) -> None:
         self.actions.append(ActionRecord(self.step, action, outcome))
+
+    def teammate_placed(self, view: ObjectView) -> None:
+        """A teammate's word that an item is where its map shows it in place (real robots tell each other the goal
+        items their maps show delivered): my map takes it, unless I hold the item."""
+        if view.id not in self.objects or self.objects[view.id].held_by != self.agent:
+            self.objects[view.id] = view
+            self.last_seen[view.id] = self.step
+
+    def grab_failed(self, item_id: int, reason: str) -> None:
+        """A grab of the item failed: when the reason says it is not where I remember it (it moved since I saw it,
+        or a teammate holds it), I no longer know where it is -- the robot must not walk back to grab at an empty
+        place again and again."""
+        if reason in NOT_WHERE_REMEMBERED and item_id in self.objects and not self.objects[item_id].held_by:
+            del self.objects[item_id]
 
     def last_action_was_message(self) -> bool:
         """Whether my latest action was sending a message."""

@@ -375,6 +375,24 @@ class ObservationAssembler:
             return -1
         return min(ids, key=lambda i: math.dist(self.fixtures[i].position, near))
 
+    def placed_view(self, item_id: int, fixture_id: int, into: bool) -> ObjectView | None:
+        """The task's item as an arm left it in (``into``) or on the fixture; None for an unknown item or fixture."""
+        fixture = self.fixtures.get(fixture_id)
+        item = self.items.get(item_id)
+        if item is None or fixture is None:
+            return None
+        return ObjectView(
+            item.id,
+            item.name,
+            ObjectKind.ITEM,
+            fixture.room,
+            fixture.position,
+            item.category,
+            location=Relation.IN if into else Relation.ON,
+            holder=fixture.id,
+            capacity=item.capacity,
+        )
+
     def observation(
         self,
         step: int,
@@ -383,15 +401,15 @@ class ObservationAssembler:
         detections: Iterable[Any],
         holding: Sequence[int] = (),
         container_open: Mapping[int, bool] | None = None,
-        reach_m: float = 1.0,
+        placed: Mapping[int, tuple[int, bool]] | None = None,
     ) -> Observation:
         """A real robot's observation: its pose; the fixtures of its room as the task describes them (furniture is
         on the map; a container is open as the robot's own arm last left it, ``container_open``, else as the task
-        starts); the items ``detections`` show, the latest sighting of each; the items in its grippers
-        (``holding``, object ids per hand, -1 empty: the arm's word, as no camera sees into a gripper), held by it
-        where it is. As through a
-        camera, only the fixtures within ``reach_m`` whose contents it sees (surfaces, open containers) are shown
-        completely: an item remembered elsewhere and not detected now is not taken for gone."""
+        starts); the items ``detections`` show, the latest sighting of each; the items its arm just put down
+        (``placed``: object -> (fixture, into a container), the arm's word, as a camera may not see into what it
+        works at); the items in its grippers (``holding``, object ids per hand, -1 empty: the arm's word, as no
+        camera sees into a gripper), held by it where it is. As through a camera, no fixture is shown completely:
+        an item remembered and not detected now is not taken for gone (a grasp that finds nothing says so)."""
         opened = {**{c: c in self.initially_open for c in self.containers}, **(container_open or {})}
         room = self.floorplan.room_at(position)
         room_id = room.id if room else -1
@@ -410,6 +428,10 @@ class ObservationAssembler:
             view = self.view(det)
             if view is not None and view.kind == ObjectKind.ITEM and view.id not in held:
                 views[view.id] = view
+        for item_id, (fixture_id, into) in (placed or {}).items():  # newer than any sighting of it
+            view = self.placed_view(item_id, fixture_id, into)
+            if view is not None and item_id not in held:
+                views[item_id] = view
         for item_id in held:  # in my gripper, as the arm says
             item = self.items[item_id]
             views[item_id] = ObjectView(
@@ -423,11 +445,6 @@ class ObservationAssembler:
                 held_by=self.robot,
                 capacity=item.capacity,
             )
-        complete = tuple(
-            f.id
-            for f in self.fixtures.values()
-            if f.room == room_id and opened.get(f.id, True) and distance(f.position, position) <= reach_m
-        )
         return Observation(
             agent=self.robot,
             step=step,
@@ -438,7 +455,7 @@ class ObservationAssembler:
             holding=tuple(h if h in self.items else None for h in by_hand),
             visible=tuple(views[k] for k in sorted(views)),
             view_headings=(round(heading) % 360,),
-            complete_fixtures=complete,
+            complete_fixtures=(),
         )
 
 

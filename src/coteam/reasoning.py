@@ -362,5 +362,7 @@ def agent_turn(brain: AgentBrain, skill_running: bool) -> Generator[StartSkill |
             format_action(outcome.action, brain.info.benchmark),
             "done" if outcome.success else FAILED + outcome.reason,
         )
+        if not outcome.success and outcome.action.verb == Verb.GRAB and outcome.action.target is not None:
+            brain.memory.grab_failed(outcome.action.target.id, outcome.reason)
         skill_running = False
     return False

@@ -138,6 +138,7 @@ def node_list(
                     "params_json": json.dumps(cfg.team.switches(), sort_keys=True),
                     "time_limit_s": cfg.time_limit_s or 0.0,
                     "faults_json": json.dumps(cfg.twin.faults),
+                    "cameras": cfg.perception is not None,  # the robots' perception nodes detect in its images
                 },
             )
         )
@@ -227,6 +228,10 @@ def node_list(
             NodeSpec("planner", "planner", robot.namespace, planner, list(remappings)),
             NodeSpec("executor", "executor", robot.namespace, {"robot": robot.name, **executor}, list(remappings)),
         ]
+    if cfg.twin is not None:  # the robots' nodes stamp with the twin's clock (/clock): their stamps and its agree
+        for spec in specs:
+            if spec.name != "twin":
+                spec.parameters["use_sim_time"] = True
     for spec in specs:
         for key, value in spec.parameters.items():
             _check_param(spec, key, value)

@@ -21,6 +21,7 @@ from pathlib import Path
 from coteam.actions import HighLevelAction, Verb
 from coteam.goals import goal_status
 from coteam.memory import AgentMemory
+from coteam.world import Relation
 
 TASK_DONE = "task_done"  # the payload key of the team message of a robot whose map shows the goal met
 END_REPORT = "{robot}.end.json"  # a planner's end report, in the run's output folder
@@ -44,6 +45,28 @@ def claim_target(action: HighLevelAction) -> int:
     if action.verb in (Verb.CHECK, Verb.GRAB) and action.target is not None:
         return action.target.id
     return -1
+
+
+def intent_payload(target: int, memory: AgentMemory, told: set[int]) -> str:
+    """An intent's payload: the claim (:func:`claim_target`), and the goal items my map shows in place that the team
+    has not heard of from me or told me (``told``, updated): ``[item, fixture, into a container]`` each, so that
+    every robot's map shows what the team delivered, and the first to see the whole goal met can end the task."""
+    fresh = sorted({i for s in goal_status(memory) for i in s.done} - told)
+    told.update(fresh)
+    views = [memory.objects[i] for i in fresh]
+    in_place = [[v.id, v.holder, v.location == Relation.IN] for v in views]
+    return json.dumps({"claim": target, **({"in_place": in_place} if in_place else {})})
+
+
+def parse_intent(payload_json: str) -> tuple[int, list[tuple[int, int, bool]]]:
+    """(the claimed object, the items said in place as (item, fixture, into)); ValueError when malformed."""
+    try:
+        payload = json.loads(payload_json)
+        target = int(payload["claim"])
+        in_place = [(int(i), int(f), bool(into)) for i, f, into in payload.get("in_place", [])]
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+        raise ValueError("no claim in its payload") from None
+    return target, in_place
 
 
 def task_done_payload(robot: str) -> str:

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import faulthandler
+import os
 import sys
+import threading
 from collections.abc import Callable
 
 import rclpy
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException
+from rclpy.logging import get_logging_directory
 from rclpy.node import Node
 from rclpy.timer import Timer
 
 from coteam_ros import CANNOT_START
 
 RETRY_S = 0.2  # how soon a node tries again to reach an action server that is not up yet
+SHUTDOWN_GRACE_S = 10.0  # a node whose middleware has not shut down this long after its spin ended exits anyway
 
 
 def wall_timer(node: Node, seconds: float, callback: Callable[[], object]) -> Timer:
@@ -59,19 +64,50 @@ STARTUP_ERRORS = (ValueError, KeyError, ImportError)  # a bad parameter, file or
 
 
 def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> None:
-    """Run one node until Ctrl-C or shutdown, then clean up: exit status 0 on SIGINT. A node that cannot start
+    """Run one node until Ctrl-C or shutdown, then clean up: exit status 0 on SIGINT, also when the middleware's
+    teardown hangs (after :data:`SHUTDOWN_GRACE_S`, :func:`_exit_if_shutdown_hangs`). A node that cannot start
     (a bad method switch, an unknown method, no or a bad scene file, a missing module: :data:`STARTUP_ERRORS`)
     prints one line and exits with status :data:`~coteam_ros.CANNOT_START`, which stops the launch."""
     rclpy.init(args=argv)
     node = None
+    name, status = getattr(make_node, "__name__", "node"), 0
     try:
         node = make_node()
+        name = node.get_name()
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except STARTUP_ERRORS as exc:
-        raise cannot_start(getattr(make_node, "__name__", "node"), exc) from None
+        status = CANNOT_START
+        raise cannot_start(name, exc) from None
     finally:
+        watchdog = _exit_if_shutdown_hangs(name, status)
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+        watchdog.cancel()
+
+
+def _exit_if_shutdown_hangs(name: str, status: int) -> threading.Timer:
+    """Arm a timer that ends the process with ``status`` should the node's teardown (DDS entities, the context)
+    hang for :data:`SHUTDOWN_GRACE_S`: the node's work is done by then, and a launch must not wait on it. It says so
+    in one line and leaves every thread's Python stack in the ROS log folder."""
+
+    def give_up() -> None:
+        folder = get_logging_directory()
+        path = folder / f"{name}-{os.getpid()}-shutdown-hang.txt"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with path.open("w") as stacks:
+                faulthandler.dump_traceback(stacks, all_threads=True)
+        except OSError:
+            path = None
+        where = f" (its threads: {path})" if path else ""
+        print(f"{name}: ROS 2 did not shut down within {SHUTDOWN_GRACE_S:g} s; exiting anyway{where}", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(status)
+
+    timer = threading.Timer(SHUTDOWN_GRACE_S, give_up)
+    timer.daemon = True
+    timer.start()
+    return timer

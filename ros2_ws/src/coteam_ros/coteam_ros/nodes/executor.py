@@ -112,6 +112,7 @@ class ArmLedger:
 
     holding: list[int] = field(default_factory=lambda: [-1] * HANDS)
     container_open: dict[int, bool] = field(default_factory=dict)
+    placed: dict[int, tuple[int, bool]] = field(default_factory=dict)  # object -> (fixture or -1, into a container)
 
     def succeeded(self, request: Manipulation) -> None:
         kind, obj = request.kind, request.object_id
@@ -119,8 +120,11 @@ class ArmLedger:
             hand = request.hand if 0 <= request.hand < len(self.holding) else self._free_hand()
             if hand is not None:
                 self.holding[hand] = obj
+            self.placed.pop(obj, None)
         elif kind in (ManipulationKind.PUT, ManipulationKind.PUT_IN, ManipulationKind.DROP):
             self.holding = [-1 if held == obj else held for held in self.holding]
+            target = request.target_id if kind != ManipulationKind.DROP else -1
+            self.placed[obj] = (target, kind == ManipulationKind.PUT_IN)
         elif kind in (ManipulationKind.OPEN, ManipulationKind.CLOSE):
             self.container_open[obj] = kind == ManipulationKind.OPEN
 
@@ -128,13 +132,16 @@ class ArmLedger:
         return next((i for i, held in enumerate(self.holding) if held < 0), None)
 
     def to_msg(self, robot: str, header: Header) -> ArmState:
-        containers = sorted(self.container_open)
+        containers, placed = sorted(self.container_open), sorted(self.placed)
         return ArmState(
             header=header,
             robot=robot,
             holding=list(self.holding),
             containers=containers,
             container_open=[self.container_open[c] for c in containers],
+            placed=placed,
+            placed_on=[self.placed[p][0] for p in placed],
+            placed_in=[self.placed[p][1] for p in placed],
         )
 
 

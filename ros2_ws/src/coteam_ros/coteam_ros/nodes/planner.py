@@ -55,6 +55,7 @@ from std_msgs.msg import Header
 from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, parse_action, truncate_message
 from coteam.navigation import NavGrid
 from coteam.observation import Message, Observation, observation_from_dict
+from coteam.perception import ObservationAssembler
 from coteam.progress import goal_text
 from coteam.reasoning import EPISODE_OVER, AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
 from coteam.registry import make_team, method_class, method_config
@@ -65,7 +66,16 @@ from coteam_ros.episode import load_episode
 from coteam_ros.inbox import TeamInbox
 from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
 from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES, TURNS
-from coteam_ros.task_end import EndReport, claim_target, goal_met, goal_progress, task_done_by, task_done_payload
+from coteam_ros.task_end import (
+    EndReport,
+    claim_target,
+    goal_met,
+    goal_progress,
+    intent_payload,
+    parse_intent,
+    task_done_by,
+    task_done_payload,
+)
 
 NODE_NAME = "planner"
 INTENTS = "/team/intents"  # the channel of claims, and the receiver an intent is signed for
@@ -117,7 +127,8 @@ class PlannerNode(Node):
         else:
             team = make_team(self.method, params)
             self.backend = str(getattr(team.config, "backend", "none"))  # what the method's roles really run on
-        info = load_episode(scene_path, seed, robots).info
+        episode = load_episode(scene_path, seed, robots)
+        info = episode.info
         self.benchmark = info.benchmark
         if not self.coordinated:
             team.reset(info)
@@ -157,6 +168,8 @@ class PlannerNode(Node):
         self.teammate_done: str | None = None  # a teammate whose map showed the goal met
         self.skill_client = ActionClient(self, ExecuteSkill, "execute_skill")
         if self.ends_task and not self.coordinated:  # real robots tell each other what they work on (claims)
+            self.placements = ObservationAssembler(self.robot, episode.scene)  # teammates' deliveries on my map
+            self.told_in_place: set[int] = set()  # goal items I told the team are in place, or it told me
             self.intents = TeamInbox(teammates, self.get_logger().warning, verifier=intent_verifier)
             self.intent_publisher = self.create_publisher(TeamMessage, INTENTS, TEAM_MESSAGES)
             self.create_subscription(TeamMessage, INTENTS, self._on_intent, TEAM_MESSAGES)
@@ -516,9 +529,10 @@ class PlannerNode(Node):
     def _send_intent(self, action: HighLevelAction) -> None:
         """Tell the team the container or item I search or grab now (-1: something no claim covers), on
         ``/team/intents``: the robots' runtime, not the method's talk (it counts as no message)."""
-        target = claim_target(action)
-        text, payload = format_action(action, self.benchmark), json.dumps({"claim": target})
-        self._send_team_message(text, payload, self.decisions, self.intent_publisher, INTENTS)
+        payload = intent_payload(claim_target(action), self.brain.memory, self.told_in_place)
+        self._send_team_message(
+            format_action(action, self.benchmark), payload, self.decisions, self.intent_publisher, INTENTS
+        )
 
     def _on_intent(self, message: TeamMessage) -> None:
         if message.sender == self.robot or self.done or message.receiver != INTENTS:
@@ -529,11 +543,16 @@ class PlannerNode(Node):
             return
         self.intents.pop((message.sender, message.step))
         try:
-            target = int(json.loads(message.payload_json)["claim"])
-        except (ValueError, KeyError, TypeError):
-            self.get_logger().warning(f"intent of {message.sender} ignored: no claim in its payload")
+            target, in_place = parse_intent(message.payload_json)
+        except ValueError as exc:
+            self.get_logger().warning(f"intent of {message.sender} ignored: {exc}")
             return
         self.brain.memory.claim(message.sender, target)
+        for item, fixture, into in in_place:
+            view = self.placements.placed_view(item, fixture, into)
+            if view is not None:
+                self.brain.memory.teammate_placed(view)
+                self.told_in_place.add(item)
         skill = self.skill
         # the same object at once: the robot later in the team's order gives it up (and decides again)
         if skill is not None and target >= 0 and claim_target(skill.action) == target and self.robot > message.sender:

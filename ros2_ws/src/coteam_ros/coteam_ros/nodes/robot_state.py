@@ -10,22 +10,25 @@ In simulation the sim bridge publishes each robot's status; on a real robot this
   map (at the message's stamp), and ``id`` the task's object id when the detector knows the instance (ArUco
   markers), else empty: a class-only detection is fused and stands for one of the task's objects of its class
   (``coteam.perception.CameraPerception``). An item detected within reach of a fixture is in or on it;
-* subscribes ``arm_state`` (``coteam_interfaces/ArmState``, latched; the executor's): what the grippers hold and
-  the containers the robot opened or closed;
+* subscribes ``arm_state`` (``coteam_interfaces/ArmState``, latched; the executor's): what the grippers hold, the
+  containers the robot opened or closed, and where it put objects down;
 * publishes ``status`` (``coteam_interfaces/RobotStatus``, latched): step = number of statuses so far, clock = the
   same, always ready, the observation as JSON (``coteam.perception.ObservationAssembler.observation``) -- position
   and heading from the pose, room from the task's floor plan, the fixtures of that room as the task describes them,
-  the items detected since the previous status (the previous batch again when none came), the holdings from the
-  arm. Teammates are not observed (they report over ``/team/messages``); messages are delivered by the planner on
+  the items detected since the previous status (none when none came: the planner remembers older sightings as
+  seen then), once each the objects the arm put down since (in or on the fixture it put them, as a camera may not
+  see into what the robot works at), the holdings from the arm. No fixture is shown completely: what the detector
+  does not report is not taken for gone (a grasp that finds nothing is, ``coteam.memory.NOT_WHERE_REMEMBERED``).
+  Teammates are not observed (they report over ``/team/messages``); messages are delivered by the planner on
   arrival.
 
 Stale sensors: once ``odom`` (``nav_msgs/Odometry``) has been heard, no odometry for ``odom_timeout_s`` (2 s) holds
 the status (the planner waits; said once, and once when it is back); no detections for ``detections_timeout_s``
-(5 s) drops the last batch (the status shows no items until the detector speaks again).
+(5 s) is said once too (the statuses show no items until the detector speaks again).
 
 Parameters: ``robot``, ``robots``, ``scene_path`` / ``seed`` (the task, see ``coteam_ros.episode``), ``rate_hz``
 (default 2.0), ``hands`` (default 2), ``map_frame`` (default ``map``), ``base_frame`` (default
-``<robot>/base_link``), ``reach_m`` (how near a fixture the robot sees all it holds; default the benchmark's reach).
+``<robot>/base_link``).
 """
 
 from __future__ import annotations
@@ -43,8 +46,6 @@ from vision_msgs.msg import Detection3DArray
 
 from coteam.observation import observation_to_dict
 from coteam.perception import CameraPerception, ObservationAssembler
-from coteam.physics import Physics
-from coteam.world import Benchmark
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer
 from coteam_ros.observations import detector_output_on_map
@@ -66,16 +67,14 @@ class RobotStateNode(Node):
         self.map_frame: str = self.declare_parameter("map_frame", "map").value
         self.base_frame: str = self.declare_parameter("base_frame", f"{self.robot}/base_link").value
         setup = load_episode(scene_path, seed, robots)
-        physics = Physics()
-        default_reach = physics.cwah_reach_m if setup.scene.benchmark == Benchmark.CWAH else physics.tdw_reach_m
-        self.reach_m: float = self.declare_parameter("reach_m", default_reach).value
         self.assembler = ObservationAssembler(self.robot, setup.scene, hands)
         self.arm = ArmState(holding=[-1] * hands)
         self.camera = CameraPerception(self.assembler)  # class-only detections: fused, bound to the task's objects
         self.confirmed: list[int] = []  # map objects of class-only detections confirmed since the last status
         self.transforms = transform_lookup(self)
         self.detections: list = []  # received since the last status
-        self.latest: list = []  # the last non-empty batch
+        self.reported_placed: dict[int, tuple[int, bool]] = {}  # the arm's placements the statuses have shown
+        self.ever_detected = False
         self.step = 0
         self.room = ""  # the robot's room at its last status (where class-only detections are seen)
         self.publisher = self.create_publisher(RobotStatus, "status", LATCHED)
@@ -109,6 +108,7 @@ class RobotStateNode(Node):
 
     def _on_detections(self, message: Detection3DArray) -> None:
         self.heard_detections = time.monotonic()
+        self.ever_detected = True
         self._fresh("detections")
         try:
             detections = detector_output_on_map(message, self.step, self.assembler, self.transforms, self.map_frame)
@@ -125,9 +125,8 @@ class RobotStateNode(Node):
 
     def _publish(self) -> None:
         now_s = time.monotonic()
-        if now_s - self.heard_detections > self.detections_timeout_s and self.latest:
+        if now_s - self.heard_detections > self.detections_timeout_s and self.ever_detected:
             self._went_stale("detections", "the status shows no items until the detector speaks again")
-            self.latest = []
         if self.heard_odom is not None and now_s - self.heard_odom > self.odom_timeout_s:
             self._went_stale("odometry", "the robot's status is held (its planner waits) until it comes back")
             return
@@ -140,14 +139,19 @@ class RobotStateNode(Node):
         room = self.assembler.floorplan.room_at(position)
         self.room = room.name if room else ""
         heading = math.degrees(math.atan2(pose.rotation[1, 0], pose.rotation[0, 0])) % 360
-        if self.detections:
-            self.latest = self.detections
         arm = self.arm
         known_open = dict(zip(arm.containers, arm.container_open, strict=False))
-        # no news from the detector: its last batch again
+        placed = {
+            item: (on, into)
+            for item, on, into in zip(arm.placed, arm.placed_on, arm.placed_in, strict=False)
+            if self.reported_placed.get(item) != (on, into)
+        }
+        # only what the detector said since the last status (an older sighting may be out of date: the planner
+        # remembers it as seen then), and once each placement the arm reports
         obs = self.assembler.observation(
-            self.step, position, heading, self.latest, list(arm.holding), known_open, self.reach_m
+            self.step, position, heading, self.detections, list(arm.holding), known_open, placed
         )
+        self.reported_placed.update(placed)
         obs = self.camera.merged(obs, self.confirmed)
         self.detections, self.confirmed = [], []
         now = self.get_clock().now().to_msg()

@@ -46,7 +46,10 @@ goes on past the goal (the team must see for itself that it is done) until the b
 goals by how they ended under ``meta.goals``), and each decision in the trace carries ``twin_step``, the bridge's step
 when it arrived (the robots count their own). ``faults_json`` (``coteam_ros.faults.TwinFault``) makes it play a real
 robot's faults: Nav2 refusing or aborting a goal, a robot that never moves, an arm that never answers, odometry or
-detections falling silent.
+detections falling silent. With ``cameras`` (a team file with ``perception:``) a twin offers camera images instead of
+detections: every ``1 / camera_hz`` s (default 1) each robot's head looks round once, its views published as above
+(RGB-D, camera info, the mount on TF; a world file's map draws walls high and the furniture inside rooms table-high),
+and the robots' own perception nodes detect the items; a ``detections_stop`` fault stops its images.
 
 Messages: a ``MESSAGE`` tick spends the robot's step sending; the simulator times delivery by the benchmark's
 rules and the receivers' status lists the delivered messages (sender, step) without their text, which robots
@@ -181,6 +184,7 @@ class SimBridgeNode(Node):
         self.startup_timeout_s: float = self.declare_parameter("startup_timeout_s", 60.0).value
         cameras: bool = self.declare_parameter("cameras", False).value
         self.twin: bool = self.declare_parameter("twin", False).value
+        camera_hz: float = self.declare_parameter("camera_hz", 1.0).value
         time_limit_s: float = self.declare_parameter("time_limit_s", 0.0).value
         self.faults = TwinFault.parse(json.loads(self.declare_parameter("faults_json", "[]").value or "[]"))
         self.nav_type = navigate_to_pose_action()
@@ -229,6 +233,7 @@ class SimBridgeNode(Node):
         self.finished = False
         self.goals = DeferredGoals()
         self.cameras = VisualObservations(self.sim.world, "oracle") if cameras else None
+        self.camera_every = max(1, round(self.tick_hz / camera_hz))  # a twin's head looks round every this many steps
         self.tf = TransformPublisher(self)
 
         self.robots: dict[str, RobotSlot] = {}
@@ -334,9 +339,12 @@ class SimBridgeNode(Node):
                 slot.odom.publish(self._odometry(o, header))
                 self.tf.send([base.stamped(f"{frame}/odom", f"{frame}/base_link", stamp)])
             camera_stamps: list[Time] = []
-            if self.cameras is not None and slot.camera is not None:
+            if self.cameras is not None and slot.camera is not None and not self.twin:
                 camera_stamps = self._publish_camera(name, slot.camera, base, stamp)
                 o = self.cameras.observe(name, o)
+            elif self.cameras is not None and slot.camera is not None:  # a twin's camera: its own rate, no oracle
+                if self.sim.steps % self.camera_every == 0 and not self._silenced(slot, "detections_stop"):
+                    self._publish_camera(name, slot.camera, base, stamp, not self._silenced(slot, "odom_stop"))
             elif not self._silenced(slot, "detections_stop"):
                 views = [detection_from_view(v, o.step, self.names) for v in o.visible if not v.held_by]
                 slot.detections.publish(detections_to_msg(views, header))
@@ -359,9 +367,11 @@ class SimBridgeNode(Node):
                 )
             )
 
-    def _publish_camera(self, name: str, publishers: CameraPublishers, base: RigidTransform, stamp: Time) -> list[Time]:
-        """The head camera's views of this step, each with the robot's pose and the mount at its stamp (a lookup
-        at a view's stamp must find both: TF does not extrapolate); their stamps."""
+    def _publish_camera(
+        self, name: str, publishers: CameraPublishers, base: RigidTransform, stamp: Time, with_pose: bool = True
+    ) -> list[Time]:
+        """The head camera's views of this step, each with the robot's pose (unless its odometry is silenced) and
+        the mount at its stamp (a lookup at a view's stamp must find both: TF does not extrapolate); their stamps."""
         assert self.cameras is not None
         stamps = []
         base_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
@@ -369,9 +379,10 @@ class SimBridgeNode(Node):
             ns = base_ns + (k + 1) * VIEW_STAMP_NS  # never 0, which TF reads as 'the latest'
             at = Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
             mount = camera_mount_transform(self.cameras.camera.mount, pan)
+            pose = [base.stamped(f"{self.frame_of[name]}/odom", f"{self.frame_of[name]}/base_link", at)]
             self.tf.send(
                 [
-                    base.stamped(f"{self.frame_of[name]}/odom", f"{self.frame_of[name]}/base_link", at),
+                    *(pose if with_pose else []),
                     mount.stamped(f"{self.frame_of[name]}/base_link", f"{self.frame_of[name]}/camera_link", at),
                 ]
             )
@@ -429,7 +440,8 @@ class SimBridgeNode(Node):
                 waiting = [
                     s.name
                     for s in self.robots.values()
-                    if s.detections.get_subscription_count() == 0 or s.odom.get_subscription_count() == 0
+                    if (s.camera is None and s.detections.get_subscription_count() == 0)
+                    or s.odom.get_subscription_count() == 0
                 ]
             if self.sim.steps == 0 and waiting and now - self.created < self.startup_timeout_s:
                 return  # the clock starts when every robot is up (or after startup_timeout_s)

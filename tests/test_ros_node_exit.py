@@ -1,0 +1,68 @@
+"""How a coteam node process ends (``coteam_ros.nodes.spin_node``): SIGINT ends it with status 0, and a teardown
+that hangs in the middleware no longer keeps the process, or a launch waiting on it, alive: it exits after the
+grace, says so in one line and leaves its threads' stacks."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ros_isolation import isolate_ros
+
+pytest.importorskip("rclpy")
+
+SCRIPT = """
+import sys, threading
+import coteam_ros.nodes as nodes
+from rclpy.node import Node
+
+nodes.SHUTDOWN_GRACE_S = 1.0
+
+
+class StuckAtExit(Node):
+    def __init__(self):
+        super().__init__("stuck_at_exit")
+        self.create_timer(0.1, lambda: print("spinning", flush=True))
+
+    def destroy_node(self):
+        if sys.argv[1] == "hangs":
+            threading.Event().wait()  # a teardown that never returns
+        super().destroy_node()
+
+
+nodes.spin_node(StuckAtExit)
+"""
+
+
+@pytest.mark.parametrize("teardown", ["returns", "hangs"])
+def test_sigint_ends_a_node_with_status_0_even_when_its_teardown_hangs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, teardown: str
+) -> None:
+    isolate_ros(tmp_path, monkeypatch)
+    script = tmp_path / "stuck.py"
+    script.write_text(SCRIPT)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), teardown], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "spinning"
+    proc.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    said = [line for line in err.splitlines() if "did not shut down" in line]
+    if teardown == "returns":
+        assert not said
+        return
+    assert time.monotonic() - started < 20
+    assert said == [
+        f"stuck_at_exit: ROS 2 did not shut down within 1 s; exiting anyway (its threads: "
+        f"{tmp_path / 'ros_log' / f'stuck_at_exit-{proc.pid}-shutdown-hang.txt'})"
+    ]
+    stacks = (tmp_path / "ros_log" / f"stuck_at_exit-{proc.pid}-shutdown-hang.txt").read_text()
+    assert "destroy_node" in stacks  # where it hung
