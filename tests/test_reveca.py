@@ -1,0 +1,186 @@
+"""REVECA (`reveca`): relevance estimation (levels, the symbolic judge, the cache), retrieval by relevance and
+relative proximity with its switches, a decision when one option is left, both backends end to end (the LLM path
+through the loopback server, malformed answers included), explain."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from coteam.kit import Deliberation
+from coteam.llm.testserver import LoopbackOpenAIServer
+from coteam.memory import TeammateSighting
+from coteam.methods.reveca.relevance import RelevanceScale, cache_key, symbolic_grade
+from coteam.observation import ObjectView
+from coteam.options import available_actions
+from coteam.reasoning import DecisionContext
+from coteam.registry import make_team
+from coteam.world import Benchmark, ObjectKind
+from coteam_harness.runner import run_episode
+from coteam_harness.trace import load_trace
+from coteam_sim.engine import Simulator
+from coteam_sim.suites import get_suite
+from scenario import method_brain
+
+
+def _brain(suite: str = "cwah-test", index: int = 0, params: dict | None = None):
+    sim = Simulator(get_suite(suite).episodes()[index].build(), ("alice", "bob"))
+    return sim, method_brain(sim, "alice", "reveca", params)
+
+
+def test_the_symbolic_judge_grades_by_the_goal_and_the_priors() -> None:
+    sim, brain = _brain()
+    m = brain.memory
+    scale = RelevanceScale(4)
+    task = m.task
+    wanted = next(iter(task.needed_names()))
+    item = ObjectView(900, wanted, ObjectKind.ITEM, 1, (0.0, 0.0))
+    distractor = ObjectView(901, "toothbrush", ObjectKind.ITEM, 1, (0.0, 0.0))
+    target = next(v for v in sim.landmarks() if v.id == task.predicates[0].target)
+    fridge = ObjectView(902, "fridge", ObjectKind.CONTAINER, 1, (0.0, 0.0), is_open=False)
+    assert symbolic_grade(item, m, scale) == "strong" and symbolic_grade(target, m, scale) == "strong"
+    assert symbolic_grade(distractor, m, scale) == "none"
+    grades = {
+        symbolic_grade(ObjectView(r.id, r.name, ObjectKind.ROOM, r.id, (0, 0)), m, scale) for r in m.floorplan.rooms
+    }
+    assert grades <= {"medium", "low"} and "medium" in grades  # the likeliest room for the goal's things
+    if {m.item_category(n, goal=True) for n in task.needed_names()} & {"food"}:
+        assert symbolic_grade(fridge, m, scale) == "medium"
+    # three levels fold medium and low together; five tell useless places from low ones
+    assert symbolic_grade(fridge, m, RelevanceScale(3)) in ("some", "strong")
+    useless = ObjectView(903, "bathroomcabinet", ObjectKind.CONTAINER, 1, (0.0, 0.0))
+    assert symbolic_grade(useless, m, RelevanceScale(5)) == "slight"
+    assert [RelevanceScale(4).score(n) for n in RelevanceScale(4).names] == [1.0, 0.5, 0.0, -1.0]
+    assert RelevanceScale(4).tier("strong") > RelevanceScale(4).tier("medium") + 1  # nearness never beats a level
+    # judged once: by class on C-WAH (a second apple), by object on TDW-MAT
+    other = ObjectView(904, wanted, ObjectKind.ITEM, 2, (1.0, 1.0))
+    assert cache_key(item, Benchmark.CWAH) == cache_key(other, Benchmark.CWAH)
+    assert cache_key(item, Benchmark.TDWMAT) != cache_key(other, Benchmark.TDWMAT)
+
+
+def _deliberation(brain) -> tuple[Deliberation, DecisionContext]:
+    agent = brain.team.agents["alice"]
+    ctx = DecisionContext("alice", brain.memory, available_actions(brain.memory, brain.nav), brain.nav)
+    return Deliberation(agent, ctx), ctx
+
+
+def test_retrieval_puts_relevance_first_then_what_i_am_closer_to_than_my_teammate() -> None:
+    _, brain = _brain()
+    m = brain.memory
+    agent = brain.team.agents["alice"]
+    d, ctx = _deliberation(brain)
+    physical = [o for o in ctx.options if not o.action.is_message]
+    rooms = [
+        o
+        for o in physical
+        if o.action.target is not None and any(r.id == o.action.target.id for r in m.floorplan.rooms)
+    ]
+    assert len(rooms) >= 2
+    # bob stands at the far room: the rooms nearer to me than to him come first within their level
+    far = max(rooms, key=lambda o: o.my_distance)
+    m.teammates["bob"] = TeammateSighting(
+        m.step - 5, m.floorplan.room_center(far.action.target.id), far.action.target.id, (None, None)
+    )
+    _, where = agent._nearest_teammate(m, d)
+    ranked = agent.retrieve(d, physical, where)
+    assert len(ranked) == 3  # K = 3
+    tiers = [RelevanceScale(4).tier(c.level) for c in ranked]
+    assert tiers == sorted(tiers, reverse=True) or ranked[0].closer
+    assert all(c.closer for c in ranked[: sum(c.closer for c in ranked)])  # closer ones first
+    assert where is not None and where[0] == m.floorplan.room_center(far.action.target.id)  # out of sight: the centre
+    # K = all keeps every option; without relevance the nearest come first
+    _, everything = _brain(params={"K": "all", "no_relevance": True, "no_proximity": True})
+    d2, ctx2 = _deliberation(everything)
+    agent2 = everything.team.agents["alice"]
+    all_physical = [o for o in ctx2.options if not o.action.is_message]
+    ordered = agent2.retrieve(d2, all_physical, None)
+    assert len(ordered) == len(all_physical)
+    assert [c.mine for c in ordered] == sorted(c.mine for c in ordered)
+
+
+@pytest.mark.parametrize(
+    ("switches", "error"),
+    [
+        ({"K": 0}, "K must be at least 1"),
+        ({"K": "some"}, "K"),
+        ({"R": 6}, "R"),
+        ({"no_proximity": "yes"}, "no_proximity"),
+    ],
+)
+def test_bad_switches_are_refused_in_one_line(switches: dict, error: str) -> None:
+    with pytest.raises(ValueError, match=error) as caught:
+        make_team("reveca", switches)
+    assert "\n" not in str(caught.value)
+    assert make_team("reveca", {"K": "all", "R": 3}).config.K == "all"
+
+
+@pytest.mark.parametrize("suite", ["cwah-test", "tdwmat-test"])
+def test_symbolic_reveca_finishes_its_episode_the_same_way_twice(suite: str, tmp_path) -> None:
+    scene = get_suite(suite).episodes()[0].build()
+    first = run_episode(scene, "reveca", trace_path=tmp_path / "a.json")
+    again = run_episode(scene, "reveca", trace_path=tmp_path / "b.json")
+    assert first.transport_rate > 0.5 and first.llm_calls == 0
+    assert (first.steps, first.transport_rate) == (again.steps, again.transport_rate)
+    decisions = load_trace(tmp_path / "a.json")["decisions"]
+    assert all(1 <= len(d["rationale"]["candidates"]) <= 3 for d in decisions if "candidates" in d["rationale"])
+    assert any(d["rationale"].get("choice") == "the only option retrieved" for d in decisions) or any(
+        d["rationale"]["roles"].get("reveca.plan") for d in decisions if "roles" in d["rationale"]
+    )
+
+
+_LETTERS = re.compile(r"^([A-E])\. ", re.M)
+
+
+class ScriptedModel:
+    """Answers REVECA's two roles in their schemas, now and then malformed."""
+
+    def __init__(self):
+        self.calls = {"relevance": 0, "plan": 0}
+
+    def __call__(self, request: dict) -> str:
+        system = request["messages"][0]["content"]
+        user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
+        kind = "relevance" if "how much it matters" in system else "plan"
+        self.calls[kind] += 1
+        if sum(self.calls.values()) % 11 in (0, 1):
+            return "I would rather not say."  # malformed, and again when asked to repair it: a fallback
+        letters = _LETTERS.findall(user)
+        if kind == "relevance":
+            return json.dumps({"reasoning": "it looks useful", "level": "A" if "apple" in user else "B"})
+        return json.dumps({"reasoning": "the first is best", "choice": letters[0]})
+
+
+def test_the_llm_path_end_to_end(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = ScriptedModel()
+    scene = get_suite("cwah-test").episodes()[0].build()
+    with LoopbackOpenAIServer(model) as server:
+        params = {"backend": "llm", "base_url": server.base_url, "max_retries": 0}
+        result = run_episode(scene, "reveca", params=params, trace_path=tmp_path / "t.json")
+    assert model.calls["relevance"] > 0 and model.calls["plan"] > 0
+    assert result.llm_calls == len(server.requests) and result.steps > 0
+    assert result.llm_fallbacks > 0  # the malformed answers that stayed malformed: the symbolic answer, counted
+    decisions = load_trace(tmp_path / "t.json")["decisions"]
+    asked = [d["rationale"] for d in decisions if d["rationale"].get("matched") == "letter"]
+    assert asked, "the planner's letters were matched to the retrieved options"
+    # each class is judged once per agent: no more relevance calls than classes, rooms and furniture met
+    assert model.calls["relevance"] < 2 * len(
+        {
+            *(i.name for i in scene.items),
+            *(f.name for f in scene.containers),
+            *(f.name for f in scene.surfaces),
+            *(r.name for r in scene.floorplan.rooms),
+        }
+    )
+
+
+def test_explain_shows_the_retrieved_options(tmp_path, capsys) -> None:
+    from coteam.cli import main
+
+    scene = get_suite("cwah-test").episodes()[0].build()
+    run_episode(scene, "reveca", trace_path=tmp_path / "t.json")
+    assert main(["explain", str(tmp_path / "t.json"), "--step", "0", "--agent", "alice"]) == 0
+    out = capsys.readouterr().out
+    assert "Retrieved options (relevance, then relative proximity):" in out and "relevance: " in out
