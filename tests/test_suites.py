@@ -257,3 +257,36 @@ def test_generated_suites_follow_the_test_set_distribution() -> None:
 def test_get_suite_unknown_name() -> None:
     with pytest.raises(KeyError, match="unknown suite"):
         get_suite("cwah-train")
+
+
+@pytest.mark.parametrize("count", [10, 20])
+def test_the_noisy_suites_are_the_test_set_with_distractors(count: int) -> None:
+    """cwah-test-noisy10 / -noisy20: each cwah-test episode with that many more items, none of them named by the
+    goal, none on or in the goal's destination; the rest of the episode unchanged, and the same every time."""
+    clean = [spec.build() for spec in get_suite("cwah-test").episodes()]
+    noisy = [spec.build() for spec in get_suite(f"cwah-test-noisy{count}").episodes()]
+    for before, after in zip(clean, noisy, strict=True):
+        added = [i for i in after.items if i.id not in {j.id for j in before.items}]
+        assert len(added) == count and after.items[: len(before.items)] == before.items
+        assert not {i.name for i in added} & before.task.needed_names()
+        targets = {p.target for p in before.task.predicates}
+        assert not {after.placements[i.id].target for i in added} & targets
+        assert (after.task, after.floorplan, after.agent_starts) == (before.task, before.floorplan, before.agent_starts)
+        ids = [r.id for r in after.floorplan.rooms] + [f.id for f in (*after.containers, *after.surfaces)]
+        assert len(set(ids + [i.id for i in after.items])) == len(ids) + len(after.items)  # no id twice
+    assert noisy == [spec.build() for spec in get_suite(f"cwah-test-noisy{count}").episodes()]
+
+
+def test_any_suite_takes_distractors(tmp_path) -> None:
+    """`coteam run --distractors N` adds them to any suite's episodes (TDW-MAT: on the floor or a surface)."""
+    from dataclasses import replace
+
+    from coteam.cli import main
+
+    spec = get_suite("tdwmat-test").episodes()[0]
+    scene = replace(spec, distractors=6).build()
+    assert len(scene.items) == len(spec.build().items) + 6
+    assert main(["run", "--suite", "cwah-test", "--episodes", "0", "--team", "rhp", "--distractors", "5",
+                 "--out", str(tmp_path / "run"), "--quiet"]) == 0  # fmt: skip
+    meta = json.loads((tmp_path / "run" / "results.json").read_text())["meta"]
+    assert meta["distractors"] == "5"

@@ -134,6 +134,9 @@ def run_suite(
     seen_by = {spec.perception for spec in specs if spec.perception}
     if seen_by:
         meta["perception"] = ",".join(sorted(seen_by))
+    noise = {spec.distractors for spec in specs if spec.distractors}
+    if noise:
+        meta["distractors"] = ",".join(str(n) for n in sorted(noise))
     log = ResultsLog(out, meta, planned=len(specs), resume=resume)
     check_store(team_obj, log)
     done = log.done
@@ -272,6 +275,13 @@ def run_folder(out: Path, *, chosen: bool, resume: bool) -> Path:
     return Path(f"{out}-{n}")
 
 
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     if not 1 <= args.agents <= MAX_AGENTS:
         raise ValueError(f"--agents must be between 1 and {MAX_AGENTS}")
@@ -281,7 +291,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     specs = select_episodes(args.suite, args.episodes, args.seed)
     if args.perception:
         specs = [replace(spec, perception=args.perception) for spec in specs]
-    default = f"runs/{args.suite}-{args.team}-x{args.agents}{f'-{args.perception}' if args.perception else ''}"
+    if args.distractors:
+        specs = [replace(spec, distractors=args.distractors) for spec in specs]
+    tags = (f"-{args.perception}" if args.perception else "") + (
+        f"-noisy{args.distractors}" if args.distractors else ""
+    )
+    default = f"runs/{args.suite}-{args.team}-x{args.agents}{tags}"
     out = run_folder(Path(args.out or default), chosen=args.out is not None, resume=args.resume)
     results = run_suite(specs, args.team, args.agents, params, out, args.seed, quiet=args.quiet, resume=args.resume)
     console.print(results_table(results, f"{args.suite} · {args.team} · {args.agents} agent(s)"))
@@ -461,6 +476,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--perception",
         choices=PERCEPTION,
         help="see items through the robots' cameras with this detector (any suite; the visual suites use aruco)",
+    )
+    p.add_argument(
+        "--distractors",
+        type=_non_negative,
+        default=0,
+        help="add this many task-irrelevant items to every episode (any suite; the noisy suites add 10 or 20)",
     )
     p.set_defaults(func=_cmd_run)
 

@@ -8,7 +8,7 @@ or in fixtures (or on the floor in TDW-MAT) according to the category priors of 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from coteam.world import (
     AGENT_NAMES,
@@ -222,6 +222,49 @@ def generate_cwah(seed: int | str, task_name: str, name: str = "") -> Scene:
         starts,
         task,
     )
+
+
+# --- distractors ------------------------------------------------------------------------------------------
+def add_distractors(scene: Scene, count: int) -> Scene:
+    """``scene`` with ``count`` more task-irrelevant items (REVECA's noisy episodes): things no goal names, each
+    on or in a piece of furniture that is no goal's destination (C-WAH), or on the floor or a surface of a room
+    (TDW-MAT), drawn from the scene's name so that an episode is always the same. The goal is unchanged."""
+    if count <= 0:
+        return scene
+    rng = random.Random(f"distractors:{scene.name}:{count}")
+    wanted = {p.item for p in scene.task.predicates}
+    targets = {p.target for p in scene.task.predicates}
+    fixtures = [f for f in (*scene.containers, *scene.surfaces) if f.id not in targets]
+    container_ids = {c.id for c in scene.containers}
+    fp = scene.floorplan
+    ids = _Ids(1 + max([r.id for r in fp.rooms] + [f.id for f in (*scene.containers, *scene.surfaces)] +
+                       [i.id for i in scene.items]))  # fmt: skip
+    items, placements = list(scene.items), dict(scene.placements)
+    if scene.benchmark == Benchmark.CWAH:
+        names = [n for n in catalog.CWAH_DISTRACTORS if n not in wanted]
+        for _ in range(count):
+            name = rng.choice(names)
+            fixture = rng.choice(fixtures)
+            item = Item(ids.take(), name, catalog.CWAH_ITEM_CATEGORY.get(name, "misc"))
+            items.append(item)
+            placements[item.id] = Placement(Relation.IN if fixture.id in container_ids else Relation.ON, fixture.id)
+    else:
+        names = [n for n in (*catalog.TDW_FOOD_OBJECTS, *catalog.TDW_STUFF_OBJECTS) if n not in wanted]
+        floor = {r.id: _interior_cells(fp, r, 0) for r in fp.rooms}
+        for _ in range(count):
+            name = rng.choice(names)
+            category = "food" if name in catalog.TDW_FOOD_OBJECTS else "stuff"
+            item = Item(ids.take(), name, category)
+            items.append(item)
+            surfaces = [f for f in fixtures if f.id not in container_ids]
+            if surfaces and rng.random() < catalog.TDW_ON_SURFACE_PROBABILITY:
+                placements[item.id] = Placement(Relation.ON, rng.choice(surfaces).id)
+            else:
+                room = rng.choice([r for r in fp.rooms if floor[r.id]])
+                placements[item.id] = Placement(
+                    Relation.FLOOR, room.id, position=fp.center_of(rng.choice(floor[room.id]))
+                )
+    return replace(scene, items=tuple(items), placements=placements)
 
 
 # --- TDW-MAT ---------------------------------------------------------------------------------------------

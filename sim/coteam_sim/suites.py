@@ -13,7 +13,7 @@ from typing import Any
 
 from coteam.world import Benchmark, Scene
 from coteam_sim import catalog
-from coteam_sim.generator import generate_cwah, generate_tdwmat
+from coteam_sim.generator import add_distractors, generate_cwah, generate_tdwmat
 
 
 @dataclass(frozen=True)
@@ -23,16 +23,19 @@ class EpisodeSpec:
     benchmark: Benchmark
     params: dict[str, Any] = field(default_factory=dict, hash=False)
     perception: str = ""  # visual suites: the detector the agents see items with (coteam_sim.camera.PERCEPTION)
+    distractors: int = 0  # noisy suites: task-irrelevant items added to the scene (coteam_sim.generator)
 
     @property
     def name(self) -> str:
         return f"{self.suite}/{self.index}"
 
     def build(self) -> Scene:
-        if self.benchmark == Benchmark.CWAH:
-            return generate_cwah(self.params["seed"], self.params["task"], self.name)
         p = self.params
-        return generate_tdwmat(p["floorplan"], p["layout"], p["category"], p["containers"], self.name)
+        if self.benchmark == Benchmark.CWAH:
+            scene = generate_cwah(p["seed"], p["task"], self.name)
+        else:
+            scene = generate_tdwmat(p["floorplan"], p["layout"], p["category"], p["containers"], self.name)
+        return add_distractors(scene, self.distractors)
 
 
 @dataclass(frozen=True)
@@ -77,11 +80,18 @@ def _visual(base: str, suite: str) -> list[EpisodeSpec]:
     return [replace(spec, suite=suite, perception="aruco") for spec in _TEST_SETS[base]()]
 
 
+def _noisy(base: str, count: int) -> list[EpisodeSpec]:
+    """The episodes of ``base`` with ``count`` task-irrelevant items each (REVECA's Noisy-C-WAH)."""
+    return [replace(spec, suite=f"{base}-noisy{count}", distractors=count) for spec in _TEST_SETS[base]()]
+
+
 _TEST_SETS = {
     "cwah-test": _cwah_test,
     "tdwmat-test": _tdwmat_test,
     "cwah-test-visual": lambda: _visual("cwah-test", "cwah-test-visual"),
     "tdwmat-test-visual": lambda: _visual("tdwmat-test", "tdwmat-test-visual"),
+    "cwah-test-noisy10": lambda: _noisy("cwah-test", 10),
+    "cwah-test-noisy20": lambda: _noisy("cwah-test", 20),
 }
 
 
@@ -127,6 +137,15 @@ SUITES: dict[str, Suite] = {
             Benchmark.TDWMAT,
             "the TDW-MAT test set seen through each robot's cameras: items only where ArUco detection finds them",
             True,
+        ),
+        *(
+            Suite(
+                f"cwah-test-noisy{n}",
+                Benchmark.CWAH,
+                f"the C-WAH test set with {n} task-irrelevant items added to each episode (Noisy-C-WAH)",
+                True,
+            )
+            for n in (10, 20)
         ),
         Suite("cwah", Benchmark.CWAH, "fresh C-WAH episodes from --seed (same task distribution)", False),
         Suite("tdwmat", Benchmark.TDWMAT, "fresh TDW-MAT episodes from --seed (same task distribution)", False),
