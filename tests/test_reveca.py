@@ -184,3 +184,38 @@ def test_explain_shows_the_retrieved_options(tmp_path, capsys) -> None:
     assert main(["explain", str(tmp_path / "t.json"), "--step", "0", "--agent", "alice"]) == 0
     out = capsys.readouterr().out
     assert "Retrieved options (relevance, then relative proximity):" in out and "relevance: " in out
+
+
+def test_the_initial_sharing_and_the_subgoals_done_reach_the_teammates_memory(tmp_path) -> None:
+    """REVECA's first decision tells the teammates the items around it; a delivery of its own is told once; a
+    receiver takes the items in at the centre of the sender's room, and a delivered item at the goal's place."""
+    from coteam.messages import ItemRef
+    from coteam.methods.reveca.messages import Found, SubgoalDone
+    from coteam.observation import Message
+
+    scene = get_suite("cwah-test").episodes()[0].build()
+    result = run_episode(scene, "reveca", trace_path=tmp_path / "t.json")
+    trace = load_trace(tmp_path / "t.json")
+    kinds = [json.loads(m["payload"])["kind"] for m in trace["messages"]]
+    assert kinds.count("found") <= 2 and "subgoal_done" in kinds and result.messages == len(kinds)
+    done = [json.loads(m["payload"])["item"]["id"] for m in trace["messages"] if "subgoal_done" in m["payload"]]
+    assert len(done) == len(set(done))  # each sub-goal told once
+
+    sim, alice = _brain()
+    me = alice.team.agents["alice"]
+    kitchen = alice.memory.floorplan.rooms[0]
+    stranger = max(i.id for i in scene.items) + 50
+    me.on_message(
+        Message("bob", "x", 0, Found(agent="bob", room=kitchen.name, objects=(ItemRef(id=stranger, name="apple"),)))
+    )
+    target = next(v for v in sim.landmarks() if v.id == scene.task.predicates[0].target)
+    alice.memory.objects.setdefault(target.id, target)
+    item = next(i for i in scene.items if i.name == scene.task.predicates[0].item)
+    told = SubgoalDone(
+        agent="bob", item=ItemRef(id=item.id, name=item.name), target=ItemRef(id=target.id, name=target.name)
+    )
+    me.on_message(Message("bob", told.text(), 0, told))
+    me._take_in(alice.memory)
+    assert alice.memory.objects[stranger].position == alice.memory.floorplan.room_center(kitchen.id)
+    assert (alice.memory.objects[item.id].holder, alice.memory.objects[item.id].room) == (target.id, target.room)
+    assert me.rooms_of["bob"][0][1] == kitchen.id

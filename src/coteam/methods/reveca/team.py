@@ -13,6 +13,10 @@ Per decision of each agent:
    relevance and, in words, whether I am closer than my teammate (the symbolic backend: the option the shared team
    value model rates best).
 
+4. **Communication** (:mod:`.messages`): at its first decision the robot tells its teammates the items it sees
+   around it, and when its own delivery completes part of the goal, it says so; what teammates say goes into memory
+   (their sightings, the items they delivered, the rooms they were in).
+
 Switches for the paper's ablations: ``K`` (1-4, or ``all``: no retrieval), ``R`` (3, 4 or 5 relevance levels),
 ``no_proximity`` (rank by relevance and my own distance only), ``no_relevance`` (distance-greedy).
 """
@@ -25,12 +29,16 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from coteam.actions import HighLevelAction, Verb
+from coteam.goals import goal_status
 from coteam.kit import Deliberation, Explanation, PerAgentTeam, RoleAgent, Section, ValueRoleConfig, rationale_section
 from coteam.kit.lettered import Lettered, match_option
 from coteam.llm import Role, RoleContext
 from coteam.memory import AgentMemory
+from coteam.messages import ItemRef
+from coteam.methods.reveca.messages import Found, SubgoalDone
 from coteam.methods.reveca.relevance import RelevanceScale, cache_key, symbolic_grade
-from coteam.observation import ObjectView
+from coteam.observation import Message, ObjectView
 from coteam.options import ActionOption, target_position
 from coteam.reasoning import Decision, DecisionContext
 from coteam.world import ObjectKind, Vec2
@@ -162,10 +170,24 @@ class RevecaAgent(RoleAgent):
         self.scale = RelevanceScale(self.config.R)
         self.relevance: dict[tuple[str, int | str], str] = {}  # judged levels, by cache_key
         self.rooms_of: dict[str, list[tuple[int, int]]] = {}  # teammate -> (step, room) each time it changed
+        self.inbox: list[tuple[str, Found | SubgoalDone]] = []  # teammates' payloads not taken in yet
+        self.shared = False  # my first decision is behind me (the initial sharing was sent or had nothing)
+        self.known_done: set[int] = set()  # goal items my map shows in place
+        self.held_before: set[int] = set()  # what I held at my previous decision
+        self.to_tell: list[SubgoalDone] = []
+
+    def on_message(self, message: Message) -> None:
+        if isinstance(message.payload, Found | SubgoalDone):
+            self.inbox.append((message.sender, message.payload))
 
     def deliberate(self, d: Deliberation) -> Decision:
         m = d.memory
+        self._take_in(m)
         self._follow_teammates(m)
+        said = self._communicate(d)
+        if said is not None:
+            d.rationale["message"] = said.kind
+            return d.decision(HighLevelAction(Verb.SEND_MESSAGE, text=said.text()), said)
         physical = [o for o in d.ctx.options if not o.action.is_message]
         if not physical:
             return d.decision(d.ctx.options[0].action)
@@ -190,6 +212,46 @@ class RevecaAgent(RoleAgent):
         key, how = match_option(answer.value.choice, lettered)
         d.rationale.update(choice=answer.value.choice[:40], matched=how if answer.source == "llm" else answer.source)
         return d.decision(lettered.action(key))
+
+    # --- communication -------------------------------------------------------------------------------------
+    def _take_in(self, m: AgentMemory) -> None:
+        """What teammates told me, into my memory: their sightings, their deliveries, the rooms they were in."""
+        for sender, payload in self.inbox:
+            payload.taken_in(m)
+            name = payload.room if isinstance(payload, Found) else None
+            room = next((r.id for r in m.floorplan.rooms if r.name == name), None)
+            if isinstance(payload, SubgoalDone) and payload.target.id in m.objects:
+                room = m.objects[payload.target.id].room
+            if room is not None:
+                history = self.rooms_of.setdefault(sender, [])
+                if not history or history[-1][1] != room:
+                    history.append((m.step, room))
+        self.inbox.clear()
+
+    def _communicate(self, d: Deliberation) -> Found | SubgoalDone | None:
+        """The message due now, if any: my initial sharing at my first decision, or a sub-goal my own delivery
+        completed (one per decision; a message costs a step)."""
+        m = d.memory
+        done = {i for s in goal_status(m) for i in s.done}
+        for item in sorted((done - self.known_done) & self.held_before):
+            view = m.objects[item]
+            target = m.objects.get(view.holder)
+            if target is not None:
+                self.to_tell.append(
+                    SubgoalDone(
+                        agent=m.agent,
+                        item=ItemRef(id=item, name=view.name),
+                        target=ItemRef(id=target.id, name=target.name),
+                    )
+                )
+        self.known_done |= done
+        self.held_before = {v.id for v in m.held_items()}
+        first, self.shared = not self.shared, True
+        if not d.can_talk:
+            return None
+        if first:
+            return Found.around(m)
+        return self.to_tell.pop(0) if self.to_tell else None
 
     # --- memory of the teammates ---------------------------------------------------------------------------
     def _follow_teammates(self, m: AgentMemory) -> None:
@@ -280,5 +342,5 @@ class RevecaTeam(PerAgentTeam):
     summary = "REVECA: relevance-ranked memory, top-K options by relevance and relative proximity"
     Config = RevecaConfig
     Agent = RevecaAgent
-    payload_types: ClassVar = ()
+    payload_types: ClassVar = (Found, SubgoalDone)
     explain = classmethod(explain_decision)
