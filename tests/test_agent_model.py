@@ -213,3 +213,26 @@ def test_the_brain_cuts_a_long_message_with_a_warning(cwah_scene, caplog):
         decision, _ = brain.decide()
     assert decision.action.text == "x" * MAX_MESSAGE_CHARS
     assert "alice: message of 700 characters cut to 500" in caplog.text
+
+
+@pytest.mark.parametrize(("receiver", "sent"), [("bob", True), ("dave", False), ("alice", False)])
+def test_a_message_is_for_the_whole_team_or_one_teammate(cwah_scene, monkeypatch, receiver: str, sent: bool):
+    """A method may address a message to one teammate (its memory and trace record say to whom); a message for
+    anyone else is refused as an action that is not available."""
+    from coteam.actions import ActionNotAvailableError, HighLevelAction
+    from coteam.reasoning import AgentBrain, Decision, EpisodeInfo
+
+    info = EpisodeInfo.for_scene(cwah_scene, ("alice", "bob"), 0)
+    team = make_team("rhp")
+    team.reset(info)
+    brain = AgentBrain("alice", info, team, NavGrid(cwah_scene.floorplan))
+    brain.memory.position = cwah_scene.agent_starts[0].position
+    ask = HighLevelAction(Verb.SEND_MESSAGE, text="bob, is the apple still there?", receiver=receiver)
+    monkeypatch.setattr(team, "decide", lambda ctx: Decision(ask))
+    if not sent:
+        with pytest.raises(ActionNotAvailableError, match="who is no teammate"):
+            brain.decide()
+        return
+    decision, options = brain.decide()
+    assert decision.action.receiver == "bob" and brain.memory.sent[-1].receiver == "bob"
+    assert brain.record(decision, options)["to"] == "bob"

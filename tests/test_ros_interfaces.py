@@ -103,7 +103,23 @@ def _samples(msg, action) -> list:
             step=17,
         ),
         msg.ArmState(
-            header=_header(), robot="alice", holding=[21, -1], containers=[31, 32], container_open=[True, False]
+            header=_header(),
+            robot="alice",
+            holding=[21, -1],
+            containers=[31, 32],
+            container_open=[True, False],
+            placed=[22],
+            placed_on=[31],
+            placed_in=[True],
+        ),
+        msg.StepTick(
+            header=_header(),
+            robot="alice",
+            step=17,
+            kind=msg.StepTick.MESSAGE,
+            text="bob, is the apple still in the kitchen?",
+            payload_json="{}",
+            receiver="bob",
         ),
         remembered,
         msg.SemanticMap(header=_header(), robot="bob", objects=[remembered], explored_rooms=["kitchen", "livingroom"]),
@@ -160,6 +176,7 @@ def test_every_type_roundtrips_through_cdr():
         {
             msg.TeamMessage,
             msg.ArmState,
+            msg.StepTick,
             msg.SemanticObject,
             msg.SemanticMap,
             msg.Decision,

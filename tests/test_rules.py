@@ -337,6 +337,27 @@ def test_cwah_message_is_delivered_next_observation_truncated(length: int) -> No
     assert all(sim.observe(a).messages == () for a in sim.agents)
 
 
+def test_a_message_for_one_teammate_reaches_only_it() -> None:
+    """A message addressed to one teammate (REVECA's targeted questions) is delivered to it alone; one for a robot
+    that is no teammate fails without being sent."""
+    sim = Simulator(get_suite("cwah-test").episodes()[1].build(), NAMES[:3], seed=0)
+    for a in sim.agents:
+        sim.observe(a)
+    t = sim.steps
+    assert sim.step({"alice": Primitive(K.SEND_MESSAGE, text="bob, is the apple still there?", receiver="bob")}) == (
+        dict.fromkeys(sim.agents, "")
+    )
+    (got,) = sim.observe("bob").messages
+    assert (got.sender, got.text, got.step, got.receiver) == ("alice", "bob, is the apple still there?", t, "bob")
+    assert sim.observe("carol").messages == ()
+    for wrong in ("dave", "alice"):
+        assert sim.step({"alice": Primitive(K.SEND_MESSAGE, text="hello", receiver=wrong)})["alice"] == (
+            "no such teammate"
+        )
+    sim.step({})
+    assert all(sim.observe(a).messages == () for a in sim.agents)
+
+
 @pytest.mark.parametrize(
     ("length", "chars_per_frame"), [(1, 500), (500, 500), (1500, 500), (250, 100), (301, 100), (500, 7)]
 )

@@ -108,6 +108,7 @@ class TraceRecorder:
                         "clock": clock_before,
                         "text": truncate_message(prim.text),
                         "payload": prim.payload or None,
+                        **({"to": prim.receiver} if prim.receiver else {}),
                     },
                 )
         self._add(

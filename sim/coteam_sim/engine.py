@@ -106,22 +106,24 @@ class Simulator:
         if k == PrimitiveKind.WAIT:
             return ""
         if k == PrimitiveKind.SEND_MESSAGE:
-            return self._send(agent, prim.text, prim.payload)
+            return self._send(agent, prim.text, prim.payload, prim.receiver)
         if self.benchmark == Benchmark.CWAH:
             return self._apply_cwah(agent, prim)
         return self._apply_tdw(agent, prim)
 
-    def _send(self, agent: str, text: str, payload: str = "") -> str:
+    def _send(self, agent: str, text: str, payload: str = "", receiver: str = "") -> str:
         text = truncate_message(text)
         if not text:
             return "empty message"
-        recipients = tuple(a for a in self.agents if a != agent)
+        if receiver and (receiver == agent or receiver not in self.agents):
+            return "no such teammate"
+        recipients = (receiver,) if receiver else tuple(a for a in self.agents if a != agent)
         if self.benchmark == Benchmark.CWAH:
             deliver = self.steps + 1
         else:
             delay = (len(text) - 1) // self.config.message_chars_per_frame
             deliver = self.frames + self.config.tdw_frames["send_message"] + delay
-        self._mail.append(_Envelope(Message(agent, text, self.clock, payload), recipients, deliver))
+        self._mail.append(_Envelope(Message(agent, text, self.clock, payload, receiver), recipients, deliver))
         return ""
 
     # --- C-WAH -----------------------------------------------------------------------------------------------

@@ -128,4 +128,4 @@ def manipulation_primitive(benchmark: Benchmark, request: Manipulation) -> Primi
 
 
 def message_primitive(request: SendMessage) -> Primitive:
-    return Primitive(PrimitiveKind.SEND_MESSAGE, text=request.text, payload=request.payload)
+    return Primitive(PrimitiveKind.SEND_MESSAGE, text=request.text, payload=request.payload, receiver=request.receiver)

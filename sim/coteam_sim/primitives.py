@@ -82,6 +82,7 @@ class Primitive:
     args: tuple[int, ...] = ()
     text: str = ""
     payload: str = field(default="", compare=False)  # a message's structured payload (JSON), delivered as is
+    receiver: str = field(default="", compare=False)  # a message for one teammate only ("": the whole team)
 
     def __str__(self) -> str:
         if self.kind == PrimitiveKind.SEND_MESSAGE:

@@ -65,6 +65,7 @@ class HighLevelAction:
     container: ObjectRef | None = None  # PUT_IN: the carriable container
     text: str = ""  # SEND_MESSAGE
     payload: str = field(default="", compare=False)  # SEND_MESSAGE: the structured payload as JSON (coteam.messages)
+    receiver: str = field(default="", compare=False)  # SEND_MESSAGE: the one teammate it is for ("": the whole team)
 
     @property
     def is_message(self) -> bool:

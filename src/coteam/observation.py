@@ -42,6 +42,7 @@ class Message:
     text: str
     step: int  # step (C-WAH) or frame (TDW-MAT) at which it was sent
     payload: Any = field(default=None, compare=False)
+    receiver: str = field(default="", compare=False)  # the one teammate it was for ("": the whole team)
 
 
 @dataclass(frozen=True)

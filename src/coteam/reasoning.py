@@ -271,7 +271,9 @@ class AgentBrain:
                 decision = decision.charged_with(first)
         action = decision.action
         if action.verb == Verb.SEND_MESSAGE:
-            self.memory.record_sent(Message(self.agent, action.text, self.memory.frames, decision.payload))
+            self.memory.record_sent(
+                Message(self.agent, action.text, self.memory.frames, decision.payload, action.receiver)
+            )
         self.guard.record(message=action.text if action.verb == Verb.SEND_MESSAGE else None, step=self.memory.step)
         if self.guard.stalls > stalls:
             self._guarded["message_stall"] = True
@@ -298,7 +300,9 @@ class AgentBrain:
             raise ActionNotAvailableError("a message action needs text")
         if payload is not None and not isinstance(payload, self.team.payload_types):
             raise TypeError(f"{type(payload).__name__} is not a payload type of team {self.team.name}")
-        return HighLevelAction(Verb.SEND_MESSAGE, text=text, payload=encode_payload(payload))
+        if action.receiver and (action.receiver == self.agent or action.receiver not in self.info.agents):
+            raise ActionNotAvailableError(f"a message for {action.receiver!r}, who is no teammate")
+        return HighLevelAction(Verb.SEND_MESSAGE, text=text, payload=encode_payload(payload), receiver=action.receiver)
 
     def record(self, decision: Decision, options: list[ActionOption]) -> dict[str, Any]:
         """The trace record of the decision just taken (JSON-ready), the same in every runtime."""
@@ -311,6 +315,7 @@ class AgentBrain:
             "position": list(m.position),
             "action": format_action(decision.action, m.benchmark),
             "payload": decision.action.payload or None,
+            **({"to": decision.action.receiver} if decision.action.receiver else {}),
             "options": [o.annotated() for o in options],
             "rationale": decision.rationale,
             "tokens": decision.tokens,

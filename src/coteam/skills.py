@@ -68,6 +68,7 @@ class Manipulation:
 class SendMessage:
     text: str
     payload: str = ""  # JSON (coteam.messages)
+    receiver: str = ""  # the one teammate it is for ("": the whole team)
 
 
 SkillRequest = NavGoal | Manipulation | SendMessage
@@ -157,7 +158,7 @@ class SkillRunner:
     def _make_skill(self, action: HighLevelAction) -> Skill:
         v = action.verb
         if v == Verb.SEND_MESSAGE:
-            return self._send(action.text, action.payload)
+            return self._send(action.text, action.payload, action.receiver)
         if self.benchmark == Benchmark.CWAH:
             assert action.target is not None
             tid = action.target.id
@@ -194,8 +195,8 @@ class SkillRunner:
         yield request
         self._check_last()
 
-    def _send(self, text: str, payload: str) -> Skill:
-        yield from self._act(SendMessage(text, payload))
+    def _send(self, text: str, payload: str, receiver: str) -> Skill:
+        yield from self._act(SendMessage(text, payload, receiver))
 
     def _approach(self, object_id: int) -> Vec2:
         """Where to walk to reach an object: its place, or, when that is not free space (furniture on a real

@@ -356,7 +356,7 @@ class PlannerNode(Node):
             if not acted:
                 self._tick(StepTick.IDLE)
             elif self.skill is not None and self.skill.message:
-                self._tick(StepTick.MESSAGE, self.skill.message, self.skill.action.payload)
+                self._tick(StepTick.MESSAGE, self.skill.message, self.skill.action.payload, self.skill.action.receiver)
             else:
                 self._tick(StepTick.ACT)
 
@@ -367,7 +367,7 @@ class PlannerNode(Node):
             request, self.request = self.request, None
             self._play(request)
 
-    def _tick(self, kind: int, text: str = "", payload: str = "") -> None:
+    def _tick(self, kind: int, text: str = "", payload: str = "", receiver: str = "") -> None:
         self.tick_publisher.publish(
             StepTick(
                 header=self._header(),
@@ -376,6 +376,7 @@ class PlannerNode(Node):
                 kind=kind,
                 text=text,
                 payload_json=payload,
+                receiver=receiver,
                 payloads_dropped=0 if self.coordinated else self.brain.payloads_dropped,  # coordinated: no messages
                 messages_dropped=self.inbox.dropped,
             )
@@ -392,7 +393,7 @@ class PlannerNode(Node):
         self.skill = RunningSkill(action, self.step)
         if action.is_message:  # the brain has cut it to the 500-character limit, with a warning
             self.skill.message = action.text
-            self._send_team_message(action.text, action.payload)
+            self._send_team_message(action.text, action.payload, receiver=action.receiver)
         self.decision_publisher.publish(
             decision_to_msg(self._header(), self.method, self.backend, self.step, record, self.skill.message)
         )
@@ -510,8 +511,9 @@ class PlannerNode(Node):
     def _send_team_message(
         self, text: str, payload: str, step: int | None = None, publisher: Any = None, receiver: str = ""
     ) -> None:
-        """Publish a message to the whole team (at my clock unless ``step`` is given), signed when the team signs;
-        an intent is addressed to the intents channel (``receiver``), so that it is no team message replayed."""
+        """Publish a message to the whole team, or to the one teammate ``receiver`` names (the others ignore it),
+        at my clock unless ``step`` is given, signed when the team signs; an intent is addressed to the intents
+        channel (``receiver``), so that it is no team message replayed."""
         message = TeamMessage(
             header=self._header(),
             sender=self.robot,

@@ -465,7 +465,9 @@ class SimBridgeNode(Node):
     def _primitive_for(self, name: str, slot: RobotSlot) -> Primitive:
         tick = slot.tick
         if tick is not None and tick.kind == StepTick.MESSAGE:
-            return Primitive(PrimitiveKind.SEND_MESSAGE, text=tick.text, payload=tick.payload_json)
+            return Primitive(
+                PrimitiveKind.SEND_MESSAGE, text=tick.text, payload=tick.payload_json, receiver=tick.receiver
+            )
         if self.mode == "lockstep" and (tick is None or tick.kind in (StepTick.IDLE, StepTick.OBSERVED)):
             return Primitive(PrimitiveKind.WAIT)
         if slot.manipulation is not None:
