@@ -137,18 +137,20 @@ class ScriptedModel:
     """Answers REVECA's two roles in their schemas, now and then malformed."""
 
     def __init__(self):
-        self.calls = {"relevance": 0, "plan": 0}
+        self.calls = {"relevance": 0, "plan": 0, "validate": 0}
 
     def __call__(self, request: dict) -> str:
         system = request["messages"][0]["content"]
         user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
-        kind = "relevance" if "how much it matters" in system else "plan"
+        kind = "relevance" if "how much it matters" in system else "validate" if "ask it first" in system else "plan"
         self.calls[kind] += 1
         if sum(self.calls.values()) % 11 in (0, 1):
             return "I would rather not say."  # malformed, and again when asked to repair it: a fallback
         letters = _LETTERS.findall(user)
         if kind == "relevance":
             return json.dumps({"reasoning": "it looks useful", "level": "A" if "apple" in user else "B"})
+        if kind == "validate":
+            return json.dumps({"reasoning": "it may have been there", "answer": "B"})
         return json.dumps({"reasoning": "the first is best", "choice": letters[0]})
 
 
@@ -219,3 +221,49 @@ def test_the_initial_sharing_and_the_subgoals_done_reach_the_teammates_memory(tm
     assert alice.memory.objects[stranger].position == alice.memory.floorplan.room_center(kitchen.id)
     assert (alice.memory.objects[item.id].holder, alice.memory.objects[item.id].room) == (target.id, target.room)
     assert me.rooms_of["bob"][0][1] == kitchen.id
+
+
+def test_trajectory_based_validation_asks_one_teammate_once_and_its_answer_drops_a_false_plan() -> None:
+    """Before grabbing an apple last seen in a room that bob has been in since, alice asks bob (only him) whether
+    he has already done it; not again about that room at once; bob answers from his memory (he was there and saw
+    no apple), and alice's memory drops the apple. Without validation, or about an object in view, no question."""
+    from coteam.actions import HighLevelAction, ObjectRef, Verb
+    from coteam.methods.reveca.messages import ValidationReply
+
+    _, alice = _brain()
+    m = alice.memory
+    me = alice.team.agents["alice"]
+    d, _ = _deliberation(alice)
+    wanted = next(iter(m.task.needed_names()))
+    room = next(r for r in m.floorplan.rooms if r.id != m.room)
+    apple = ObjectView(900, wanted, ObjectKind.ITEM, room.id, m.floorplan.room_center(room.id))
+    m.objects[apple.id] = apple
+    m.last_seen[apple.id] = 0
+    m.step = 12
+    me.rooms_of["bob"] = [(4, room.id)]
+    grab = HighLevelAction(Verb.GRAB, ObjectRef(wanted, apple.id))
+    question = me._question(d, grab)
+    assert question is not None and (question.to, question.room, question.target.id) == ("bob", room.name, 900)
+    assert me._question(d, grab) is None  # not twice in a row about one room
+    decision = me._say(d, question)
+    assert decision.action.receiver == "bob" and decision.payload == question
+    me.last_asked_room = None
+    me.rooms_of["bob"] = [(-1, m.room)]  # bob has not been there since: act without asking
+    assert me._question(d, grab) is None
+    # bob's answer: he was in that room at step 8 and saw nothing there
+    _, bob_brain = _brain()
+    bob_brain.memory.agent = "bob"
+    bob_brain.memory.room_visits[room.id] = 8
+    reply = ValidationReply.answer(bob_brain.memory, question)
+    assert reply.known and not reply.seen and reply.to == "alice" and "nothing more to do" in reply.text()
+    reply.taken_in(m)
+    assert apple.id not in m.objects
+    # switches: no validation, or questions to the whole team
+    _, quiet = _brain(params={"no_validation": True})
+    dq, _ = _deliberation(quiet)
+    quiet.memory.objects[apple.id] = apple
+    quiet.team.agents["alice"].rooms_of["bob"] = [(4, room.id)]
+    assert quiet.team.agents["alice"]._question(dq, grab) is None
+    _, loud = _brain(params={"broadcast": True})
+    dl, _ = _deliberation(loud)
+    assert loud.team.agents["alice"]._say(dl, question).action.receiver == ""

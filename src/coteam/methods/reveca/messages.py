@@ -82,3 +82,102 @@ class SubgoalDone(BaseModel):
                 holder=target.id,
             )
         )
+
+
+class ValidationRequest(BaseModel):
+    """A targeted question before acting on a remembered object a teammate may have dealt with since I saw it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: str = Field("validation_request", pattern="^validation_request$")
+    agent: str = Field(min_length=1, max_length=64)
+    to: str = Field(min_length=1, max_length=64)
+    room: str = Field(min_length=1, max_length=64)
+    at: str = Field(min_length=1, max_length=64)  # the asker's room
+    action: str = Field(min_length=1, max_length=160)
+    target: ItemRef
+
+    def text(self) -> str:
+        return (
+            f"{self.to}, I want to do {self.action} in the {self.room}. Have you already done that? "
+            f"I am in the {self.at}."
+        )
+
+
+class Seen(ItemRef):
+    step: int = Field(ge=0)
+
+
+class ValidationReply(BaseModel):
+    """The answer to a :class:`ValidationRequest`: whether I did it, and what I last saw in that room (or that I
+    know nothing of it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: str = Field("validation_reply", pattern="^validation_reply$")
+    agent: str = Field(min_length=1, max_length=64)
+    to: str = Field(min_length=1, max_length=64)
+    room: str = Field(min_length=1, max_length=64)
+    target: int
+    known: bool  # I have been in that room
+    visited: int = Field(-1, ge=-1)  # my last step there
+    done: bool = False  # I did the asked action (or hold its object)
+    seen: tuple[Seen, ...] = Field((), max_length=MAX_LISTED)
+
+    def text(self) -> str:
+        if not self.known:
+            return f"{self.to}, I don't have any information about the {self.room} yet."
+        said = f"{self.to}, I {'did' if self.done else 'did not do'} that."
+        if self.seen:
+            return said + " " + " ".join(f"At step {s.step}, I saw {s.text()} in the {self.room}." for s in self.seen)
+        return said + f" There is nothing more to do in the {self.room}."
+
+    @classmethod
+    def answer(cls, memory: AgentMemory, request: ValidationRequest) -> ValidationReply:
+        room = next((r for r in memory.floorplan.rooms if r.name == request.room), None)
+        visited = memory.last_visit(room.id) if room is not None else -1
+        done = any(r.action == request.action and r.outcome == "done" for r in memory.actions) or any(
+            v.id == request.target.id for v in memory.held_items()
+        )
+        seen: list[Seen] = []
+        if room is not None:
+            for v in sorted(memory.items(), key=lambda v: v.id):
+                if v.room == room.id and not v.held_by and len(seen) < MAX_LISTED:
+                    seen.append(Seen(id=v.id, name=v.name, step=memory.last_seen.get(v.id, visited)))
+        reply = cls(
+            agent=memory.agent,
+            to=request.agent,
+            room=request.room,
+            target=request.target.id,
+            known=visited >= 0,
+            visited=max(visited, -1),
+            done=done,
+            seen=tuple(seen) if visited >= 0 else (),
+        )
+        while len(reply.text()) > MAX_MESSAGE_CHARS and reply.seen:
+            reply = reply.model_copy(update={"seen": reply.seen[:-1]})
+        return reply
+
+    def taken_in(self, memory: AgentMemory) -> None:
+        """What my teammate knows of the room, into my memory: an item I last saw there before its visit and that
+        it did not see is gone; what it saw is there; the object it dealt with is no longer where I remember it."""
+        if not self.known:
+            return
+        room = next((r for r in memory.floorplan.rooms if r.name == self.room), None)
+        if room is None:
+            return
+        told = {s.id for s in self.seen}
+        for v in list(memory.items()):
+            if (
+                v.room == room.id
+                and not v.held_by
+                and v.id not in told
+                and memory.last_seen.get(v.id, 0) <= self.visited
+            ):
+                del memory.objects[v.id]
+        for s in self.seen:
+            if s.id not in memory.objects:
+                memory.objects[s.id] = ObjectView(
+                    s.id, s.name, ObjectKind.ITEM, room.id, memory.floorplan.room_center(room.id)
+                )
+            memory.last_seen[s.id] = max(memory.last_seen.get(s.id, 0), s.step)
+        if self.done and self.target in memory.objects and not memory.objects[self.target].held_by:
+            del memory.objects[self.target]

@@ -13,12 +13,18 @@ Per decision of each agent:
    relevance and, in words, whether I am closer than my teammate (the symbolic backend: the option the shared team
    value model rates best).
 
-4. **Communication** (:mod:`.messages`): at its first decision the robot tells its teammates the items it sees
-   around it, and when its own delivery completes part of the goal, it says so; what teammates say goes into memory
-   (their sightings, the items they delivered, the rooms they were in).
+4. **Trajectory-based validation** (validation time): before acting on an object out of view, the robot predicts
+   whether a teammate's way since the sighting crossed its room (symbolic: the teammate is known to have been there
+   since; LLM: asked with a reasoning step); only then one question to that teammate, never twice in a row about
+   one room. Its answer (it did it or not, what it last saw there, or that it knows nothing of the room) updates
+   memory, and the plan is decided again.
+5. **Communication** (:mod:`.messages`, the paper's four kinds): at its first decision the robot tells its
+   teammates the items it sees around it; the question above and its reply, each addressed to one teammate; and,
+   when its own delivery completes part of the goal, it says so. What teammates say goes into memory.
 
 Switches for the paper's ablations: ``K`` (1-4, or ``all``: no retrieval), ``R`` (3, 4 or 5 relevance levels),
-``no_proximity`` (rank by relevance and my own distance only), ``no_relevance`` (distance-greedy).
+``no_proximity`` (rank by relevance and my own distance only), ``no_relevance`` (distance-greedy),
+``no_validation``, ``broadcast`` (questions and replies to the whole team).
 """
 
 from __future__ import annotations
@@ -29,14 +35,14 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from coteam.actions import HighLevelAction, Verb
+from coteam.actions import HighLevelAction, Verb, format_action
 from coteam.goals import goal_status
 from coteam.kit import Deliberation, Explanation, PerAgentTeam, RoleAgent, Section, ValueRoleConfig, rationale_section
 from coteam.kit.lettered import Lettered, match_option
 from coteam.llm import Role, RoleContext
 from coteam.memory import AgentMemory
 from coteam.messages import ItemRef
-from coteam.methods.reveca.messages import Found, SubgoalDone
+from coteam.methods.reveca.messages import Found, SubgoalDone, ValidationReply, ValidationRequest
 from coteam.methods.reveca.relevance import RelevanceScale, cache_key, symbolic_grade
 from coteam.observation import Message, ObjectView
 from coteam.options import ActionOption, target_position
@@ -53,6 +59,8 @@ class RevecaConfig(ValueRoleConfig):
     R: Literal[3, 4, 5] = Field(4, description="relevance levels (4: strong, medium, low, none)")
     no_proximity: bool = Field(False, description="ablation: rank by relevance and my own distance only")
     no_relevance: bool = Field(False, description="ablation: no relevance, the nearest options first")
+    no_validation: bool = Field(False, description="ablation: act on remembered objects without asking anyone")
+    broadcast: bool = Field(False, description="ablation: questions and replies go to the whole team, not one")
 
     @field_validator("K")
     @classmethod
@@ -151,6 +159,34 @@ def chosen_text(ctx: RoleContext, answer: PlanAnswer) -> str:
     return q.lettered[match_option(answer.choice, q.lettered)[0]]
 
 
+class ValidateAnswer(BaseModel):
+    reasoning: str = Field(description="step-by-step: where the teammate has probably been since I saw the object")
+    answer: str = Field(description="A: its way did not cross that room since; B: it may have dealt with the object")
+
+
+@dataclass
+class ValidateQuestion:
+    visited: bool  # my teammate is known to have been in the room since I saw the object
+
+
+def _validate_data(ctx: RoleContext) -> ValidateQuestion:
+    assert isinstance(ctx.data, ValidateQuestion)
+    return ctx.data
+
+
+def predict_symbolically(ctx: RoleContext) -> ValidateAnswer:
+    visited = _validate_data(ctx).visited
+    return ValidateAnswer(reasoning="its rooms since the sighting", answer="B" if visited else "A")
+
+
+def check_prediction(answer: ValidateAnswer, ctx: RoleContext) -> None:
+    if answer.answer.strip().upper()[:1] not in ("A", "B"):
+        raise ValueError(f"answer must be A or B, not {answer.answer!r}")
+
+
+VALIDATE: Role[ValidateAnswer] = Role(
+    "reveca.validate", "reveca_validate", ValidateAnswer, predict_symbolically, check_prediction
+)
 RELEVANCE: Role[RelevanceAnswer] = Role(
     "reveca.relevance", "reveca_relevance", RelevanceAnswer, grade_symbolically, check_grade
 )
@@ -170,14 +206,16 @@ class RevecaAgent(RoleAgent):
         self.scale = RelevanceScale(self.config.R)
         self.relevance: dict[tuple[str, int | str], str] = {}  # judged levels, by cache_key
         self.rooms_of: dict[str, list[tuple[int, int]]] = {}  # teammate -> (step, room) each time it changed
-        self.inbox: list[tuple[str, Found | SubgoalDone]] = []  # teammates' payloads not taken in yet
+        self.inbox: list[tuple[str, Any]] = []  # teammates' payloads not taken in yet
         self.shared = False  # my first decision is behind me (the initial sharing was sent or had nothing)
         self.known_done: set[int] = set()  # goal items my map shows in place
         self.held_before: set[int] = set()  # what I held at my previous decision
         self.to_tell: list[SubgoalDone] = []
+        self.replies_due: list[ValidationRequest] = []  # teammates' questions to me, not answered yet
+        self.last_asked_room: int | None = None  # never two questions in a row about one room
 
     def on_message(self, message: Message) -> None:
-        if isinstance(message.payload, Found | SubgoalDone):
+        if isinstance(message.payload, Found | SubgoalDone | ValidationRequest | ValidationReply):
             self.inbox.append((message.sender, message.payload))
 
     def deliberate(self, d: Deliberation) -> Decision:
@@ -186,8 +224,7 @@ class RevecaAgent(RoleAgent):
         self._follow_teammates(m)
         said = self._communicate(d)
         if said is not None:
-            d.rationale["message"] = said.kind
-            return d.decision(HighLevelAction(Verb.SEND_MESSAGE, text=said.text()), said)
+            return self._say(d, said)
         physical = [o for o in d.ctx.options if not o.action.is_message]
         if not physical:
             return d.decision(d.ctx.options[0].action)
@@ -197,7 +234,7 @@ class RevecaAgent(RoleAgent):
         d.rationale["candidates"] = [c.described(mate) for c in candidates]
         if len(candidates) == 1:
             d.rationale["choice"] = "the only option retrieved"
-            return d.decision(candidates[0].option.action)
+            return self._validated(d, candidates[0])
         held = sum(h is not None for h in m.holding)
         answer = d.ask(
             PLAN,
@@ -211,12 +248,85 @@ class RevecaAgent(RoleAgent):
         )
         key, how = match_option(answer.value.choice, lettered)
         d.rationale.update(choice=answer.value.choice[:40], matched=how if answer.source == "llm" else answer.source)
-        return d.decision(lettered.action(key))
+        return self._validated(d, candidates[list(lettered).index(key)])
+
+    def _say(self, d: Deliberation, said: Any) -> Decision:
+        to = getattr(said, "to", "")
+        d.rationale["message"] = said.kind
+        receiver = "" if self.config.broadcast else to
+        return d.decision(HighLevelAction(Verb.SEND_MESSAGE, text=said.text(), receiver=receiver), said)
+
+    # --- trajectory-based validation ----------------------------------------------------------------------
+    def _validated(self, d: Deliberation, chosen: Candidate) -> Decision:
+        """Act on the plan, unless it rests on an object out of view that a teammate may have dealt with since I
+        saw it: then one targeted question first (and the plan is decided again once the answer is in)."""
+        question = self._question(d, chosen.option.action)
+        if question is None:
+            self.last_asked_room = None
+            return d.decision(chosen.option.action)
+        d.rationale["validation"] = {"asked": question.to, "room": question.room, "plan": question.action}
+        return self._say(d, question)
+
+    def _question(self, d: Deliberation, action: HighLevelAction) -> ValidationRequest | None:
+        m = d.memory
+        if self.config.no_validation or not d.can_talk or action.verb not in (Verb.GRAB, Verb.CHECK):
+            return None
+        view = m.objects.get(action.target.id) if action.target is not None else None
+        if view is None or view.held_by or view.room in (m.room, self.last_asked_room) or view.room < 0:
+            return None
+        since = m.last_seen.get(view.id, 0)
+        room = self._room_name(m, view.room)
+        doubted = []
+        for mate in d.teammates:
+            visits = self._rooms_since(mate, since)
+            answer = d.ask(
+                VALIDATE,
+                ValidateQuestion(view.room in visits),
+                teammate=mate,
+                object=f"<{view.name}> ({view.id})",
+                room=room,
+                action=format_action(action, self.info.benchmark),
+                relevance=self.level_of(d, view),
+                known_visit=(
+                    f"I know that {mate} was in the {room} after I last saw it there."
+                    if view.room in visits
+                    else f"I do not know whether {mate} went to the {room} since I last saw it there."
+                ),
+                messages="\n".join(f"- {x.text}" for x in m.messages if x.sender == mate and x.step >= since)
+                or "(none)",
+            )
+            if answer.value.answer.strip().upper()[:1] == "B":
+                doubted.append((max((s for s, r in self.rooms_of.get(mate, []) if r == view.room), default=-1), mate))
+        if not doubted:
+            return None
+        self.last_asked_room = view.room
+        return ValidationRequest(
+            agent=m.agent,
+            to=max(doubted)[1],
+            room=room,
+            at=self._room_name(m, m.room) if m.room >= 0 else "house",
+            action=format_action(action, self.info.benchmark),
+            target=ItemRef(id=view.id, name=view.name),
+        )
+
+    def _rooms_since(self, mate: str, since: int) -> set[int]:
+        """The rooms ``mate`` has been in since step ``since``, as far as I know (the one it was in then, too)."""
+        history = self.rooms_of.get(mate, [])
+        before = [r for s, r in history if s < since]
+        return {r for s, r in history if s >= since} | set(before[-1:])
 
     # --- communication -------------------------------------------------------------------------------------
     def _take_in(self, m: AgentMemory) -> None:
         """What teammates told me, into my memory: their sightings, their deliveries, the rooms they were in."""
         for sender, payload in self.inbox:
+            if isinstance(payload, ValidationRequest):
+                if payload.to == m.agent:
+                    self.replies_due.append(payload)
+                continue
+            if isinstance(payload, ValidationReply):
+                if payload.to == m.agent:
+                    payload.taken_in(m)
+                continue
             payload.taken_in(m)
             name = payload.room if isinstance(payload, Found) else None
             room = next((r.id for r in m.floorplan.rooms if r.name == name), None)
@@ -228,9 +338,9 @@ class RevecaAgent(RoleAgent):
                     history.append((m.step, room))
         self.inbox.clear()
 
-    def _communicate(self, d: Deliberation) -> Found | SubgoalDone | None:
-        """The message due now, if any: my initial sharing at my first decision, or a sub-goal my own delivery
-        completed (one per decision; a message costs a step)."""
+    def _communicate(self, d: Deliberation) -> Found | SubgoalDone | ValidationReply | None:
+        """The message due now, if any: the answer to a teammate's question, my initial sharing at my first
+        decision, or a sub-goal my own delivery completed (one per decision; a message costs a step)."""
         m = d.memory
         done = {i for s in goal_status(m) for i in s.done}
         for item in sorted((done - self.known_done) & self.held_before):
@@ -249,6 +359,8 @@ class RevecaAgent(RoleAgent):
         first, self.shared = not self.shared, True
         if not d.can_talk:
             return None
+        if self.replies_due:
+            return ValidationReply.answer(m, self.replies_due.pop(0))
         if first:
             return Found.around(m)
         return self.to_tell.pop(0) if self.to_tell else None
@@ -342,5 +454,5 @@ class RevecaTeam(PerAgentTeam):
     summary = "REVECA: relevance-ranked memory, top-K options by relevance and relative proximity"
     Config = RevecaConfig
     Agent = RevecaAgent
-    payload_types: ClassVar = (Found, SubgoalDone)
+    payload_types: ClassVar = (Found, SubgoalDone, ValidationRequest, ValidationReply)
     explain = classmethod(explain_decision)
