@@ -87,8 +87,10 @@ def test_retrieval_puts_relevance_first_then_what_i_am_closer_to_than_my_teammat
     ranked = agent.retrieve(d, physical, where)
     assert len(ranked) == 3  # K = 3
     tiers = [RelevanceScale(4).tier(c.level) for c in ranked]
-    assert tiers == sorted(tiers, reverse=True) or ranked[0].closer
-    assert all(c.closer for c in ranked[: sum(c.closer for c in ranked)])  # closer ones first
+    assert tiers == sorted(tiers, reverse=True)  # relevance first
+    for level in {c.level for c in ranked}:  # within a level, what I am closer to first, the nearest first
+        same = [(not c.closer, c.mine) for c in ranked if c.level == level]
+        assert same == sorted(same)
     assert where is not None and where[0] == m.floorplan.room_center(far.action.target.id)  # out of sight: the centre
     # K = all keeps every option; without relevance the nearest come first
     _, everything = _brain(params={"K": "all", "no_relevance": True, "no_proximity": True})

@@ -96,7 +96,6 @@ class Candidate:
     level: str
     mine: float  # my distance, metres
     theirs: float | None  # my nearest teammate's, from where I believe it is (None: no teammate known)
-    rank: float  # the retrieval score: the level's tier plus nearness
 
     @property
     def closer(self) -> bool:
@@ -434,9 +433,10 @@ class RevecaAgent(RoleAgent):
             position = target_position(option.action, m)
             if where is not None and position is not None and not cfg.no_proximity:
                 theirs = d.ctx.nav.path_length(where[0], position)
-            tier = 1.0 if cfg.no_relevance else self.scale.tier(level)
-            ranked.append(Candidate(option, level, mine, theirs, tier + 1.0 / (mine + 1.0)))
-        order = sorted(ranked, key=lambda c: (not c.closer, -c.rank, c.option.text))
+            ranked.append(Candidate(option, level, mine, theirs))
+        # relevance first; within a level, what I am closer to than my teammate, the nearest first
+        tier = (lambda c: 0.0) if cfg.no_relevance else (lambda c: self.scale.tier(c.level))
+        order = sorted(ranked, key=lambda c: (-tier(c), not c.closer, c.mine, c.option.text))
         return order if cfg.K == "all" else order[: cfg.K]
 
 
