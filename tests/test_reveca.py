@@ -269,3 +269,17 @@ def test_trajectory_based_validation_asks_one_teammate_once_and_its_answer_drops
     _, loud = _brain(params={"broadcast": True})
     dl, _ = _deliberation(loud)
     assert loud.team.agents["alice"]._say(dl, question).action.receiver == ""
+
+
+def test_without_other_info_the_robot_keeps_no_memory_of_its_teammates() -> None:
+    """no_other_info: no teammate's room history nor position: no relative proximity in the retrieval, and no
+    trajectory that could make it ask anyone."""
+    _, brain = _brain(params={"no_other_info": True})
+    m = brain.memory
+    agent = brain.team.agents["alice"]
+    m.teammates["bob"] = TeammateSighting(m.step, m.position, m.room, (None, None))
+    d, ctx = _deliberation(brain)
+    agent._follow_teammates(m)
+    assert agent.rooms_of == {} and agent._nearest_teammate(m, d)[1] is None
+    physical = [o for o in ctx.options if not o.action.is_message]
+    assert all(c.theirs is None for c in agent.retrieve(d, physical, None))

@@ -24,7 +24,8 @@ Per decision of each agent:
 
 Switches for the paper's ablations: ``K`` (1-4, or ``all``: no retrieval), ``R`` (3, 4 or 5 relevance levels),
 ``no_proximity`` (rank by relevance and my own distance only), ``no_relevance`` (distance-greedy),
-``no_validation``, ``broadcast`` (questions and replies to the whole team).
+``no_validation``, ``broadcast`` (questions and replies to the whole team), ``no_other_info`` (no memory of the
+teammates: no relative proximity, no trajectories to validate with).
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ class RevecaConfig(ValueRoleConfig):
     no_relevance: bool = Field(False, description="ablation: no relevance, the nearest options first")
     no_validation: bool = Field(False, description="ablation: act on remembered objects without asking anyone")
     broadcast: bool = Field(False, description="ablation: questions and replies go to the whole team, not one")
+    no_other_info: bool = Field(
+        False, description="ablation: no memory of the teammates (no relative proximity, no trajectories)"
+    )
 
     @field_validator("K")
     @classmethod
@@ -291,7 +295,11 @@ class RevecaAgent(RoleAgent):
                     if view.room in visits
                     else f"I do not know whether {mate} went to the {room} since I last saw it there."
                 ),
-                messages="\n".join(f"- {x.text}" for x in m.messages if x.sender == mate and x.step >= since)
+                messages="\n".join(
+                    f"- {x.text}"
+                    for x in m.messages
+                    if x.sender == mate and x.step >= since and not self.config.no_other_info
+                )
                 or "(none)",
             )
             if answer.value.answer.strip().upper()[:1] == "B":
@@ -331,7 +339,7 @@ class RevecaAgent(RoleAgent):
             room = next((r.id for r in m.floorplan.rooms if r.name == name), None)
             if isinstance(payload, SubgoalDone) and payload.target.id in m.objects:
                 room = m.objects[payload.target.id].room
-            if room is not None:
+            if room is not None and not self.config.no_other_info:
                 history = self.rooms_of.setdefault(sender, [])
                 if not history or history[-1][1] != room:
                     history.append((m.step, room))
@@ -366,6 +374,8 @@ class RevecaAgent(RoleAgent):
 
     # --- memory of the teammates ---------------------------------------------------------------------------
     def _follow_teammates(self, m: AgentMemory) -> None:
+        if self.config.no_other_info:
+            return
         for name, seen in m.teammates.items():
             history = self.rooms_of.setdefault(name, [])
             if seen.room >= 0 and (not history or history[-1][1] != seen.room):
@@ -375,7 +385,7 @@ class RevecaAgent(RoleAgent):
         """My nearest teammate and where I believe it is: where I see it, else at the centre of the room it was last
         known in."""
         best: tuple[float, str, tuple[Vec2, int]] | None = None
-        for name in d.teammates:
+        for name in [] if self.config.no_other_info else d.teammates:
             seen = m.teammates.get(name)
             if seen is None or seen.room < 0:
                 continue
