@@ -283,3 +283,25 @@ def test_without_other_info_the_robot_keeps_no_memory_of_its_teammates() -> None
     assert agent.rooms_of == {} and agent._nearest_teammate(m, d)[1] is None
     physical = [o for o in ctx.options if not o.action.is_message]
     assert all(c.theirs is None for c in agent.retrieve(d, physical, None))
+
+
+def test_without_reasoning_the_model_is_asked_to_answer_at_once(monkeypatch) -> None:
+    """no_reasoning: every role's prompt asks for the answer alone (the paper's ablation of its chain of thought),
+    and answers without a reasoning field are taken."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    def model(request: dict) -> str:
+        system = request["messages"][0]["content"]
+        user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
+        assert "step by step" not in system and "Answer at once" in system
+        if "how much it matters" in system:
+            return json.dumps({"level": "A"})
+        if "ask it first" in system:
+            return json.dumps({"answer": "A"})
+        return json.dumps({"choice": _LETTERS.findall(user)[0]})
+
+    scene = get_suite("cwah-test").episodes()[0].build()
+    with LoopbackOpenAIServer(model) as server:
+        params = {"backend": "llm", "base_url": server.base_url, "max_retries": 0, "no_reasoning": True}
+        result = run_episode(scene, "reveca", params=params)
+    assert result.llm_calls > 0 and result.llm_fallbacks == 0 and result.steps > 0

@@ -24,7 +24,8 @@ Per decision of each agent:
 
 Switches for the paper's ablations: ``K`` (1-4, or ``all``: no retrieval), ``R`` (3, 4 or 5 relevance levels),
 ``no_proximity`` (rank by relevance and my own distance only), ``no_relevance`` (distance-greedy),
-``no_validation``, ``broadcast`` (questions and replies to the whole team), ``no_other_info`` (no memory of the
+``no_validation``, ``broadcast`` (questions and replies to the whole team), ``no_reasoning`` (the model answers
+at once, without its step-by-step reasoning), ``no_other_info`` (no memory of the
 teammates: no relative proximity, no trajectories to validate with).
 """
 
@@ -62,6 +63,7 @@ class RevecaConfig(ValueRoleConfig):
     no_relevance: bool = Field(False, description="ablation: no relevance, the nearest options first")
     no_validation: bool = Field(False, description="ablation: act on remembered objects without asking anyone")
     broadcast: bool = Field(False, description="ablation: questions and replies go to the whole team, not one")
+    no_reasoning: bool = Field(False, description="ablation: the model answers at once, without reasoning first")
     no_other_info: bool = Field(
         False, description="ablation: no memory of the teammates (no relative proximity, no trajectories)"
     )
@@ -76,12 +78,12 @@ class RevecaConfig(ValueRoleConfig):
 
 # --- the roles -----------------------------------------------------------------------------------------------
 class RelevanceAnswer(BaseModel):
-    reasoning: str = Field(description="step-by-step: what the object is for, and what the goal needs")
+    reasoning: str = Field("", description="step-by-step: what the object is for, and what the goal needs")
     level: str = Field(description="the letter of the relevance level")
 
 
 class PlanAnswer(BaseModel):
-    reasoning: str = Field(description="step-by-step: which option helps the team most, given who is nearer")
+    reasoning: str = Field("", description="step-by-step: which option helps the team most, given who is nearer")
     choice: str = Field(description="the letter of the chosen action")
 
 
@@ -163,7 +165,7 @@ def chosen_text(ctx: RoleContext, answer: PlanAnswer) -> str:
 
 
 class ValidateAnswer(BaseModel):
-    reasoning: str = Field(description="step-by-step: where the teammate has probably been since I saw the object")
+    reasoning: str = Field("", description="step-by-step: where the teammate has probably been since I saw the object")
     answer: str = Field(description="A: its way did not cross that room since; B: it may have dealt with the object")
 
 
@@ -242,6 +244,7 @@ class RevecaAgent(RoleAgent):
         answer = d.ask(
             PLAN,
             PlanQuestion(candidates, lettered, d.ctx, d),
+            answer_format=self._answer_format('"choice": "<one letter>"'),
             options=str(lettered),
             my_room=m.floorplan.room(m.room).name if m.room >= 0 else "somewhere",
             teammate=mate or "my teammate",
@@ -285,6 +288,7 @@ class RevecaAgent(RoleAgent):
             answer = d.ask(
                 VALIDATE,
                 ValidateQuestion(view.room in visits),
+                answer_format=self._answer_format('"answer": "<A or B>"'),
                 teammate=mate,
                 object=f"<{view.name}> ({view.id})",
                 room=room,
@@ -321,6 +325,16 @@ class RevecaAgent(RoleAgent):
         history = self.rooms_of.get(mate, [])
         before = [r for s, r in history if s < since]
         return {r for s, r in history if s >= since} | set(before[-1:])
+
+    def _answer_format(self, fields: str) -> str:
+        """How a role's prompt asks for its answer: reasoning step by step first (the paper's zero-shot chain of
+        thought), or at once (``no_reasoning``)."""
+        if self.config.no_reasoning:
+            return "Answer at once, with one JSON object and nothing else:\n{" + fields + "}"
+        return (
+            "Think it through step by step, then answer with one JSON object and nothing else:\n"
+            '{"reasoning": "<your step-by-step thinking>", ' + fields + "}"
+        )
 
     # --- communication -------------------------------------------------------------------------------------
     def _take_in(self, m: AgentMemory) -> None:
@@ -410,6 +424,7 @@ class RevecaAgent(RoleAgent):
             answer = d.ask(
                 RELEVANCE,
                 RelevanceQuestion(view, d.memory, self.scale),
+                answer_format=self._answer_format('"level": "<one letter>"'),
                 object=view.name,
                 room=self._room_name(d.memory, view.room) if inside else "house",
                 levels="\n".join(f"{self.scale.letter(n)}. {n}" for n in self.scale.names),
