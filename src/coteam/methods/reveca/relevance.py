@@ -1,7 +1,7 @@
 """REVECA's relevance estimation: how much an object matters to the common goal, judged once at first sight.
 
 The paper grades every object on four levels (Strong 1, Medium 0.5, Low 0, None -1); its ablation also tries three
-and five. :class:`RelevanceScale` is the scale of ``R`` levels, best first, with their scores and the tier each
+and five. :class:`RelevanceScale` is the scale of ``R`` levels, best first, with the tier each
 level stands in when memory is ranked (relevance first, nearness only within a level). A judgement is cached: by
 class on C-WAH (a second apple is as relevant as the first), by object on TDW-MAT.
 
@@ -27,7 +27,6 @@ SCALES = {
     4: ("strong", "medium", "low", "none"),
     5: ("strong", "medium", "low", "slight", "none"),
 }
-SCORE = {"strong": 1.0, "medium": 0.5, "some": 0.5, "low": 0.0, "slight": -0.5, "none": -1.0}
 # the four grades on the other scales (R=5's "slight" is furniture and rooms of no use to the goal)
 FOLD = {3: {"medium": "some", "low": "some"}, 4: {}, 5: {}}
 LIKELY = 0.5  # a room at least this likely, relative to the likeliest, to hold the goal's kind of things
@@ -40,9 +39,6 @@ class RelevanceScale:
     @property
     def names(self) -> tuple[str, ...]:
         return SCALES[self.levels]
-
-    def score(self, level: str) -> float:
-        return SCORE[level]
 
     def tier(self, level: str) -> float:
         """The weight a level carries when memory is ranked: each level outranks every nearer object below it."""

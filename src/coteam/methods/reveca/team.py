@@ -248,7 +248,7 @@ class RevecaAgent(RoleAgent):
             options=str(lettered),
             my_room=m.floorplan.room(m.room).name if m.room >= 0 else "somewhere",
             teammate=mate or "my teammate",
-            teammate_room=self._room_name(m, where[1]) if where else "an unknown room",
+            teammate_room=m.room_name(where[1]) if where else "an unknown room",
             holding=f"{held} of {len(m.holding)}",
             recent=d.slots["actions"],
         )
@@ -281,7 +281,7 @@ class RevecaAgent(RoleAgent):
         if view is None or view.held_by or view.room in (m.room, self.last_asked_room) or view.room < 0:
             return None
         since = m.last_seen.get(view.id, 0)
-        room = self._room_name(m, view.room)
+        room = m.room_name(view.room)
         doubted = []
         for mate in d.teammates:
             visits = self._rooms_since(mate, since)
@@ -315,7 +315,7 @@ class RevecaAgent(RoleAgent):
             agent=m.agent,
             to=max(doubted)[1],
             room=room,
-            at=self._room_name(m, m.room) if m.room >= 0 else "house",
+            at=m.room_name(m.room) if m.room >= 0 else "house",
             action=format_action(action, self.info.benchmark),
             target=ItemRef(id=view.id, name=view.name),
         )
@@ -411,10 +411,6 @@ class RevecaAgent(RoleAgent):
             return (d.teammates[0] if d.teammates else ""), None
         return best[1], best[2]
 
-    @staticmethod
-    def _room_name(m: AgentMemory, room: int) -> str:
-        return m.floorplan.room(room).name
-
     # --- relevance and retrieval ---------------------------------------------------------------------------
     def level_of(self, d: Deliberation, view: ObjectView) -> str:
         """The object's relevance level, judged the first time it comes up."""
@@ -426,7 +422,7 @@ class RevecaAgent(RoleAgent):
                 RelevanceQuestion(view, d.memory, self.scale),
                 answer_format=self._answer_format('"level": "<one letter>"'),
                 object=view.name,
-                room=self._room_name(d.memory, view.room) if inside else "house",
+                room=d.memory.room_name(view.room) if inside else "house",
                 levels="\n".join(f"{self.scale.letter(n)}. {n}" for n in self.scale.names),
             )
             self.relevance[key] = self.scale.from_letter(answer.value.level.strip().upper()[:1])
