@@ -7,7 +7,8 @@ Measures: raw simulator primitive throughput per benchmark; wall time and peak m
 published baseline numbers; the paper-style comparison of every method on both suites (with the papers' talk,
 travel and balance metrics); scaling with 2-4 agents; how fast a wrong switch fails; PCE's LLM-path token use; the
 symbolic planner against mhp and the oracle, and its time per decision (bench/symbolic_planner.py); CoBel-World's
-talk, quality and ablations (bench/cobel.py); the ROS 2 team stack (bench/ros_team.py; skip with --skip-ros).
+talk, quality and ablations (bench/cobel.py); REVECA's ablations and comparison (bench/reveca.py); the ROS 2 team
+stack (bench/ros_team.py; skip with --skip-ros).
 """
 
 from __future__ import annotations
@@ -323,6 +324,9 @@ def main() -> int:
     from cobel import section as cobel_section
 
     lines += ["", cobel_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]
+    from reveca import section as reveca_section
+
+    lines += ["", reveca_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]
     from perception import section as perception_section
 
     lines += ["", perception_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]

@@ -10,7 +10,6 @@ import re
 import pytest
 
 from coteam.kit import Deliberation
-from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.memory import TeammateSighting
 from coteam.methods.reveca.relevance import RelevanceScale, cache_key, symbolic_grade
 from coteam.observation import ObjectView
@@ -22,7 +21,7 @@ from coteam_harness.runner import run_episode
 from coteam_harness.trace import load_trace
 from coteam_sim.engine import Simulator
 from coteam_sim.suites import get_suite
-from scenario import method_brain
+from scenario import method_brain, run_on_loopback
 
 
 def _brain(suite: str = "cwah-test", index: int = 0, params: dict | None = None):
@@ -131,19 +130,40 @@ def test_symbolic_reveca_finishes_its_episode_the_same_way_twice(suite: str, tmp
     )
 
 
+@pytest.mark.parametrize("agents", [1, 3, 4])
+@pytest.mark.parametrize("suite", ["cwah-test", "tdwmat-test"])
+def test_reveca_runs_alone_and_in_larger_teams(suite: str, agents: int, tmp_path) -> None:
+    """One robot says nothing; in a team of three or four every message goes to everyone or to one teammate."""
+    scene = get_suite(suite).episodes()[1].build()
+    result = run_episode(scene, "reveca", n_agents=agents, trace_path=tmp_path / "t.json")
+    assert result.transport_rate >= 0.5
+    messages = load_trace(tmp_path / "t.json")["messages"]
+    team = {"alice", "bob", "carol", "dave"}
+    assert not messages if agents == 1 else messages
+    assert all(m.get("to", "alice") in team and m.get("to") != m["sender"] for m in messages)
+
+
 _LETTERS = re.compile(r"^([A-E])\. ", re.M)
 
 
 class ScriptedModel:
-    """Answers REVECA's two roles in their schemas, now and then malformed."""
+    """Answers REVECA's roles in their schemas, now and then malformed."""
 
     def __init__(self):
-        self.calls = {"relevance": 0, "plan": 0, "validate": 0}
+        self.calls = {"relevance": 0, "plan": 0, "validate": 0, "message": 0}
 
     def __call__(self, request: dict) -> str:
         system = request["messages"][0]["content"]
         user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
-        kind = "relevance" if "how much it matters" in system else "validate" if "ask it first" in system else "plan"
+        kind = (
+            "relevance"
+            if "how much it matters" in system
+            else "validate"
+            if "ask it first" in system
+            else "message"
+            if "warmer and shorter" in system
+            else "plan"
+        )
         self.calls[kind] += 1
         if sum(self.calls.values()) % 11 in (0, 1):
             return "I would rather not say."  # malformed, and again when asked to repair it: a fallback
@@ -152,6 +172,8 @@ class ScriptedModel:
             return json.dumps({"reasoning": "it looks useful", "level": "A" if "apple" in user else "B"})
         if kind == "validate":
             return json.dumps({"reasoning": "it may have been there", "answer": "B"})
+        if kind == "message":
+            return json.dumps({"message": "Hi! " + user.split("The message: ")[-1][:400]})
         return json.dumps({"reasoning": "the first is best", "choice": letters[0]})
 
 
@@ -159,13 +181,25 @@ def test_the_llm_path_end_to_end(monkeypatch, tmp_path) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     model = ScriptedModel()
     scene = get_suite("cwah-test").episodes()[0].build()
-    with LoopbackOpenAIServer(model) as server:
-        params = {"backend": "llm", "base_url": server.base_url, "max_retries": 0}
-        result = run_episode(scene, "reveca", params=params, trace_path=tmp_path / "t.json")
-    assert model.calls["relevance"] > 0 and model.calls["plan"] > 0
-    assert result.llm_calls == len(server.requests) and result.steps > 0
+    result, requests, sent = run_on_loopback("reveca", model, scene, tmp_path / "t.json")
+    schemas = [r["response_format"]["json_schema"] for r in requests if "response_format" in r]
+    # every answer is held to its letters (a grammar-constrained model cannot answer anything else)
+    letters = {s["name"]: s["schema"]["properties"] for s in schemas}
+    assert letters["reveca_relevance"]["level"]["enum"] == ["A", "B", "C", "D"]
+    assert letters["reveca_plan"]["choice"]["enum"][0] == "A"
+    assert model.calls["relevance"] > 0 and model.calls["plan"] > 0 and model.calls["message"] > 0
+    assert result.llm_calls == len(requests) and result.steps > 0
+    assert result.tokens == sent > 0  # exactly what the server reported
     assert result.llm_fallbacks > 0  # the malformed answers that stayed malformed: the symbolic answer, counted
-    decisions = load_trace(tmp_path / "t.json")["decisions"]
+    trace = load_trace(tmp_path / "t.json")
+    decisions = trace["decisions"]
+    # a message is the rule's, made kinder by the model (or the rule's own text where its answer was malformed);
+    # the typed payload the rule made travels with it either way
+    rewritten = [m for m in trace["messages"] if m["text"].startswith("Hi! ")]
+    assert rewritten and all(m["payload"] for m in trace["messages"])
+    for m in rewritten:
+        payload = json.loads(m["payload"])
+        assert payload["kind"] in ("found", "subgoal_done", "validation_request", "validation_reply")
     asked = [d["rationale"] for d in decisions if d["rationale"].get("matched") == "letter"]
     assert asked, "the planner's letters were matched to the retrieved options"
     # each class is judged once per agent: no more relevance calls than classes, rooms and furniture met
@@ -179,7 +213,7 @@ def test_the_llm_path_end_to_end(monkeypatch, tmp_path) -> None:
     )
 
 
-def test_explain_shows_the_retrieved_options(tmp_path, capsys) -> None:
+def test_explain_shows_the_retrieved_options_and_the_validation_exchange(tmp_path, capsys) -> None:
     from coteam.cli import main
 
     scene = get_suite("cwah-test").episodes()[0].build()
@@ -187,6 +221,18 @@ def test_explain_shows_the_retrieved_options(tmp_path, capsys) -> None:
     assert main(["explain", str(tmp_path / "t.json"), "--step", "0", "--agent", "alice"]) == 0
     out = capsys.readouterr().out
     assert "Retrieved options (relevance, then relative proximity):" in out and "relevance: " in out
+    decisions = load_trace(tmp_path / "t.json")["decisions"]
+    asked = next(d for d in decisions if "validation" in d["rationale"])
+    answered = next(d for d in decisions if "answers" in d["rationale"])
+    replied = next(d for d in decisions if d["rationale"].get("message") == "validation_reply")
+    for d in (asked, answered, replied):
+        assert main(["explain", str(tmp_path / "t.json"), "--step", str(d["step"]), "--agent", d["agent"]]) == 0
+    out = capsys.readouterr().out
+    plan = asked["rationale"]["validation"]["plan"]
+    assert f"Validation: {asked['rationale']['validation']['asked']} may have been in the" in out
+    assert f"asked it before {plan}" in out
+    assert "Answers to my questions, taken into memory:" in out
+    assert "Sent its validation reply message" in out
 
 
 def test_the_initial_sharing_and_the_subgoals_done_reach_the_teammates_memory(tmp_path) -> None:
@@ -270,6 +316,21 @@ def test_trajectory_based_validation_asks_one_teammate_once_and_its_answer_drops
     assert loud.team.agents["alice"]._say(dl, question).action.receiver == ""
 
 
+def test_a_teammate_that_checked_the_container_i_asked_about_spares_me_the_check() -> None:
+    """A reply "I did that" to a question about checking a container marks it checked; the container stays on my
+    map (it was once deleted like a grabbed item, and the next option on it named an object I no longer knew)."""
+    from coteam.methods.reveca.messages import ValidationReply
+
+    _, alice = _brain()
+    m = alice.memory
+    box = m.unchecked_containers()[0]
+    room = m.room_name(box.room)
+    reply = ValidationReply(agent="bob", to="alice", room=room, target=box.id, known=True, visited=5, done=True)
+    reply.taken_in(m)
+    assert box.id in m.objects and box.id in m.checked
+    assert box.id not in {v.id for v in m.unchecked_containers()}
+
+
 def test_without_other_info_the_robot_keeps_no_memory_of_its_teammates() -> None:
     """no_other_info: no teammate's room history nor position: no relative proximity in the retrieval, and no
     trajectory that could make it ask anyone."""
@@ -284,15 +345,41 @@ def test_without_other_info_the_robot_keeps_no_memory_of_its_teammates() -> None
     assert all(c.theirs is None for c in agent.retrieve(d, physical, None))
 
 
+@pytest.mark.parametrize(
+    ("switches", "alone"), [({}, False), ({"no_proximity": True}, True), ({"no_other_info": True}, True)]
+)
+def test_told_nothing_of_the_teammates_the_symbolic_planner_values_the_options_as_if_alone(
+    monkeypatch, switches: dict, alone: bool
+) -> None:
+    """The paper's planner without relative proximity does not know who is nearer; ours, whose symbolic choice is
+    the team value model's, then leaves the teammates out of its rollouts."""
+    asked: list[bool] = []
+    team_aware = Deliberation.value_model
+
+    def spy(self, memory=None, *, alone=False):
+        model = team_aware(self, memory, alone=alone)
+        asked.append(alone)
+        assert not model.teammates if alone else True
+        return model
+
+    monkeypatch.setattr(Deliberation, "value_model", spy)
+    scene = get_suite("cwah-test").episodes()[2].build()
+    run_episode(scene, make_team("reveca", switches or None))
+    assert set(asked) == {alone}
+
+
 def test_without_reasoning_the_model_is_asked_to_answer_at_once(monkeypatch) -> None:
-    """no_reasoning: every role's prompt asks for the answer alone (the paper's ablation of its chain of thought),
-    and answers without a reasoning field are taken."""
+    """no_reasoning: every role's prompt that reasons asks for the answer alone (the paper's ablation of its chain
+    of thought; the message's rewording never reasons), and answers without a reasoning field are taken."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
     def model(request: dict) -> str:
         system = request["messages"][0]["content"]
         user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
-        assert "step by step" not in system and "Answer at once" in system
+        assert "step by step" not in system
+        if "warmer and shorter" in system:
+            return json.dumps({"message": "Hello, team."})
+        assert "Answer at once" in system
         if "how much it matters" in system:
             return json.dumps({"level": "A"})
         if "ask it first" in system:
@@ -300,7 +387,5 @@ def test_without_reasoning_the_model_is_asked_to_answer_at_once(monkeypatch) -> 
         return json.dumps({"choice": _LETTERS.findall(user)[0]})
 
     scene = get_suite("cwah-test").episodes()[0].build()
-    with LoopbackOpenAIServer(model) as server:
-        params = {"backend": "llm", "base_url": server.base_url, "max_retries": 0, "no_reasoning": True}
-        result = run_episode(scene, "reveca", params=params)
+    result, _, _ = run_on_loopback("reveca", model, scene, no_reasoning=True)
     assert result.llm_calls > 0 and result.llm_fallbacks == 0 and result.steps > 0

@@ -35,7 +35,7 @@ from coteam_ros.team_config import load_config  # noqa: E402
 from coteam_sim.suites import get_suite  # noqa: E402
 
 
-@pytest.mark.parametrize("method", ["pce", "cobel"])
+@pytest.mark.parametrize("method", ["pce", "cobel", "reveca", "mindmap"])
 @pytest.mark.parametrize("suite", ["cwah-test", "tdwmat-test"])
 def test_lockstep_run_equals_the_in_process_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suite: str, method: str
@@ -57,6 +57,31 @@ def test_lockstep_run_equals_the_in_process_run(
     assert len(ours["steps"]) == len(theirs["steps"]) > 10
     assert ours == theirs
     assert theirs["messages"], "the episode exercises team messages"
+
+
+def test_a_question_addressed_to_one_of_two_teammates_crosses_ros_as_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three robots running reveca in lockstep over ROS: a validation question goes to one teammate only (the team
+    topic carries the addressee, the third robot ignores it) and the run equals the in-process one."""
+    isolate_ros(tmp_path, monkeypatch)
+    robots = ("alice", "bob", "carol")
+    index, expected = first_talking_episode(
+        "cwah-test", trace_path=tmp_path / "in_process.json", method="reveca", agents=3, addressed=True
+    )
+    theirs = load_trace(tmp_path / "in_process.json")
+    world = f"suite: cwah-test, episode: {index}, seed: 0, mode: lockstep"
+    config = write_config(tmp_path / "team.yaml", world, robots=robots, method="reveca")
+    code, results = launch(config, tmp_path, out_dir=tmp_path / "ros", timeout=RUN_TIMEOUT_S)
+    assert code == 0
+    assert results is not None
+    got = json.loads(results.read_text())["episodes"][0]
+    for key in ("success", "steps", "transport_rate", "messages", "decisions"):
+        assert got[key] == getattr(expected, key), key
+    ours = load_trace(tmp_path / "ros" / "trace.json")
+    assert comparable(ours) == comparable(theirs)
+    addressed = [m for m in ours["messages"] if m.get("to")]
+    assert addressed and all(m["to"] in robots and m["to"] != m["sender"] for m in addressed)
 
 
 def sealed_room_scene(scene: Scene, agents: int = 2) -> tuple[Scene, str]:

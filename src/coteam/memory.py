@@ -194,6 +194,15 @@ class AgentMemory:
             self.objects[view.id] = view
             self.last_seen[view.id] = self.step
 
+    def adopt(self, view: ObjectView, seen: int) -> None:
+        """Another memory's view of an object, last seen (or told of) at step ``seen``: mine takes it unless I saw
+        the object then or since (also when I have forgotten it since: it was not where I looked). A robot's
+        executor takes its planner's view of the target it is sent to act on, which a teammate's message may have
+        told the planner."""
+        if self.last_seen.get(view.id, -1) < seen:
+            self.objects[view.id] = view
+            self.last_seen[view.id] = seen
+
     def grab_failed(self, item_id: int, reason: str) -> None:
         """A grab of the item failed: when the reason says it is not where I remember it (it moved since I saw it,
         or a teammate holds it), I no longer know where it is -- the robot must not walk back to grab at an empty

@@ -95,6 +95,20 @@ class TeamStatus(BaseModel):
         )
         return status.fitted(MAX_MESSAGE_CHARS)
 
+    def facts(self) -> set[str]:
+        """What the report states of its sender's world (goal items seen, rooms explored, what it holds), as facts
+        that compare across reports."""
+        return (
+            {f"seen {s.id}" for s in self.seen}
+            | {f"explored {r}" for r in self.explored}
+            | {"holding " + ",".join(sorted(str(h.id) for h in self.holding))}
+        )
+
+    def news(self, memory: AgentMemory) -> set[str]:
+        """The facts this report states that the status reports I sent before (``memory.sent``) did not."""
+        told = set().union(*(s.payload.facts() for s in memory.sent if isinstance(s.payload, TeamStatus)))
+        return self.facts() - told
+
     def text(self) -> str:
         """The status in words (``alice: in the kitchen; holding <apple> (12); seen <wine> (27) in the bedroom;
         explored kitchen, bedroom; checked <fridge> (5).``)."""

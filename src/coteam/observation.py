@@ -82,15 +82,7 @@ def observation_to_dict(obs: Observation) -> dict[str, Any]:
         "heading": obs.heading,
         "room": obs.room,
         "holding": list(obs.holding),
-        "visible": [
-            {
-                **{k: getattr(v, k) for k in _VIEW_PLAIN},
-                "kind": v.kind.value,
-                "position": list(v.position),
-                "location": v.location.value if v.location is not None else None,
-            }
-            for v in obs.visible
-        ],
+        "visible": [view_to_dict(v) for v in obs.visible],
         "teammates": [[t.name, list(t.position), t.room, list(t.holding)] for t in obs.teammates],
         "messages": [[m.sender, m.text, m.step] for m in obs.messages],
         "last_failure": obs.last_failure,
@@ -104,6 +96,26 @@ def observation_to_dict(obs: Observation) -> dict[str, Any]:
 _VIEW_PLAIN = ("id", "name", "room", "category", "is_open", "holder", "held_by", "capacity")
 
 
+def view_to_dict(view: ObjectView) -> dict[str, Any]:
+    """A JSON-ready dict that :func:`view_from_dict` turns back into an equal :class:`ObjectView`."""
+    return {
+        **{k: getattr(view, k) for k in _VIEW_PLAIN},
+        "kind": view.kind.value,
+        "position": list(view.position),
+        "location": view.location.value if view.location is not None else None,
+    }
+
+
+def view_from_dict(d: dict[str, Any]) -> ObjectView:
+    """Inverse of :func:`view_to_dict` (a malformed dict raises ``KeyError``, ``TypeError`` or ``ValueError``)."""
+    return ObjectView(
+        **{k: d[k] for k in _VIEW_PLAIN},
+        kind=ObjectKind(d["kind"]),
+        position=_vec(d["position"]),
+        location=None if d["location"] is None else Relation(d["location"]),
+    )
+
+
 def observation_from_dict(d: dict[str, Any]) -> Observation:
     """Inverse of :func:`observation_to_dict`; raises ``ValueError`` naming the problem on malformed input."""
     try:
@@ -115,15 +127,7 @@ def observation_from_dict(d: dict[str, Any]) -> Observation:
             heading=int(d["heading"]),
             room=int(d["room"]),
             holding=tuple(None if h is None else int(h) for h in d["holding"]),
-            visible=tuple(
-                ObjectView(
-                    **{k: v[k] for k in _VIEW_PLAIN},
-                    kind=ObjectKind(v["kind"]),
-                    position=_vec(v["position"]),
-                    location=None if v["location"] is None else Relation(v["location"]),
-                )
-                for v in d["visible"]
-            ),
+            visible=tuple(view_from_dict(v) for v in d["visible"]),
             teammates=tuple(
                 TeammateView(str(n), _vec(p), int(r), tuple(None if h is None else int(h) for h in held))
                 for n, p, r, held in d["teammates"]

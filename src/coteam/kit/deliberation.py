@@ -86,9 +86,12 @@ class Deliberation:
         """My belief state (the one the value model reads)."""
         return self.value.belief
 
-    def value_model(self, memory: AgentMemory | None = None) -> ValueModel:
+    def value_model(
+        self, memory: AgentMemory | None = None, *, alone: bool = False, heed_intents: bool = True
+    ) -> ValueModel:
         """The team value model over ``memory``: mine by default, or a teammate's as I believe it (then its
-        options are unknown to me)."""
+        options are unknown to me); ``alone``: with no teammate in its rollouts; ``heed_intents`` false: what
+        teammates said they do next does not bind them."""
         cfg = self.team.config
         if not isinstance(cfg, ValueRoleConfig):
             raise TypeError(f"{self.team.name}: a value model needs a ValueRoleConfig")
@@ -102,6 +105,8 @@ class Deliberation:
             config=cfg.value_config,
             geometry=self.team.geometry(ctx.nav),
             seed=f"{self.info.seed}:{self.info.episode}",
+            alone=alone,
+            heed_intents=heed_intents,
         )
 
     # --- closing the decision ------------------------------------------------------------------------------

@@ -118,7 +118,10 @@ class Announcement:
 
 class ValueModel:
     """The team value model of one decision (see the module docstring). Build one per decision; it is cheap
-    until asked: outcomes are rolled out on demand and cached."""
+    until asked: outcomes are rolled out on demand and cached. ``alone``: the rollouts leave the teammates out (my
+    actions valued as if I worked alone, for a method's ablation that tells its planner nothing of them);
+    ``heed_intents`` false: a teammate's announced next action does not bind it (its choice is predicted instead).
+    """
 
     def __init__(
         self,
@@ -130,6 +133,8 @@ class ValueModel:
         geometry: Geometry | None = None,
         seed: str = "",
         choices: ModelChoices = MODEL_CHOICES,
+        alone: bool = False,
+        heed_intents: bool = True,
     ):
         m = ctx.memory
         self.memory, self.belief, self.config = m, belief, config
@@ -149,9 +154,9 @@ class ValueModel:
             self.time_left = max(1.0, float(m.task.horizon - m.frames))
         held = [v for v in m.held_items() if v.name in self.model.root.want]
         self.me = Robot(m.agent, m.position, tuple(v.name for v in held if v.capacity == 0), _carrying(m))
-        self.teammates = self._teammates()
+        self.teammates = [] if alone else self._teammates()
         self.scale = self._score_scale()
-        self.announced = self._announced()
+        self.announced = self._announced() if heed_intents else {}
         self._outcomes: dict[tuple, Outcome] = {}
         self._choices: dict[tuple, list[Key]] = {}
         self._leaders: list[tuple[Robot, Key | None]] | None = None

@@ -28,7 +28,9 @@ from vision_msgs.msg import (
     ObjectHypothesisWithPose,
 )
 
-from coteam.memory import bearing
+from coteam.actions import HighLevelAction
+from coteam.memory import AgentMemory, bearing
+from coteam.observation import ObjectView, view_from_dict, view_to_dict
 from coteam.perception import Detection, SemanticObject
 from coteam.skills import NavGoal
 from coteam.vision import CameraIntrinsics
@@ -237,3 +239,24 @@ def intrinsics_from_msg(message: CameraInfo) -> CameraIntrinsics:
     if message.width <= 0 or message.height <= 0 or k[0] <= 0 or k[4] <= 0:
         raise ValueError(f"camera_info of frame {message.header.frame_id!r} has no calibration (K or size is 0)")
     return CameraIntrinsics(message.width, message.height, k[0], k[4], k[2], k[5])
+
+
+# --- the target of a skill -----------------------------------------------------------------------------------
+def target_view_json(memory: AgentMemory, action: HighLevelAction) -> str:
+    """``ExecuteSkill.target_view``: the memory's view of the action's target and when it was last seen ("" when
+    the action has no target the memory holds)."""
+    view = memory.objects.get(action.target.id) if action.target is not None else None
+    if view is None:
+        return ""
+    return json.dumps({"view": view_to_dict(view), "seen": memory.last_seen.get(view.id, -1)})
+
+
+def target_view_from_json(text: str) -> tuple[ObjectView, int] | None:
+    """Inverse of :func:`target_view_json` (None for ""); raises ``ValueError`` naming the problem on bad input."""
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+        return view_from_dict(data["view"]), int(data["seen"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"malformed target_view: {exc!r}") from None

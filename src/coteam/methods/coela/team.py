@@ -101,14 +101,6 @@ CHOOSE: Role[str] = Role(
 )
 
 
-def _reported(status: TeamStatus) -> set[str]:
-    return (
-        {f"seen {s.id}" for s in status.seen}
-        | {f"explored {r}" for r in status.explored}
-        | {"holding " + ",".join(sorted(str(h.id) for h in status.holding))}
-    )
-
-
 class CoelaAgent(RoleAgent):
     prompt_situation = tuple(k for k in SITUATION_SLOTS if k != "available")  # the planner sees them lettered
 
@@ -120,8 +112,7 @@ class CoelaAgent(RoleAgent):
             draft = answer.value.message.strip()
             payload = d.payload_of(answer, lambda: TeamStatus.of(m))
             if payload is not None:
-                told = set().union(*(_reported(s.payload) for s in m.sent if isinstance(s.payload, TeamStatus)))
-                news = bool(_reported(payload) - told)
+                news = bool(payload.news(m))
         q = CoelaQuestion(d, draft, news)
         answer = d.ask(CHOOSE, q, lettered=str(q.lettered))
         key, how = match_option(answer.value, q.lettered)

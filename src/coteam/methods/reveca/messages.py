@@ -158,7 +158,8 @@ class ValidationReply(BaseModel):
 
     def taken_in(self, memory: AgentMemory) -> None:
         """What my teammate knows of the room, into my memory: an item I last saw there before its visit and that
-        it did not see is gone; what it saw is there; the object it dealt with is no longer where I remember it."""
+        it did not see is gone; what it saw is there; the item it dealt with is no longer where I remember it, and
+        the container it checked needs no check of mine."""
         if not self.known:
             return
         room = next((r for r in memory.floorplan.rooms if r.name == self.room), None)
@@ -179,5 +180,8 @@ class ValidationReply(BaseModel):
                     s.id, s.name, ObjectKind.ITEM, room.id, memory.floorplan.room_center(room.id)
                 )
             memory.last_seen[s.id] = max(memory.last_seen.get(s.id, 0), s.step)
-        if self.done and self.target in memory.objects and not memory.objects[self.target].held_by:
+        done = memory.objects.get(self.target) if self.done else None
+        if done is not None and done.kind == ObjectKind.ITEM and not done.held_by:
             del memory.objects[self.target]
+        elif done is not None and done.kind == ObjectKind.CONTAINER:
+            memory.checked.add(done.id)

@@ -20,10 +20,15 @@ Per decision of each agent:
    memory, and the plan is decided again.
 5. **Communication** (:mod:`.messages`, the paper's four kinds): at its first decision the robot tells its
    teammates the items it sees around it; the question above and its reply, each addressed to one teammate; and,
-   when its own delivery completes part of the goal, it says so. What teammates say goes into memory.
+   when its own delivery completes part of the goal, it says so. Each message is made by a rule; the LLM backend
+   only makes its text kinder and shorter (no reasoning step, as in the paper). Its typed payload is what the rule
+   made and travels with the text, so teammates read the facts from the payload, not from the model's wording
+   (where the paper has a model on the receiving side turn the text back into fields). What teammates say goes
+   into memory.
 
 Switches for the paper's ablations: ``K`` (1-4, or ``all``: no retrieval), ``R`` (3, 4 or 5 relevance levels),
-``no_proximity`` (rank by relevance and my own distance only), ``no_relevance`` (distance-greedy),
+``no_proximity`` (rank by relevance and my own distance only; the symbolic planner, told nothing of where the
+teammates are, values the options as if alone), ``no_relevance`` (distance-greedy),
 ``no_validation``, ``broadcast`` (questions and replies to the whole team), ``no_reasoning`` (the model answers
 at once, without its step-by-step reasoning), ``no_other_info`` (no memory of the
 teammates: no relative proximity, no trajectories to validate with).
@@ -40,8 +45,10 @@ from pydantic import BaseModel, Field, field_validator
 from coteam.actions import HighLevelAction, Verb, format_action
 from coteam.goals import goal_status
 from coteam.kit import Deliberation, Explanation, PerAgentTeam, RoleAgent, Section, ValueRoleConfig, rationale_section
+from coteam.kit.answers import message_role
 from coteam.kit.lettered import Lettered, match_option
 from coteam.llm import Role, RoleContext
+from coteam.llm.schema import model_schema, narrow
 from coteam.memory import AgentMemory
 from coteam.messages import ItemRef
 from coteam.methods.reveca.messages import Found, SubgoalDone, ValidationReply, ValidationRequest
@@ -51,6 +58,8 @@ from coteam.options import ActionOption, target_position
 from coteam.reasoning import Decision, DecisionContext
 from coteam.world import ObjectKind, Vec2
 
+REASONING_CHARS = 600  # the reasoning a constrained answer may give before its letter
+
 
 class RevecaConfig(ValueRoleConfig):
     K: int | Literal["all"] = Field(
@@ -59,13 +68,15 @@ class RevecaConfig(ValueRoleConfig):
         "relative proximity (all: no retrieval)",
     )
     R: Literal[3, 4, 5] = Field(4, description="relevance levels (4: strong, medium, low, none)")
-    no_proximity: bool = Field(False, description="ablation: rank by relevance and my own distance only")
+    no_proximity: bool = Field(
+        False, description="ablation: no relative proximity (rank by relevance and my own distance; plan as if alone)"
+    )
     no_relevance: bool = Field(False, description="ablation: no relevance, the nearest options first")
     no_validation: bool = Field(False, description="ablation: act on remembered objects without asking anyone")
     broadcast: bool = Field(False, description="ablation: questions and replies go to the whole team, not one")
     no_reasoning: bool = Field(False, description="ablation: the model answers at once, without reasoning first")
     no_other_info: bool = Field(
-        False, description="ablation: no memory of the teammates (no relative proximity, no trajectories)"
+        False, description="ablation: no memory of the teammates (no relative proximity, no trajectories to validate)"
     )
 
     @field_validator("K")
@@ -145,9 +156,12 @@ def check_grade(answer: RelevanceAnswer, ctx: RoleContext) -> None:
 
 def choose_symbolically(ctx: RoleContext) -> PlanAnswer:
     """The candidate the team value model rates best (the retrieval order breaks ties and stands in for options it
-    cannot rate)."""
+    cannot rate). Told nothing of where the teammates are (no_proximity, no_other_info), it rates them as if I
+    worked alone: the teammates' whereabouts are what relative proximity tells the planner."""
     q = _plan_data(ctx)
-    value = q.d.value
+    cfg = q.d.team.config
+    assert isinstance(cfg, RevecaConfig)
+    value = q.d.value_model(alone=True) if cfg.no_proximity or cfg.no_other_info else q.d.value
     rated = []
     for k, c in enumerate(q.candidates):
         outcome = value.outcome(c.option)
@@ -189,15 +203,39 @@ def check_prediction(answer: ValidateAnswer, ctx: RoleContext) -> None:
         raise ValueError(f"answer must be A or B, not {answer.answer!r}")
 
 
+def _letters(model: type[BaseModel], field: str, letters: Sequence[str]) -> dict[str, Any]:
+    """The schema of an answer whose ``field`` is one of ``letters``, after a reasoning of at most
+    ``REASONING_CHARS`` (a grammar-constrained model then cannot ramble past its token budget)."""
+    reasoning = {"type": "string", "maxLength": REASONING_CHARS}
+    return narrow(model_schema(model), enums={field: list(letters)}, replace={"reasoning": reasoning})
+
+
 VALIDATE: Role[ValidateAnswer] = Role(
-    "reveca.validate", "reveca_validate", ValidateAnswer, predict_symbolically, check_prediction
+    "reveca.validate",
+    "reveca_validate",
+    ValidateAnswer,
+    predict_symbolically,
+    check_prediction,
+    lambda ctx: _letters(ValidateAnswer, "answer", "AB"),
 )
 RELEVANCE: Role[RelevanceAnswer] = Role(
-    "reveca.relevance", "reveca_relevance", RelevanceAnswer, grade_symbolically, check_grade
+    "reveca.relevance",
+    "reveca_relevance",
+    RelevanceAnswer,
+    grade_symbolically,
+    check_grade,
+    lambda ctx: _letters(RelevanceAnswer, "level", "ABCDE"[: len(_relevance_data(ctx).scale.names)]),
 )
 PLAN: Role[PlanAnswer] = Role(
-    "reveca.plan", "reveca_plan", PlanAnswer, choose_symbolically, check_choice, choice=chosen_text
+    "reveca.plan",
+    "reveca_plan",
+    PlanAnswer,
+    choose_symbolically,
+    check_choice,
+    lambda ctx: _letters(PlanAnswer, "choice", list(_plan_data(ctx).lettered)),
+    choice=chosen_text,
 )
+MESSAGE = message_role("reveca.message", "reveca_message", lambda ctx: ctx.data.text())
 
 
 # --- the agent -----------------------------------------------------------------------------------------------
@@ -225,7 +263,9 @@ class RevecaAgent(RoleAgent):
 
     def deliberate(self, d: Deliberation) -> Decision:
         m = d.memory
-        self._take_in(m)
+        answers = self._take_in(m)
+        if answers:
+            d.rationale["answers"] = answers
         self._follow_teammates(m)
         said = self._communicate(d)
         if said is not None:
@@ -257,10 +297,12 @@ class RevecaAgent(RoleAgent):
         return self._validated(d, candidates[list(lettered).index(key)])
 
     def _say(self, d: Deliberation, said: Any) -> Decision:
-        to = getattr(said, "to", "")
+        """Send the rule-made message ``said``, its text made kinder and shorter by the model (the symbolic backend
+        sends the rule's text); the typed payload it reports travels with it."""
+        receiver = "" if self.config.broadcast else getattr(said, "to", "")
         d.rationale["message"] = said.kind
-        receiver = "" if self.config.broadcast else to
-        return d.decision(HighLevelAction(Verb.SEND_MESSAGE, text=said.text(), receiver=receiver), said)
+        text = d.ask(MESSAGE, said, receiver=receiver or "the team", original=said.text()).value.message
+        return d.decision(HighLevelAction(Verb.SEND_MESSAGE, text=text, receiver=receiver), said)
 
     # --- trajectory-based validation ----------------------------------------------------------------------
     def _validated(self, d: Deliberation, chosen: Candidate) -> Decision:
@@ -337,8 +379,10 @@ class RevecaAgent(RoleAgent):
         )
 
     # --- communication -------------------------------------------------------------------------------------
-    def _take_in(self, m: AgentMemory) -> None:
-        """What teammates told me, into my memory: their sightings, their deliveries, the rooms they were in."""
+    def _take_in(self, m: AgentMemory) -> list[str]:
+        """What teammates told me, into my memory: their sightings, their deliveries, the rooms they were in. Returns
+        their answers to my questions, as "sender: text"."""
+        answers = []
         for sender, payload in self.inbox:
             if isinstance(payload, ValidationRequest):
                 if payload.to == m.agent:
@@ -347,6 +391,7 @@ class RevecaAgent(RoleAgent):
             if isinstance(payload, ValidationReply):
                 if payload.to == m.agent:
                     payload.taken_in(m)
+                    answers.append(f"{sender}: {payload.text()}")
                 continue
             payload.taken_in(m)
             name = payload.room if isinstance(payload, Found) else None
@@ -358,6 +403,7 @@ class RevecaAgent(RoleAgent):
                 if not history or history[-1][1] != room:
                     history.append((m.step, room))
         self.inbox.clear()
+        return answers
 
     def _communicate(self, d: Deliberation) -> Found | SubgoalDone | ValidationReply | None:
         """The message due now, if any: the answer to a teammate's question, my initial sharing at my first
@@ -462,13 +508,31 @@ class RevecaAgent(RoleAgent):
 
 
 def explain_decision(team: type[PerAgentTeam], rationale: Mapping[str, Any]) -> Explanation:
-    """``coteam explain``: the retrieved options, each with its relevance and relative proximity, and the choice."""
+    """``coteam explain``: the retrieved options, each with its relevance and relative proximity, any validation
+    exchange (the question asked before acting, a teammate's answer taken in), and the choice."""
     r = dict(rationale)
+    sections = []
     candidates = r.pop("candidates", [])
-    retrieved = Section("Retrieved options (relevance, then relative proximity):", tuple(candidates))
+    if candidates:
+        sections.append(Section("Retrieved options (relevance, then relative proximity):", tuple(candidates)))
+    answers = r.pop("answers", [])
+    if answers:
+        sections.append(Section("Answers to my questions, taken into memory:", tuple(answers)))
+    asked = r.pop("validation", None)
+    if asked:
+        sections.append(
+            Section(
+                f"Validation: {asked['asked']} may have been in the {asked['room']} since I saw the object there; "
+                f"asked it before {asked['plan']}"
+            )
+        )
     r.pop("choice", None)
-    chose = Section(f"Chose {r.pop('action', '')} ({r.pop('matched', 'the only option retrieved')})")
-    return Explanation((retrieved, chose, rationale_section(r)))
+    action, kind = r.pop("action", ""), r.pop("message", "")
+    how = r.pop("matched", "the only option retrieved")
+    sections.append(
+        Section(f"Sent its {kind.replace('_', ' ')} message" if kind and not asked else f"Chose {action} ({how})")
+    )
+    return Explanation((*sections, rationale_section(r)))
 
 
 class RevecaTeam(PerAgentTeam):

@@ -8,7 +8,9 @@ Topics and actions, relative to the robot's namespace:
   success / failure reason / steps taken; cancel stops the robot and answers ``canceled``. A goal for another
   action while one runs is rejected. The planner sends a goal again (same action and step) when our answer to it
   was lost (DDS can drop a goal response while it is still discovering the planner): that goal takes the running
-  skill over, the older goal being aborted, or, when the skill has ended since, gets its result at once;
+  skill over, the older goal being aborted, or, when the skill has ended since, gets its result at once. The goal
+  carries the planner's view of the target (``target_view``), which the executor's memory takes when it has not
+  seen the object since: a target the planner knows only from a teammate's message is where the planner thinks;
 * calls ``navigate_to_pose`` (``nav2_msgs/NavigateToPose``) -- the simulator's navigator (``navigation: sim``) or
   the robot's Nav2 (``navigation: nav2``): the same client code. The skill re-checks its stop condition at every
   status and moves or cancels the goal;
@@ -55,10 +57,10 @@ from std_msgs.msg import Header
 
 from coteam.actions import ActionError, HighLevelAction, Verb, parse_action
 from coteam.memory import AgentMemory
-from coteam.observation import Observation, observation_from_dict
+from coteam.observation import ObjectView, Observation, observation_from_dict
 from coteam.skills import Manipulation, ManipulationKind, NavGoal, NavResult, SkillOutcome, SkillRunner
 from coteam.world import HANDS
-from coteam_ros.convert import nav_goal_to_pose
+from coteam_ros.convert import nav_goal_to_pose, target_view_from_json
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
 from coteam_ros.nodes import RETRY_S, call_later, navigate_to_pose_action, spin_node, wall_timer
@@ -164,6 +166,7 @@ class Job:
     handle: ServerGoalHandle
     action: HighLevelAction
     step: int
+    target: tuple[ObjectView, int] | None = None  # the planner's view of the target, and when it was seen
     started: bool = False
     request: Any = None  # the skill's current request (None: advance the skill)
     reply: NavResult | None = None
@@ -317,7 +320,12 @@ class ExecutorNode(Node):
         if ended is not None and self._sent_again(action, goal.step, ended[0], ended[1]):  # already done: its result
             self.goals.finish(handle, ended[2], ended[3])
             return
-        self.job = Job(handle, action, goal.step)
+        try:
+            target = target_view_from_json(goal.target_view)
+        except ValueError as exc:
+            self.get_logger().warning(f"{goal.action}: {exc}; the skill goes by my own memory")
+            target = None
+        self.job = Job(handle, action, goal.step, target)
         self._drive()
 
     def _on_cancel(self, handle: ServerGoalHandle) -> CancelResponse:
@@ -340,6 +348,8 @@ class ExecutorNode(Node):
             if job.step > self.step or (job.started and (self.step <= job.armed_step or not self.ready)):
                 return  # wait for the status the action (or its next step) belongs to
             if not job.started:
+                if job.target is not None:
+                    self.memory.adopt(*job.target)
                 self.skills.start(job.action, self.memory)
                 job.started = True
             if job.request is None:

@@ -61,7 +61,7 @@ from coteam.reasoning import EPISODE_OVER, AgentBrain, EpisodeOutcome, PollSkill
 from coteam.registry import make_team, method_class, method_config
 from coteam.signing import Envelope, Signer, Verifier, robot_keys
 from coteam.skills import SkillOutcome
-from coteam_ros.convert import decision_to_msg
+from coteam_ros.convert import decision_to_msg, target_view_json
 from coteam_ros.episode import load_episode
 from coteam_ros.inbox import TeamInbox
 from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
@@ -92,6 +92,7 @@ class RunningSkill:
     heard: float = field(default_factory=time.monotonic)  # when the executor last said anything about it
     sent: float = 0.0  # when its goal was last sent to the executor
     goal_step: int = -1  # the step of its goal (the step it was first sent at)
+    target_view: str = ""  # my memory's view of its target when it was decided (ExecuteSkill.target_view)
     answered: bool = False  # the executor has answered that goal
     handle: Any = None  # the executor's goal (ClientGoalHandle), to cancel it
     given_up: bool = False  # left to a teammate that claimed the same object
@@ -390,7 +391,9 @@ class PlannerNode(Node):
         action = decision.action
         record = self.brain.record(decision, request.options)
         text = format_action(action, self.benchmark)
-        self.skill = RunningSkill(action, self.step)
+        # a coordinated robot's action comes from the team's view, which its executor takes in too: mine adds nothing
+        target_view = "" if self.coordinated else target_view_json(self.brain.memory, action)
+        self.skill = RunningSkill(action, self.step, target_view=target_view)
         if action.is_message:  # the brain has cut it to the 500-character limit, with a warning
             self.skill.message = action.text
             self._send_team_message(action.text, action.payload, receiver=action.receiver)
@@ -414,7 +417,8 @@ class PlannerNode(Node):
         if skill.goal_step < 0:
             skill.goal_step = self.step
         future = self.skill_client.send_goal_async(
-            ExecuteSkill.Goal(action=text, step=skill.goal_step),  # a goal sent again keeps its step
+            # a goal sent again keeps its step
+            ExecuteSkill.Goal(action=text, step=skill.goal_step, target_view=skill.target_view),
             feedback_callback=lambda f, s=skill: self._on_skill_feedback(s, f),
         )
         sent = skill.sent = time.monotonic()
@@ -605,7 +609,9 @@ class PlannerNode(Node):
             self.report.failure_reason = f"not an action: {exc}"
             self._publish_report()
             return
-        self.skill = RunningSkill(action, self.step)
+        # a coordinated robot's action comes from the team's view, which its executor takes in too: mine adds nothing
+        target_view = "" if self.coordinated else target_view_json(self.brain.memory, action)
+        self.skill = RunningSkill(action, self.step, target_view=target_view)
         self.waiting_since = time.monotonic()
         self._send_skill(self.skill, command.action)
 

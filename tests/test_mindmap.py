@@ -1,0 +1,237 @@
+"""The Mind-Map agent (`mindmap`): the typed map and its key matching, the two phases on both backends (the LLM path
+through the loopback server, with misspelt, extra, missing and unrepairable maps), the confabulation guard, the
+component switches, explain."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from coteam.goals import goal_status
+from coteam.kit import Deliberation
+from coteam.messages import TeamStatus
+from coteam.methods.mindmap.mindmap import COMPONENTS, CooperativeStrategy, Intention, MindMap, match_keys
+from coteam.observation import Message, ObjectView
+from coteam.options import available_actions
+from coteam.reasoning import DecisionContext
+from coteam.registry import make_team
+from coteam.world import ObjectKind
+from coteam_harness.runner import run_episode
+from coteam_harness.trace import load_trace
+from coteam_sim.engine import Simulator
+from coteam_sim.suites import get_suite
+from scenario import method_brain, run_on_loopback
+
+
+def test_key_matching_renames_fills_and_drops_keys_and_lists_each_repair() -> None:
+    previous = MindMap(cooperative_strategy=CooperativeStrategy(immediate_focus="[gocheck] <fridge> (5)"))
+    raw = {
+        "Inferred Intentions": {"bob": {"aim": "[gograb] <apple> (12)", "reason": "he said so", "said": True}},
+        "cooperative_stratgy": {"pending clarification": ["where is the wine?"], "long_term_plan": []},
+        "mood": "cheerful",
+    }
+    mind_map, repairs = match_keys(raw, previous, COMPONENTS)
+    assert mind_map.inferred_intentions == {"bob": Intention(aim="[gograb] <apple> (12)", said=True)}
+    assert mind_map.cooperative_strategy.pending_clarifications == ["where is the wine?"]
+    assert mind_map.cooperative_strategy.immediate_focus == "[gocheck] <fridge> (5)"  # kept from the previous map
+    assert mind_map.communication_strategy is not None  # filled empty
+    assert set(repairs) >= {
+        "renamed Inferred Intentions -> inferred_intentions",
+        "renamed cooperative_stratgy -> cooperative_strategy",
+        "dropped mood",
+        "dropped inferred_intentions.bob.reason",
+        "filled inferred_intentions.bob.why empty",
+        "filled cooperative_strategy.immediate_focus from the previous map",
+        "filled communication_strategy empty",
+    }
+    for bad in (["a", "list"], {"cooperative_strategy": {"long_term_plan": "not a list"}}):
+        with pytest.raises(ValueError) as caught:
+            match_keys(bad, None, COMPONENTS)
+        assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("switches", "error"),
+    [
+        ({"components": "intentions,empathy"}, "empathy"),
+        ({"components": ""}, "components"),
+        ({"no_draft": "x"}, "no_draft"),
+    ],
+)
+def test_bad_switches_are_refused_in_one_line(switches: dict, error: str) -> None:
+    with pytest.raises(ValueError, match=error) as caught:
+        make_team("mindmap", switches)
+    assert "\n" not in str(caught.value)
+    team = make_team("mindmap", {"components": "communication, intentions"})
+    assert team.config.parts == ("inferred_intentions", "communication_strategy")
+
+
+@pytest.mark.parametrize("suite", ["cwah-test", "tdwmat-test"])
+def test_symbolic_mindmap_finishes_its_episode_the_same_way_twice_with_its_maps_in_the_trace(suite, tmp_path) -> None:
+    scene = get_suite(suite).episodes()[0].build()
+    first = run_episode(scene, "mindmap", trace_path=tmp_path / "a.json")
+    again = run_episode(scene, "mindmap")
+    assert first.transport_rate > 0.5 and first.llm_calls == 0
+    assert (first.steps, first.transport_rate, first.messages) == (again.steps, again.transport_rate, again.messages)
+    trace = load_trace(tmp_path / "a.json")
+    rationale = trace["decisions"][0]["rationale"]
+    assert set(rationale["mind_map"]) == set(COMPONENTS) and rationale["map_changes"]
+    for message in trace["messages"]:  # a draft's payload is the status its words state, the same next action
+        status = json.loads(message["payload"])
+        assert status["kind"] == "status" and f"next I do {status['intent']}" in message["text"]
+
+
+@pytest.mark.parametrize("agents", [1, 3, 4])
+def test_mindmap_runs_alone_and_in_larger_teams(agents: int) -> None:
+    result = run_episode(get_suite("cwah-test").episodes()[1].build(), "mindmap", n_agents=agents)
+    assert result.success
+    assert result.messages == 0 if agents == 1 else True
+
+
+def _alice_with_an_apple():
+    sim = Simulator(get_suite("cwah-test").episodes()[0].build(), ("alice", "bob"))
+    brain = method_brain(sim, "alice", "mindmap")
+    m = brain.memory
+    wanted = sorted(m.task.needed_names())[0]
+    apple = ObjectView(900, wanted, ObjectKind.ITEM, m.room, m.position)
+    m.objects[apple.id], m.last_seen[apple.id] = apple, m.step
+    return brain, apple
+
+
+def _decide(brain):
+    ctx = DecisionContext("alice", brain.memory, available_actions(brain.memory, brain.nav), brain.nav)
+    agent = brain.team.agents["alice"]
+    decision = agent.deliberate(Deliberation(agent, ctx))
+    return agent.mind_map, decision, ctx
+
+
+def test_a_message_i_sent_is_not_an_action_i_did() -> None:
+    """alice told the team she grabs the apple next; her map still has the apple on the table, in nobody's hand,
+    and grabbing it is still hers to do."""
+    brain, apple = _alice_with_an_apple()
+    m = brain.memory
+    grab = f"[gograb] <{apple.name}> ({apple.id})"
+    said = TeamStatus.of(m, intent=grab)
+    m.record_sent(Message("alice", said.text(), m.step, said))
+    mind_map, _, ctx = _decide(brain)
+    assert not m.objects[apple.id].held_by and apple.id not in {v.id for v in m.held_items()}
+    assert all(apple.id not in s.done for s in goal_status(m))
+    assert grab in {o.text for o in ctx.options}
+    assert "holding nothing" in mind_map.communication_strategy.message_draft
+
+
+def test_a_teammates_stated_intention_is_an_intention_not_a_done_action() -> None:
+    """bob said he grabs the apple next: alice's map says so (said, an intention), while her memory and goal status
+    still have the apple where it lies, and she may still grab it."""
+    brain, apple = _alice_with_an_apple()
+    m = brain.memory
+    grab = f"[gograb] <{apple.name}> ({apple.id})"
+    said = TeamStatus(agent="bob", intent=grab)
+    m.messages.append(Message("bob", said.text(), m.step, said))
+    mind_map, _, ctx = _decide(brain)
+    assert mind_map.inferred_intentions["bob"] == Intention(aim=grab, why=f"it said so at step {m.step}", said=True)
+    assert not m.objects[apple.id].held_by
+    assert all(apple.id not in s.done for s in goal_status(m))
+    assert grab in {o.text for o in ctx.options}
+
+
+def test_without_communication_it_talks_coela_style_and_without_cooperation_it_plans_alone(monkeypatch) -> None:
+    """The component switches: without the communication strategy a status report with news is sent (CoELA's
+    rule); the symbolic planner plans around its teammates only with the cooperative strategy and lets said
+    intentions bind them only with the inferred intentions."""
+    asked = []
+    team_aware = Deliberation.value_model
+
+    def spy(self, memory=None, *, alone=False, heed_intents=True):
+        asked.append((alone, heed_intents))
+        return team_aware(self, memory, alone=alone, heed_intents=heed_intents)
+
+    monkeypatch.setattr(Deliberation, "value_model", spy)
+    scene = get_suite("cwah-test").episodes()[1].build()
+    full = run_episode(scene, make_team("mindmap"))
+    assert set(asked) == {(False, True)}
+    asked.clear()
+    chatty = run_episode(scene, make_team("mindmap", {"components": "intentions,cooperation"}))
+    assert set(asked) == {(False, True)} and chatty.messages > full.messages
+    asked.clear()
+    run_episode(scene, make_team("mindmap", {"components": "communication"}))
+    assert set(asked) == {(True, False)}
+
+
+_LETTERS = re.compile(r"^([A-Z])\. ", re.M)
+
+
+class ScriptedModel:
+    """Answers both phases: maps with misspelt, extra and missing keys, now and then one that cannot be repaired or
+    no JSON at all; the first letter for a selection."""
+
+    def __init__(self):
+        self.calls = {"update": 0, "select": 0, "message": 0}
+
+    def __call__(self, request: dict) -> str:
+        system = request["messages"][0]["content"]
+        user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
+        kind = (
+            "update"
+            if "mind map:" in system and "rewrite" in system
+            else "message"
+            if "message" in system[:200] and "Write one short" in system
+            else "select"
+        )
+        self.calls[kind] += 1
+        n = self.calls[kind]
+        if kind == "message":
+            return json.dumps({"message": "I searched the kitchen."})
+        if kind == "select":
+            return json.dumps({"choice": _LETTERS.findall(user)[0]})
+        if n % 5 == 0:
+            return "I will keep it in my head."  # no JSON: the repair round, then the symbolic update
+        if n % 7 == 0:
+            return json.dumps({"cooperative_strategy": {"long_term_plan": "all of it"}})  # not repairable
+        return json.dumps(
+            {
+                "Inferred intentions": {"bob": {"aim": "explore", "why": "guess", "said": False, "mood": "ok"}},
+                "cooperative strategy": {"pending_clarifications": [], "long_term_plan": ["alice: search"]},
+                "communication_strategy": {
+                    "dialogue_summary": "quiet",
+                    "message_draft": "I search the kitchen.",
+                    "reason_to_send": "",
+                    "reason_not_to_send": "nothing new",
+                },
+            }
+        )
+
+
+def test_the_llm_path_end_to_end(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = ScriptedModel()
+    scene = get_suite("cwah-test").episodes()[0].build()
+    result, requests, sent = run_on_loopback("mindmap", model, scene, tmp_path / "t.json")
+    assert model.calls["update"] > 0 and model.calls["select"] > 0
+    assert result.llm_calls == len(requests) and result.tokens == sent > 0
+    assert result.llm_fallbacks > 0  # the maps that could not be repaired: the symbolic update, counted
+    decisions = load_trace(tmp_path / "t.json")["decisions"]
+    repaired = [d["rationale"]["map_repairs"] for d in decisions if "map_repairs" in d["rationale"]]
+    assert repaired and any("renamed cooperative strategy -> cooperative_strategy" in r for r in repaired)
+    sources = [d["rationale"]["roles"]["mindmap.update"]["source"] for d in decisions if "roles" in d["rationale"]]
+    assert "llm" in sources and "fallback" in sources
+    assert result.steps > 0
+
+
+def test_without_key_matching_a_misspelt_map_is_not_repaired(monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = ScriptedModel()
+    scene = get_suite("cwah-test").episodes()[0].build()
+    result, _, _ = run_on_loopback("mindmap", model, scene, no_key_matching=True)
+    assert result.llm_fallbacks >= model.calls["update"] // 2  # every misspelt map fell back to the symbolic update
+
+
+def test_explain_prints_the_map_and_what_changed(tmp_path, capsys) -> None:
+    from coteam.cli import main
+
+    run_episode(get_suite("cwah-test").episodes()[0].build(), "mindmap", trace_path=tmp_path / "t.json")
+    assert main(["explain", str(tmp_path / "t.json"), "--step", "0", "--agent", "alice"]) == 0
+    out = capsys.readouterr().out
+    assert "Mind map:" in out and '"immediate_focus"' in out and "Changed since my previous decision:" in out
