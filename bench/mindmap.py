@@ -1,6 +1,6 @@
 """The Mind-Map agent (``mindmap``) against coela: utterances and steps, and the paper's ablation over its components.
 
-    nice -n 19 python bench/mindmap.py --out docs/benchmarks.md   # (make bench runs it too)
+    nice -n 19 python bench/mindmap.py --out docs/benchmarks.md   # not yet in make bench: not run so far (issue 36)
 
 Two agents, symbolic backend, each set run with the runner's seeds 0, 1 and 2 (the seed the value model's particles
 and every other draw start from) and reported as mean ± standard deviation over the three, as the paper reports

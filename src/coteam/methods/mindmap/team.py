@@ -8,10 +8,11 @@ Per decision of each robot, two phases:
    first (repairs counted in the trace); one that cannot be repaired is replaced by the symbolic update, counted as
    a fallback. The symbolic update reads the belief and the team value model: a teammate's intention is what it
    said it does next (while that binds) or else its likeliest next action from where it was seen and what it holds;
-   the long-term plan splits the open work by who is nearest; the pending clarifications are the goal items nobody
-   has found and the teammates whose aims I cannot tell; the immediate focus is my best action for the team; the
-   draft is my status with that focus, with a reason to send when it changes a teammate's choice (the value
-   model's announcement) and a reason not to (a message costs a step, and what it would tell).
+   the long-term plan is each robot's best first action, planned around the robots before it; the pending
+   clarifications are the goal items nobody has found and the teammates whose aims I cannot tell; the immediate
+   focus is my best action for the team; the draft is my status with my next action (the one the value model
+   advises announcing, else the focus), with a reason to send when it changes a teammate's choice (the value
+   model's announcement) and a reason not to (a message costs a step, a recent message of mine).
 2. **Selection** (role ``mindmap.select``): one of my physical options or the drafted message, from the map and
    the text interface. The symbolic selection takes the immediate focus, or the draft when the reason to send
    outweighs the reason not to.
