@@ -22,7 +22,7 @@ from coteam.kit import MethodTeam, TeamWrapper
 from coteam.reasoning import Decision, DecisionContext, EpisodeInfo
 from coteam.registry import make_team, method_names
 from coteam.world import Benchmark
-from coteam_harness.results import EpisodeResult, p95, summarize
+from coteam_harness.results import EpisodeResult, p95, paired_difference, summarize
 from coteam_harness.runner import run_episode
 from coteam_sim.suites import EpisodeSpec, fresh_episode, get_suite
 
@@ -91,17 +91,12 @@ def _p95_ms(results: list[EpisodeResult]) -> float:
     return p95([r.decision_ms_p95 for r in results])
 
 
-def _score(benchmark: Benchmark, r: EpisodeResult) -> float:
-    return r.steps if benchmark == Benchmark.CWAH else r.transport_rate
-
-
 def _paired(benchmark: Benchmark, a: list[EpisodeResult], b: list[EpisodeResult]) -> str:
     """The mean paired difference a − b of the suite's score, with its standard error."""
-    diffs = [_score(benchmark, x) - _score(benchmark, y) for x, y in zip(a, b, strict=True)]
-    se = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
+    mean, se = paired_difference(a, b)
     unit = "steps" if benchmark == Benchmark.CWAH else "transport rate"
     digits = 1 if benchmark == Benchmark.CWAH else 3
-    return f"{statistics.fmean(diffs):+.{digits}f} {unit} (paired standard error {se:.{digits}f})"
+    return f"{mean:+.{digits}f} {unit} (paired standard error {se:.{digits}f})"
 
 
 def _verdict(benchmark: Benchmark, runs: dict[str, list[EpisodeResult]]) -> str:

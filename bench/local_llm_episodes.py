@@ -197,6 +197,17 @@ def section(command: str, methods: tuple[str, ...] = METHODS) -> str:
         "The transcripts are in `tests/data/local_llm/episodes/`; `tests/test_local_llm.py` replays each episode "
         "offline (`--set replay=...`) and gets the same steps, transport rate, calls, tokens and fallbacks.",
     ]
+    for method in METHODS:
+        if "note" in rows.get(method, {}):  # what a reader must know of that recording, kept with its row
+            lines += ["", rows[method]["note"]]
+        if "replay_prefix" in rows.get(method, {}):
+            prefix = rows[method]["replay_prefix"]
+            lines += [
+                "",
+                f"{method}'s recording no longer replays to the end ({prefix['why']}): the test replays its first "
+                f"{prefix['steps']} steps, whose every request still finds its recorded answer, until it is "
+                "re-recorded.",
+            ]
     return "\n".join(lines) + "\n"
 
 

@@ -17,7 +17,7 @@ import time
 
 from coteam.registry import make_team
 from coteam.world import Benchmark
-from coteam_harness.results import EpisodeResult, p95, summarize
+from coteam_harness.results import EpisodeResult, p95, paired_difference, score, summarize
 from coteam_harness.runner import run_episode
 from coteam_sim.suites import EpisodeSpec, fresh_episode, get_suite
 
@@ -47,26 +47,15 @@ def _run(specs: list[EpisodeSpec], method: str, params: dict | None = None) -> l
     return [run_episode(s.build(), team, n_agents=2, episode_name=s.name) for s in specs]
 
 
-def _score(benchmark: Benchmark, r: EpisodeResult) -> float:
-    return r.steps if benchmark == Benchmark.CWAH else r.transport_rate
-
-
-def _paired(benchmark: Benchmark, a: list[EpisodeResult], b: list[EpisodeResult]) -> tuple[float, float]:
-    """The mean paired difference a − b of the suite's score and its standard error."""
-    diffs = [_score(benchmark, x) - _score(benchmark, y) for x, y in zip(a, b, strict=True)]
-    se = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
-    return statistics.fmean(diffs), se
-
-
 def _versus(benchmark: Benchmark, a: list[EpisodeResult], b: list[EpisodeResult]) -> str:
-    mean, se = _paired(benchmark, a, b)
+    mean, se = paired_difference(a, b)
     digits = 1 if benchmark == Benchmark.CWAH else 3
     return f"{mean:+.{digits}f} ± {se:.{digits}f}"
 
 
 def _clearly_worse(a: list[EpisodeResult], full: list[EpisodeResult]) -> str:
     """How a C-WAH variant compares with the full method: more steps by over two paired standard errors or not."""
-    mean, se = _paired(Benchmark.CWAH, a, full)
+    mean, se = paired_difference(a, full)
     if mean > 2 * se and mean > 0:
         return f"clearly worse (+{mean:.1f} steps, paired SE {se:.1f})"
     if mean < -2 * se:
@@ -116,7 +105,7 @@ def _comparison(benchmark: Benchmark, runs: dict[str, list[EpisodeResult]]) -> l
             f"| {p95([r.decision_ms_p95 for r in rs]):.1f} |"
         )
     reveca, coela = summarize(runs["reveca"]), summarize(runs["coela"])
-    mean, se = _paired(benchmark, runs["reveca"], runs["coela"])
+    mean, se = paired_difference(runs["reveca"], runs["coela"])
     better = (mean <= 2 * se) if cwah else (mean >= -2 * se)  # steps no worse: not worse by two paired SEs
     lines += [
         "",
@@ -223,7 +212,7 @@ def section(command: str) -> str:
     ]
     for title, benchmark, specs in sets:
         runs = {m: _run(specs, m) for m in RIVALS}
-        print(title, {k: round(statistics.fmean(_score(benchmark, r) for r in v), 3) for k, v in runs.items()})
+        print(title, {k: round(statistics.fmean(score(r) for r in v), 3) for k, v in runs.items()})
         lines += [
             "",
             f"### reveca against the others: {title} ({len(specs)} episodes)",

@@ -7,8 +7,9 @@ Measures: raw simulator primitive throughput per benchmark; wall time and peak m
 published baseline numbers; the paper-style comparison of every method on both suites (with the papers' talk,
 travel and balance metrics); scaling with 2-4 agents; how fast a wrong switch fails; PCE's LLM-path token use; the
 symbolic planner against mhp and the oracle, and its time per decision (bench/symbolic_planner.py); CoBel-World's
-talk, quality and ablations (bench/cobel.py); REVECA's ablations and comparison (bench/reveca.py); the ROS 2 team
-stack (bench/ros_team.py; skip with --skip-ros).
+talk, quality and ablations (bench/cobel.py); REVECA's ablations and comparison (bench/reveca.py); the Mind-Map
+agent against coela and its component ablation (bench/mindmap.py); the ROS 2 team stack (bench/ros_team.py; skip
+with --skip-ros). ``--only-core`` runs this script's own sections (minutes) and keeps the others as they are.
 """
 
 from __future__ import annotations
@@ -30,12 +31,13 @@ from coteam.methods.pce.scripted import scripted_pce_model
 from coteam.physics import Physics
 from coteam.registry import method_names
 from coteam.world import Benchmark
-from coteam_harness.report import comparison, markdown, scaling_markdown
+from coteam_harness.report import comparison, markdown, orderings_markdown, scaling_markdown
 from coteam_harness.results import EpisodeResult, summarize
 from coteam_harness.runner import run_episode
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
 from coteam_sim.suites import get_suite
+from paper_orderings import ORDERINGS
 
 # The team each benchmark is calibrated with, and the published numbers of its baseline.
 PAPER_RANGES = {
@@ -185,6 +187,11 @@ def main() -> int:
     parser.add_argument("--out", default="docs/benchmarks.md")
     parser.add_argument("--teams", default=",".join(method_names()))
     parser.add_argument("--skip-ros", action="store_true", help="leave out the ROS 2 team stack section")
+    parser.add_argument(
+        "--only-core",
+        action="store_true",
+        help="only this script's own sections; those of the other bench scripts stay as they are in --out",
+    )
     args = parser.parse_args()
     teams = [t for t in args.teams.split(",") if t]
     lines = [
@@ -261,6 +268,12 @@ def main() -> int:
         "",
         *talk_summary(two_agent_runs),
         "",
+        "### The papers' orderings on our simulator",
+        "",
+        "Each paper's comparison of two of our methods (its figures), and whether our runs above reproduce it:",
+        "",
+        *orderings_markdown(two_agent_runs, ORDERINGS),
+        "",
         "## Scaling with the number of agents",
         "",
         "The whole test suites with 2, 3 and 4 agents, as "
@@ -318,27 +331,32 @@ def main() -> int:
         "`oracle` (full observability, exact joint planning on C-WAH) is the reference: every other team needs more "
         "steps or transports less. `random` is the lower bound.",
     ]
-    from symbolic_planner import section as planner_section  # bench/ is on sys.path when run as a script
-
-    lines += ["", planner_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]
-    from cobel import section as cobel_section
-
-    lines += ["", cobel_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]
-    from reveca import section as reveca_section
-
-    lines += ["", reveca_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]
-    from perception import section as perception_section
-
-    lines += ["", perception_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]
-    if not args.skip_ros:
-        from ros_team import ros_section
-
-        lines += ["", ros_section(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}").rstrip("\n")]
+    if not args.only_core:
+        lines += other_sections(f"python bench/run_benchmarks.py {' '.join(sys.argv[1:])}", ros=not args.skip_ros)
     out = Path(args.out)
     text = "\n".join(lines) + "\n"
     out.write_text(with_other_sections(text, out.read_text()) if out.exists() else text)
     print(f"wrote {args.out}")
     return 0
+
+
+def other_sections(command: str, ros: bool) -> list[str]:
+    """The sections the other bench scripts make (bench/ is on sys.path when this file runs as a script)."""
+    from cobel import section as cobel_section
+    from mindmap import section as mindmap_section
+    from perception import section as perception_section
+    from reveca import section as reveca_section
+    from symbolic_planner import section as planner_section
+
+    makers = [planner_section, cobel_section, reveca_section, mindmap_section, perception_section]
+    if ros:
+        from ros_team import ros_section
+
+        makers.append(ros_section)
+    lines: list[str] = []
+    for make in makers:
+        lines += ["", make(command).rstrip("\n")]
+    return lines
 
 
 def with_other_sections(new: str, old: str) -> str:

@@ -10,22 +10,20 @@ replaces the section of the same title in the markdown file.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from coteam.kit import TeamWrapper
 from coteam.registry import make_team
 from coteam.world import Benchmark
-from coteam_harness.results import EpisodeResult, p95, summarize
+from coteam_harness.results import EpisodeResult, summarize
 from coteam_harness.runner import run_episode
 from coteam_sim.suites import EpisodeSpec, fresh_episode, get_suite
+from timing import latency_table
 
 TITLE = "## Symbolic planner against the MCTS baseline and the oracle"
 HELD_OUT_SEED = 2026  # fresh episodes never used for tuning
@@ -139,29 +137,6 @@ def _compare(specs: list[EpisodeSpec], agents: int, metric: Callable[[list[Episo
     )
 
 
-def decision_latency(suite: str) -> dict[str, float]:
-    """Symbolic PCE's seconds per decision over a whole test suite (two agents, one process), after a warm-up
-    episode (imports are not decisions): the median, the 95th percentile over every decision, and the worst
-    episode's own 95th percentile."""
-    specs = get_suite(suite).episodes()
-    team = make_team("pce")
-    run_episode(specs[0].build(), team, n_agents=2)
-    seconds: list[float] = []
-    worst = 0.0
-    with tempfile.TemporaryDirectory() as tmp:
-        for spec in specs:
-            trace = Path(tmp) / "trace.json"
-            r = run_episode(spec.build(), team, n_agents=2, episode_name=spec.name, trace_path=trace)
-            seconds += [d["seconds"] for d in json.loads(trace.read_text())["decisions"]]
-            worst = max(worst, r.decision_ms_p95)
-    return {
-        "decisions": len(seconds),
-        "median_ms": 1000 * statistics.median(seconds),
-        "p95_ms": 1000 * p95(seconds),
-        "worst_episode_p95_ms": worst,
-    }
-
-
 def section(command: str) -> str:
     cwah_test = get_suite("cwah-test").episodes()
     tdw_test = get_suite("tdwmat-test").episodes()
@@ -226,19 +201,11 @@ def section(command: str) -> str:
         print(lines[-1], flush=True)
     lines += [
         "",
-        "Symbolic PCE's time per decision (2 agents, the whole test suite in one process on this 2-core machine, "
-        "after a warm-up episode; target: p95 under 50 ms):",
+        "Symbolic PCE's time per decision (bench/timing.py: 2 agents, the whole test suite in one process on this "
+        "2-core machine, after a warm-up episode; target: p95 under 50 ms):",
         "",
-        "| suite | decisions | median ms | p95 ms | worst episode's p95 ms |",
-        "|---|---|---|---|---|",
+        *latency_table(("pce",)),
     ]
-    for suite in ("cwah-test", "tdwmat-test"):
-        lat = decision_latency(suite)
-        lines.append(
-            f"| {suite} | {lat['decisions']:.0f} | {lat['median_ms']:.1f} | {lat['p95_ms']:.1f} | "
-            f"{lat['worst_episode_p95_ms']:.1f} |"
-        )
-        print(lines[-1], flush=True)
     lines += ["", *READING]
     return "\n".join(lines) + "\n"
 

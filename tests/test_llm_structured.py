@@ -42,6 +42,7 @@ ASK = [{"role": "user", "content": "Pick an action."}]
         ('I like {curly} words, then {"action": 5}', {"action": 5}),
         ('{"nested": {"deep": [1, {"x": "}"}]}}', {"nested": {"deep": [1, {"x": "}"}]}}),
         ('{"s": "caf\\u00e9 ünï"}', {"s": "café ünï"}),
+        ('{"reasoning": "first\nsecond\tthird", "answer": "B"}', {"reasoning": "first\nsecond\tthird", "answer": "B"}),
     ],
 )
 def test_extract_json(text, expected):

@@ -16,7 +16,7 @@ import pytest
 
 from coteam.cli import main
 from coteam.kit import AgentReasoner, PerAgentTeam, TeamWrapper
-from coteam.kit.store import MethodStore, StoreError, StoreSchema
+from coteam.kit.store import MethodStore, StoreError, StoreSchema, TableMerge
 from coteam.policies import rule_based_choice
 from coteam.reasoning import Decision, EpisodeOutcome
 from coteam.registry import make_team, register_method, unregister_method
@@ -222,3 +222,78 @@ def test_a_bad_store_file_is_one_line_naming_it_and_nothing_is_overwritten(
 def test_a_method_that_keeps_nothing_refuses_a_store():
     with pytest.raises(ValueError, match="rhp: switch store: this method keeps nothing across episodes"):
         make_team("rhp", {"store": "x.sqlite"})
+
+
+SHARED = StoreSchema(
+    1,
+    {"log": "run TEXT, n INTEGER", "rules": "rule TEXT UNIQUE, kind TEXT, support INTEGER, failures INTEGER"},
+    keyed={"rules": TableMerge(key=("rule",), counters=("support", "failures"))},
+)
+
+
+def _content(path: Path) -> dict[str, list[tuple]]:
+    with sqlite3.connect(path) as db:
+        return {t: sorted(db.execute(f"SELECT * FROM {t}").fetchall()) for t in ("log", "rules")}
+
+
+def test_two_runs_sharing_a_file_merge_instead_of_overwriting(tmp_path):
+    path = tmp_path / "shared.sqlite"
+    first = MethodStore("m", SHARED, path)  # an earlier run leaves one log row and one rule
+    with first.db as db:
+        db.execute("INSERT INTO log VALUES ('first', 0)")
+        db.execute("INSERT INTO rules VALUES ('grab needs a free hand', 'ActionValidity', 1, 1)")
+    first.save()
+    a, b = MethodStore("m", SHARED, path), MethodStore("m", SHARED, path)  # both load the same content
+    with a.db as db:
+        db.execute("INSERT INTO log VALUES ('a', 1)")
+        db.execute("UPDATE rules SET support = support + 2, kind = 'ObjectReachability'")
+        db.execute("INSERT INTO rules VALUES ('same place twice', 'LoadBalance', 1, 0)")
+    with b.db as db:
+        db.execute("INSERT INTO log VALUES ('b', 1)")
+        db.execute("INSERT INTO log VALUES ('b', 2)")
+        db.execute("DELETE FROM log WHERE run = 'first'")
+        db.execute("UPDATE rules SET support = support + 5, failures = failures + 1")
+        db.execute("INSERT INTO rules VALUES ('same place twice', 'LoadBalance', 3, 1)")
+    a.save()
+    b.save()
+    assert _content(path) == {
+        "log": [("a", 1), ("b", 1), ("b", 2)],
+        "rules": [
+            ("grab needs a free hand", "ObjectReachability", 8, 2),  # support 1 + 2 + 5, failures 1 + 1; a's kind
+            ("same place twice", "LoadBalance", 4, 1),  # added by both: counters add up
+        ],
+    }
+    assert _content(path)["rules"] == sorted(b.db.execute("SELECT * FROM rules").fetchall())  # b now holds it all
+    c = MethodStore("m", SHARED, path)
+    with c.db as db:
+        db.execute("DELETE FROM rules WHERE rule = 'same place twice'")
+    c.save()
+    assert [r[0] for r in _content(path)["rules"]] == ["grab needs a free hand"]
+
+
+WRITER = """
+import sys, time
+from coteam.kit.store import MethodStore
+from test_method_store import SHARED
+path, run, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
+store = MethodStore("m", SHARED, path)
+while time.time() < start:
+    time.sleep(0.005)
+for i in range(25):
+    with store.db as db:
+        db.execute("INSERT INTO log VALUES (?, ?)", (run, i))
+        db.execute("INSERT OR IGNORE INTO rules VALUES ('shared', 'LoadBalance', 0, 0)")
+        db.execute("UPDATE rules SET support = support + 1 WHERE rule = 'shared'")
+    store.save()
+"""
+
+
+def test_two_processes_saving_one_file_at_once_lose_nothing_and_leave_it_readable(tmp_path):
+    path = tmp_path / "shared.sqlite"
+    start = str(time.time() + 1.0)
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), run, start], cwd=HERE) for run in ("a", "b")]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    content = _content(path)
+    assert content["log"] == sorted((run, i) for run in ("a", "b") for i in range(25))
+    assert content["rules"] == [("shared", "LoadBalance", 50, 0)]
+    assert not path.with_name(path.name + ".partial").exists()

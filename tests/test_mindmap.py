@@ -122,6 +122,25 @@ def test_a_message_i_sent_is_not_an_action_i_did() -> None:
     assert "holding nothing" in mind_map.communication_strategy.message_draft
 
 
+def test_a_robot_keeps_its_word_the_action_its_message_announced_comes_next() -> None:
+    """alice's last action was a message saying she grabs the apple next: her teammate plans on it, so she grabs
+    it, without a new map; once it is no longer among her options she decides anew."""
+    brain, apple = _alice_with_an_apple()
+    m = brain.memory
+    grab = f"[gograb] <{apple.name}> ({apple.id})"
+    said = TeamStatus.of(m, intent=grab)
+    m.record_sent(Message("alice", said.text(), m.step, said))
+    m.record_action(f"[send_message] <{said.text()}>", "done")
+    mind_map, decision, _ = _decide(brain)
+    assert decision.rationale["announced"] == grab and decision.action.verb.value == "grab"
+    assert mind_map is None
+    explained = brain.team.explain(decision.rationale)
+    assert explained.sections[0].title == f"Kept its word: {grab}, which its last message announced"
+    del m.objects[apple.id]
+    mind_map, decision, _ = _decide(brain)
+    assert "announced" not in decision.rationale and mind_map is not None
+
+
 def test_a_teammates_stated_intention_is_an_intention_not_a_done_action() -> None:
     """bob said he grabs the apple next: alice's map says so (said, an intention), while her memory and goal status
     still have the apple where it lies, and she may still grab it."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +149,50 @@ def write_report(results: Mapping[str, list[EpisodeResult]], benchmark: Benchmar
         "json": out / "comparison.json",
         "png": out / "comparison.png",
     }
+
+
+LOWER_IS_BETTER = {"steps": True, "messages": True, "comm_tokens": True, "transport_rate": False}
+
+
+@dataclass(frozen=True)
+class PaperOrdering:
+    """A paper's claim that ``better`` beats ``worse`` on ``metric`` (a key of :func:`summarize`) in ``suite``.
+
+    ``paper`` says where the paper shows it, with its figures; ``why_not`` why our simulator does not reproduce it,
+    written once a run showed it does not (empty while it does)."""
+
+    suite: str
+    better: str
+    worse: str
+    metric: str
+    paper: str
+    why_not: str = ""
+
+    def __post_init__(self) -> None:
+        if self.metric not in LOWER_IS_BETTER:
+            raise ValueError(f"unknown metric {self.metric!r}: one of {', '.join(LOWER_IS_BETTER)}")
+
+
+def orderings_markdown(
+    runs: Mapping[str, Mapping[str, list[EpisodeResult]]], orderings: list[PaperOrdering]
+) -> list[str]:
+    """A table of the papers' orderings against ours (``runs``: suite -> method -> results), then a line for each
+    one that does not hold, with its ``why_not``. Orderings whose methods were not run are left out."""
+    rows, misses = [], []
+    for o in orderings:
+        by_method = runs.get(o.suite, {})
+        if o.better not in by_method or o.worse not in by_method:
+            continue
+        ours = summarize(list(by_method[o.better]))[o.metric], summarize(list(by_method[o.worse]))[o.metric]
+        holds = ours[0] < ours[1] if LOWER_IS_BETTER[o.metric] else ours[0] > ours[1]
+        claim = f"{o.better} {'<' if LOWER_IS_BETTER[o.metric] else '>'} {o.worse} ({o.metric.replace('_', ' ')})"
+        digits = 3 if o.metric == "transport_rate" else 1
+        rows.append(
+            f"| {o.suite} | {claim} | {o.paper} | {ours[0]:.{digits}f} vs {ours[1]:.{digits}f} | "
+            f"{'yes' if holds else '**no**'} |"
+        )
+        if not holds:
+            misses.append(f"- {o.suite}, {claim}: {o.why_not or 'not explained yet.'}")
+    if not rows:
+        return []
+    return ["| suite | the paper's ordering | paper | ours | holds |", "|---|---|---|---|---|", *rows, "", *misses]

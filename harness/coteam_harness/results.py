@@ -78,6 +78,18 @@ def p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
+def score(r: EpisodeResult) -> float:
+    """The benchmark's own metric: C-WAH steps (fewer is better), TDW-MAT transport rate (higher is better)."""
+    return r.steps if r.benchmark == "cwah" else r.transport_rate
+
+
+def paired_difference(a: list[EpisodeResult], b: list[EpisodeResult]) -> tuple[float, float]:
+    """The mean of ``score(a_i) - score(b_i)`` over the same episodes and its standard error (0 for one episode)."""
+    diffs = [score(x) - score(y) for x, y in zip(a, b, strict=True)]
+    se = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
+    return statistics.fmean(diffs), se
+
+
 def summarize(results: list[EpisodeResult]) -> dict[str, Any]:
     if not results:
         return {}

@@ -26,6 +26,7 @@ from coteam.kit.roles import RoleSession
 from coteam.kit.team import AgentReasoner
 from coteam.llm import Role, RoleAnswer
 from coteam.memory import AgentMemory
+from coteam.options import ActionOption
 from coteam.reasoning import Decision, DecisionContext
 from coteam.value.team import ValueModel
 
@@ -66,6 +67,17 @@ class Deliberation:
     def can_talk(self) -> bool:
         """A message is among the options and my last action was not one."""
         return self.can_message and not self.memory.last_action_was_message()
+
+    @property
+    def announced(self) -> ActionOption | None:
+        """The action my last message announced as my next (``TeamStatus.intent``), when that message was my last
+        action and the action is still available: a robot keeps its word, or its teammates, bound by what it said,
+        plan around a move it does not make."""
+        m = self.memory
+        if not m.sent or not m.last_action_was_message():
+            return None
+        intent = getattr(m.sent[-1].payload, "intent", None)
+        return next((o for o in self.ctx.options if intent and o.text == intent), None)
 
     @property
     def teammates(self) -> list[str]:

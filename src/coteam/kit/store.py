@@ -8,19 +8,30 @@ it, then a rename: a killed run leaves the last complete store). A file that is 
 another method, or was written by a newer version of this method's schema is refused with a one-line
 :class:`StoreError` naming it and how to start fresh; nothing is overwritten silently.
 
+Several runs may share one file (two benchmark runs, or robots sharing a memory). A save holds an exclusive lock
+(``PATH.lock``, ``flock``) and, when another run saved since this one loaded, merges instead of overwriting: this
+run's changes since its load are applied to the file's content. A table with a ``key`` (:class:`StoreSchema`)
+holds one record per key: a new record is added (or, when the other run added the same key, its ``counters`` add
+up), a changed record's counters add their change and its other columns take this run's values, a deleted record
+is deleted. A table without a key is a log: the rows this run added are appended, the ones it deleted removed.
+
 :meth:`MethodStore.digest` hashes the content (not the file's bytes): results record it after every episode, and a
 resumed run checks that the file still holds what its last finished episode left.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 FORMAT = "coteam-store"
 
@@ -30,12 +41,28 @@ class StoreError(ValueError):
 
 
 @dataclass(frozen=True)
+class TableMerge:
+    """How a keyed table merges with another run's saves: ``key`` names the columns that identify a record,
+    ``counters`` the numeric columns that add up."""
+
+    key: tuple[str, ...]
+    counters: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class StoreSchema:
     """A method's store: ``tables`` maps each table's name to its column definitions (SQL), e.g.
-    ``{"rules": "kind TEXT, text TEXT UNIQUE, support INTEGER"}``; raise ``version`` whenever they change."""
+    ``{"rules": "kind TEXT, text TEXT UNIQUE, support INTEGER"}``; ``keyed`` says how the keyed ones merge (the
+    others are logs: module docstring); raise ``version`` whenever they change."""
 
     version: int
     tables: Mapping[str, str] = field(default_factory=dict)
+    keyed: Mapping[str, TableMerge] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.keyed) - set(self.tables)
+        if unknown:
+            raise ValueError(f"store schema: merge rules for unknown table(s) {', '.join(sorted(unknown))}")
 
 
 class MethodStore:
@@ -50,6 +77,7 @@ class MethodStore:
             self._load(self.path)
         else:
             self._create()
+        self._base = self._snapshot()  # the content as loaded or last saved: what this run changed is the rest
 
     @property
     def persisted(self) -> bool:
@@ -94,10 +122,33 @@ class MethodStore:
                 self.db.execute(f"DELETE FROM {name}")
 
     def save(self) -> None:
-        """Write the store to its file atomically (a store without a file has nothing to do)."""
+        """Write the store to its file atomically, merged with what other runs saved since this one loaded (a store
+        without a file has nothing to do)."""
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._locked():
+            if self.path.exists():
+                theirs = MethodStore(self.method, self.schema, self.path)
+                if theirs._base != self._base:
+                    self._merge_into(theirs)
+                    self.db.close()
+                    self.db = theirs.db
+            self._write()
+            self._base = self._snapshot()
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        assert self.path is not None
+        with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _write(self) -> None:
+        assert self.path is not None
         partial = self.path.with_name(self.path.name + ".partial")
         partial.unlink(missing_ok=True)
         target = sqlite3.connect(partial)
@@ -114,6 +165,36 @@ class MethodStore:
         finally:
             os.close(directory)
 
+    def _columns(self, table: str) -> list[str]:
+        return [row[1] for row in self.db.execute(f"PRAGMA table_info({table})")]
+
+    def _snapshot(self) -> dict[str, list[tuple[Any, ...]]]:
+        return {name: self.db.execute(f"SELECT * FROM {name} ORDER BY rowid").fetchall() for name in self.schema.tables}
+
+    def _merge_into(self, theirs: MethodStore) -> None:
+        """Apply this run's changes since its base to ``theirs`` (module docstring)."""
+        ours = self._snapshot()
+        with theirs.db as db:
+            for table in self.schema.tables:
+                columns = self._columns(table)
+                rule = self.schema.keyed.get(table)
+                if rule is None:
+                    added = Counter(ours[table]) - Counter(self._base[table])
+                    removed = Counter(self._base[table]) - Counter(ours[table])
+                    for row, n in removed.items():
+                        where = " AND ".join(f"{c} IS ?" for c in columns)
+                        for _ in range(n):
+                            db.execute(
+                                f"DELETE FROM {table} WHERE rowid = (SELECT rowid FROM {table} WHERE {where} LIMIT 1)",
+                                row,
+                            )
+                    for row in ours[table]:  # in this run's order
+                        if added[row] > 0:
+                            added[row] -= 1
+                            db.execute(f"INSERT INTO {table} VALUES ({', '.join('?' * len(columns))})", row)
+                    continue
+                _merge_keyed(db, table, columns, rule, self._base[table], ours[table])
+
     def digest(self) -> str:
         """SHA-256 of the content: the schema's version and every table's rows in insertion order."""
         h = hashlib.sha256(f"{self.method}:{self.schema.version}".encode())
@@ -122,3 +203,39 @@ class MethodStore:
             for row in self.db.execute(f"SELECT * FROM {name} ORDER BY rowid"):
                 h.update(json.dumps(row, default=repr).encode())
         return h.hexdigest()
+
+
+def _merge_keyed(
+    db: sqlite3.Connection,
+    table: str,
+    columns: list[str],
+    rule: TableMerge,
+    base: list[tuple[Any, ...]],
+    ours: list[tuple[Any, ...]],
+) -> None:
+    """Apply the changes from ``base`` to ``ours`` of a keyed table to the database ``db`` (module docstring)."""
+    at = {c: i for i, c in enumerate(columns)}
+    key_of = lambda row: tuple(row[at[c]] for c in rule.key)  # noqa: E731
+    before = {key_of(r): r for r in base}
+    now = {key_of(r): r for r in ours}
+    match = " AND ".join(f"{c} IS ?" for c in rule.key)
+    for key in before.keys() - now.keys():
+        db.execute(f"DELETE FROM {table} WHERE {match}", key)
+    for key, row in now.items():
+        old = before.get(key)
+        if old == row:
+            continue
+        existing = db.execute(f"SELECT * FROM {table} WHERE {match}", key).fetchone()
+        if existing is None:
+            db.execute(f"INSERT INTO {table} VALUES ({', '.join('?' * len(columns))})", row)
+            continue
+        merged = list(row)
+        for c in rule.counters:
+            i = at[c]
+            merged[i] = existing[i] + row[i] - (old[i] if old is not None else 0)
+        if old is not None:  # columns this run did not change keep the other run's values
+            for i, c in enumerate(columns):
+                if c not in rule.counters and row[i] == old[i]:
+                    merged[i] = existing[i]
+        sets = ", ".join(f"{c} = ?" for c in columns)
+        db.execute(f"UPDATE {table} SET {sets} WHERE {match}", (*merged, *key))

@@ -7,8 +7,9 @@
 * within a text, the first top-level JSON **object** is returned; when the text holds no object, the first
   JSON array (so ``"I pick [2] because ... {"action": 2}"`` yields the object, and ``"[1, 2]"`` the array);
 * prose before and after the JSON is ignored;
-* trailing commas before ``}`` or ``]`` (a frequent slip of models) are tolerated; nothing else is repaired
-  (no single quotes, comments, or Python literals);
+* trailing commas before ``}`` or ``]`` (a frequent slip of models) are tolerated, and so are raw control
+  characters such as a newline or tab inside a string (small models under a grammar write them); nothing else is
+  repaired (no single quotes, comments, or Python literals);
 * ``ValueError`` when no JSON object or array is found, saying why.
 """
 
@@ -28,7 +29,7 @@ M = TypeVar("M", bound=BaseModel)
 _FENCE = re.compile(r"```[ \t]*[A-Za-z0-9_+-]*[ \t]*\r?\n?(.*?)```", re.DOTALL)
 _OPENERS = re.compile(r"[{\[]")
 _MAX_CANDIDATES = 500
-_DECODER = json.JSONDecoder()
+_DECODER = json.JSONDecoder(strict=False)
 
 
 def _strip_trailing_commas(text: str) -> tuple[str, list[int]]:

@@ -336,6 +336,9 @@ class MindmapAgent(RoleAgent):
         physical = [o for o in d.ctx.options if not o.action.is_message]
         if not physical:
             return d.decision(d.ctx.options[0].action)
+        if d.announced is not None:  # the map's draft said what I do next, and my teammates plan on it
+            d.rationale["announced"] = d.announced.text
+            return d.decision(d.announced.action)
         best = _best(value, physical)
         q = MapQuestion(d, self.mind_map, parts, value, physical, best, cfg.no_key_matching)
         answer = d.ask(
@@ -404,6 +407,9 @@ def exemplar(parts: tuple[str, ...]) -> dict[str, Any]:
 def explain_decision(team: type[PerAgentTeam], rationale: Mapping[str, Any]) -> Explanation:
     """``coteam explain``: the decision's mind map, what changed in it, any repairs, and the selection."""
     r = dict(rationale)
+    if "announced" in r:
+        said = r.pop("announced")
+        return Explanation((Section(f"Kept its word: {said}, which its last message announced"), rationale_section(r)))
     mind_map = r.pop("mind_map", {})
     lines = json.dumps(mind_map, indent=2).splitlines()
     sections = [Section("Mind map:", tuple(lines))]

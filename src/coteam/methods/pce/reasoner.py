@@ -35,8 +35,7 @@ from coteam.methods.pce.roles import (
 from coteam.methods.pce.scoring import ScoredLeaf, Weights, action_utilities, best_leaf
 from coteam.methods.pce.symbolic import SymbolicContext
 from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, explained_tree, scenarios, tree_to_json
-from coteam.options import ActionOption
-from coteam.reasoning import Decision, DecisionContext
+from coteam.reasoning import Decision
 
 log = logging.getLogger("coteam.pce")
 
@@ -75,7 +74,7 @@ class PceAgent(RoleAgent):
         cfg = self.config
         ctx, m = d.ctx, d.memory
         d.rationale["ablation"] = cfg.ablation
-        announced = self._announced_action(ctx)
+        announced = d.announced
         if announced is not None:  # the communication module keeps its word: the action just announced comes next
             d.rationale["announced"] = announced.text
             return d.decision(announced.action)
@@ -108,15 +107,6 @@ class PceAgent(RoleAgent):
             trace["action_utilities"] = {a: round(u, 4) for a, u in action_utilities(scored, actions).items()}
             chosen = best_leaf(scored, actions).leaf
         return self._finish(q.leaves[chosen].leaf.action, chosen, q, d)
-
-    @staticmethod
-    def _announced_action(ctx: DecisionContext) -> ActionOption | None:
-        """The action my last decision announced, when that message was my last action and it is still available."""
-        m = ctx.memory
-        if not m.sent or not m.last_action_was_message():
-            return None
-        intent = getattr(m.sent[-1].payload, "intent", None)
-        return next((o for o in ctx.options if intent and o.text == intent), None)
 
     def _compose(self, q: PceQuestion, d: Deliberation, candidate: HighLevelAction | None) -> list[Scenario]:
         cfg = self.config
