@@ -2,7 +2,7 @@
 prompts. Typed configs (:mod:`.config`), team base classes with the episode lifecycle (:mod:`.team`), the LLM-role
 toolkit (:mod:`.roles`), the role-method base (:mod:`.deliberation`), structured explanations
 (:mod:`.explanation`), the situation slots of prompts (:mod:`.context`), lettered option lists
-(:mod:`.lettered`), shared answer models and the message role (:mod:`.answers`), and what the hybrid backend asks
+(:mod:`.lettered`), shared answer models and the message role (:mod:`.answers`), what the hybrid backend asks
 a model that the belief cannot know (:mod:`.knowledge`), a method's cross-episode store (:mod:`.store`) and a
 local text embedder for similarity retrieval (:mod:`.embedding`). Register a method with
 :func:`coteam.registry.register_method` or the ``coteam.methods`` entry-point group."""
