@@ -35,53 +35,27 @@ ABLATIONS = ("none", "no_planner", "no_composer", "no_evaluator", "physical_only
 
 READING = [
     "How to read the tables. 'pce - mhp' is the mean difference with its standard error, episode by episode (the "
-    "same scenes). C-WAH: the value model (docs/architecture.md) is ahead of mhp on the episodes it was tuned on "
-    "and on the held-out seed at every team size (by 14 steps, over two standard errors, with 3 and 4 robots), not "
-    "on the ten cwah-test episodes, where mhp's lead is within 1.4 standard errors at every team size: one C-WAH "
-    "episode's steps vary by tens between near-identical planners (a missed container costs a walk back), so ten "
-    "episodes do not separate planners a few percent apart. The 1.25 x oracle target is met on the held-out seed "
-    "with 3 and 4 robots (1.24, 1.21), not with 1 or 2 robots nor on cwah-test. TDW-MAT: pce is ahead of mhp "
-    "everywhere since G and C share one scale (the old scale clipped G at 1 for a robot with a loaded carrier, and "
-    "robots carried full baskets to the horizon: tdwmat seeds 105-110 went from 0.703 to 0.807, the oracle there "
-    "makes 0.836) and since a grab of an item a teammate takes first costs its walk in the rollouts (it cost "
-    "nothing, so it tied with whatever the robot's next action was worth: +0.02 on seeds 101-116). The grab skill "
-    "also walks into the item's room now: a robot that stopped within reach behind a wall could not see that a "
-    "teammate had moved the item, and grasped at it every step (40 failed grasps in one tuning episode). Two later "
-    "changes of 24 November: in the rollouts a robot delivers what it holds once the time left is down to its trip "
-    "to the bed plus one action (the rules' fixed 700 frames before the end came too late from a far room, and a "
-    "robot still out there at the end delivers nothing: +0.011 ± 0.006 on seeds 101-130, 360 episodes), and the "
-    "grab skill stops walking as soon as it sees the item in a teammate's hands (failed grasps' walks: 48 to 30 "
-    "actions per episode on seeds 103, 111, 116; neutral on the rate, and mhp's rate moves with it). A third: every"
-    " option's rollout assumes the robot follows the default policy after it, so among options within 0.02 of the "
-    "best utility (C-WAH: exact ties only, its team times are whole steps) the one that policy would take itself "
-    "ranks first, where the option's text used to decide (a robot that valued 'the item, then the basket' like 'the"
-    " basket, then the item' took the item, and with both hands full never took the basket): +0.010 on tdwmat seeds"
-    " 101-130 (360 episodes; margins 0.01 / 0.03 / 0.04: +0.005 / +0.009 / +0.008 and 0.08: -0.012 on 101-116) and "
-    "-0.5 steps on cwah 101-110 (a margin of 0.02 there, about 16 steps, lost 8.9). The 0.85 target is now met on "
-    "tdwmat-test and on the tuning seeds, not on seed 2026's two floor plans, where even the oracle makes 0.879 and"
-    " pce seeing the whole world 0.929 (it beats the oracle's central plan on every TDW-MAT set when it sees all): "
-    "the 0.14 it loses there is searching two large houses. What is left there is search and trips: before those "
-    "changes, on seeds 111-116 (24 episodes, 0.892 against the oracle's 0.929) the 26 units pce leaves undelivered "
-    "are 17 seen but not fetched in time, 6 never seen and 3 held at the end (the oracle's 17: 2 seen, 15 held or "
-    "in a carrier); pce's robots take their first carrier at frame 250 on average, the oracle's at 130, and 10 of "
-    "45 robots that saw a carrier never took one. Modelling the carriers nobody has seen yet (a house holds 2 or 5,"
-    " placed by the priors, found by looking around) did not help: -0.038 ± 0.026 on those 24 episodes. The "
-    "ablations: in symbolic mode the Planner's candidate does not steer the symbolic Composer, so no_planner equals"
-    " the full method; the Composer's leaves are the value model's best actions per scenario and yield to the "
-    "unconditional best within TIE_MARGIN, so no_composer (the best 2^D actions scored side by side on the whole "
-    "belief) is within noise of it; no_evaluator (the most likely leaf, unscored) is clearly worse, as in the "
-    "paper's Table 3. physical_only and communication_only match the full method because a message is sent only "
-    "when announcing my next action changes a teammate's choice, which happens about once in ten C-WAH episodes; "
-    "the paper's gap comes from status messages, and on the tuning seeds sending the status whenever there was news"
-    " did not shorten episodes (80.6 steps without, 81.3 with, 200 episodes, paired standard error 0.8).",
+    "same scenes). C-WAH: pce is ahead of mhp on the tuning seeds and on the held-out seed at every team size (by 14 "
+    "steps, over two standard errors, with 3 and 4 robots), not on the ten cwah-test episodes, where mhp's lead is "
+    "within 1.4 standard errors at every team size: one C-WAH episode's steps vary by tens between near-identical "
+    "planners (a missed container costs a walk back), so ten episodes do not separate planners a few percent apart. "
+    "The 1.25 x oracle target is met on the held-out seed with 3 and 4 robots (1.24, 1.21), not with 1 or 2 robots "
+    "nor on cwah-test. TDW-MAT: pce is ahead of mhp everywhere. The 0.85 target is met on tdwmat-test and on the "
+    "tuning seeds, not on seed 2026's two floor plans, where even the oracle makes 0.879 and pce seeing the whole "
+    "world 0.929: the 0.14 it loses there is searching two large houses.",
     "",
-    "Where the C-WAH gap to the oracle is, and what was tried to close it (tuning seeds 101-105): docs/experiments.md.",
+    "The ablations: in symbolic mode the Planner's candidate does not steer the Composer, so no_planner equals the "
+    "full method; the Composer's leaves yield to the unconditional best within TIE_MARGIN, so no_composer is within "
+    "noise of it; no_evaluator (the most likely leaf, unscored) is clearly worse, as in the paper's Table 3. "
+    "physical_only and communication_only match the full method because a message is sent only when announcing my "
+    "next action changes a teammate's choice, about once in ten C-WAH episodes.",
     "",
-    "Time per decision: the p95 is over every decision of the suite. It depends on the machine and how busy it is: "
-    "the same planner measured 28.9 ms (C-WAH) and 44.3 ms (TDW-MAT) on an earlier, quieter day and 60.2 / 67.9 ms "
-    "on a busy afternoon; this run's machine is faster (the whole section takes about 5 minutes). A TDW-MAT "
-    "episode's early decisions are the slowest: they weigh a dozen options over 16 particles before anything is "
-    "known.",
+    "What moved the TDW-MAT figures, and what was tried that did not help, with its numbers: docs/experiments.md "
+    "(the symbolic planner on TDW-MAT; the C-WAH gap to the oracle).",
+    "",
+    "Time per decision (bench/timing.py): the p95 over every decision of the suite. It depends on the machine: "
+    "read it beside the primitive throughput at the top of this page. A TDW-MAT episode's early decisions are the "
+    "slowest: they weigh a dozen options over 16 particles before anything is known.",
 ]
 
 
