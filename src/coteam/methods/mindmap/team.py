@@ -336,9 +336,10 @@ class MindmapAgent(RoleAgent):
         physical = [o for o in d.ctx.options if not o.action.is_message]
         if not physical:
             return d.decision(d.ctx.options[0].action)
-        if d.announced is not None:  # the map's draft said what I do next, and my teammates plan on it
-            d.rationale["announced"] = d.announced.text
-            return d.decision(d.announced.action)
+        announced = d.announced
+        if announced is not None:  # the map's draft said what I do next, and my teammates plan on it
+            d.rationale["announced"] = announced.text
+            return d.decision(announced.action)
         best = _best(value, physical)
         q = MapQuestion(d, self.mind_map, parts, value, physical, best, cfg.no_key_matching)
         answer = d.ask(
