@@ -12,7 +12,7 @@ from coteam.memory import AgentMemory
 from coteam.messages import TeamStatus
 from coteam.navigation import NavGrid
 from coteam.observation import ObjectView
-from coteam.options import UNREACHABLE_RETRY_STEPS, available_actions
+from coteam.options import RETRY_STEPS, available_actions
 from coteam.progress import progress_text
 from coteam.reasoning import StartSkill
 from coteam.registry import make_team
@@ -96,7 +96,7 @@ def test_an_unreachable_action_is_not_offered_again_for_a_while(cwah_scene):
     explore = next(o for o in available_actions(mem, nav) if o.action.verb == Verb.EXPLORE)
     mem.record_action(explore.text, "failed: not reachable")
     assert explore.text not in {o.text for o in available_actions(mem, nav)}
-    mem.step += UNREACHABLE_RETRY_STEPS
+    mem.step += RETRY_STEPS
     assert explore.text in {o.text for o in available_actions(mem, nav)}
     mem.record_action(explore.text, "failed: object taken")  # other failures do not hide it
     assert explore.text in {o.text for o in available_actions(mem, nav)}
@@ -116,7 +116,7 @@ def test_a_robot_whose_every_way_is_blocked_waits_instead_of_retrying(cwah_scene
     with pytest.raises(StopIteration) as ended:
         next(turn)
     assert ended.value.value is False, "it waits this step (and is offered the ways again after a while)"
-    brain.memory.step += UNREACHABLE_RETRY_STEPS
+    brain.memory.step += RETRY_STEPS
     assert isinstance(next(agent_turn(brain, skill_running=False)), StartSkill)
 
 

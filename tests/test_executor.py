@@ -107,6 +107,21 @@ def test_cwah_grab_inside_closed_container_opens_then_grabs_full_observability()
     assert item in h.memory["alice"].holding
 
 
+def test_cwah_check_walks_into_the_containers_room_rather_than_open_it_through_a_wall() -> None:
+    """cwah-test episode 1: from the bathroom, kitchen cabinet 13 is within reach through the wall; a robot that
+    opened it from there would not see into it, and would check it again and again."""
+    scene = get_suite("cwah-test").episodes()[1].build()
+    beside = (7.4322342402277854, 2.25)  # the bathroom side of the wall, 0.82 m from the cabinet
+    scene = replace(scene, agent_starts=(AgentStart("alice", beside, 0), *scene.agent_starts[1:]))
+    h = Harness(scene, full=False)
+    cabinet = next(c for c in scene.containers if c.id == 13)
+    h.memory["alice"].objects[13] = h.sim._view(13)  # closed, known from a teammate's report
+    assert scene.floorplan.room_at(beside).name == "bathroom" and math.dist(beside, cabinet.position) < 1.0
+    outcome, prims, _ = h.run("alice", HighLevelAction(Verb.CHECK, ref(scene, 13)))
+    assert outcome.success and prims[-1] == Primitive(K.OPEN, (13,))
+    assert h.memory["alice"].room == cabinet.room and 13 in h.memory["alice"].checked
+
+
 def test_cwah_grab_of_remembered_item_after_container_was_closed() -> None:
     """alice saw the item in an open cabinet; bob closed it; alice's gograb re-opens it and grabs."""
     base = get_suite("cwah-test").episodes()[0].build()

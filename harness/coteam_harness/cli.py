@@ -79,9 +79,7 @@ def select_episodes(suite_name: str, episodes: str | None, seed: int) -> list[Ep
     if suite.fixed:
         specs = suite.episodes()
         return [specs[i] for i in parse_episode_range(episodes, len(specs))]
-    from coteam_sim.suites import fresh_episode
-
-    return [fresh_episode(suite.benchmark, seed, i) for i in parse_episode_range(episodes or "0-9", None)]
+    return [suite.fresh(seed, i) for i in parse_episode_range(episodes or "0-9", None)]
 
 
 class RunStopped(SystemExit):

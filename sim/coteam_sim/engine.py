@@ -184,6 +184,9 @@ class Simulator:
                 return "container closed"
             if not self._near(agent, target, reach):
                 return "too far"
+            limit = self._handling_failure(agent, target)
+            if limit:
+                return limit
             hand = st.free_hand()
             if hand is None:
                 return "no free hand"
@@ -212,6 +215,17 @@ class Simulator:
         st.hands[st.hands.index(target)] = None
         w.placements[target] = Placement(Relation.IN if is_container else Relation.ON, dest)
         return ""
+
+    def _handling_failure(self, agent: str, item_id: int) -> str:
+        """The scene's handling limits on ``agent`` picking up the item ('' when none stops it)."""
+        w = self.world
+        limits = self.scene.handling
+        placement = w.placements[item_id]
+        place = None
+        if placement.relation in (Relation.IN, Relation.ON) and w.is_fixture(placement.target):
+            place = w.fixture(placement.target).name
+        held = [w.item(h).name for h in w.agents[agent].hands if h is not None]
+        return limits.grab_failure(agent, w.item(item_id).name, place, held)
 
     # --- TDW-MAT ---------------------------------------------------------------------------------------------
     def _apply_tdw(self, agent: str, prim: Primitive) -> str:
@@ -251,6 +265,9 @@ class Simulator:
                 return "too far"
             if not self._in_view(st.position, st.heading, w.position_of(target)):
                 return "not visible"
+            limit = self._handling_failure(agent, target)
+            if limit:
+                return limit
             st.hands[arm] = target
             w.placements[target] = Placement.held(agent, arm)
             return ""

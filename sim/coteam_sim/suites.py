@@ -2,7 +2,9 @@
 
 ``cwah-test``: 10 episodes, 2 per task, in the papers' task order. ``tdwmat-test``: 24 episodes = 2 floor plans
 × 3 layouts × food/stuff × low/high container counts. A fresh suite draws episodes with the same task
-distribution from a user seed: episode ``i`` of seed ``N`` is always the same scene.
+distribution from a user seed: episode ``i`` of seed ``N`` is always the same scene. The strict generators
+(``cwah-strict``, ``tdwmat-strict``) draw the same scenes with handling limits the robots are not told of
+(:data:`STRICT_LIMITS`): skills fail on them systematically, by object class and robot, so a method can learn them.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from coteam.world import Benchmark, Scene
+from coteam.world import Benchmark, HandlingLimits, Scene
 from coteam_sim import catalog
 from coteam_sim.generator import add_distractors, generate_cwah, generate_tdwmat
 
@@ -24,6 +26,7 @@ class EpisodeSpec:
     params: dict[str, Any] = field(default_factory=dict, hash=False)
     perception: str = ""  # visual suites: the detector the agents see items with (coteam_sim.camera.PERCEPTION)
     distractors: int = 0  # noisy suites: task-irrelevant items added to the scene (coteam_sim.generator)
+    strict: bool = False  # strict suites: the scene has the handling limits of STRICT_LIMITS
 
     @property
     def name(self) -> str:
@@ -35,7 +38,26 @@ class EpisodeSpec:
             scene = generate_cwah(p["seed"], p["task"], self.name)
         else:
             scene = generate_tdwmat(p["floorplan"], p["layout"], p["category"], p["containers"], self.name)
-        return add_distractors(scene, self.distractors)
+        scene = add_distractors(scene, self.distractors)
+        return strict_scene(scene) if self.strict else scene
+
+
+# The strict suites' limits: bottles and pots (C-WAH), a loaf and a pencil bucket (TDW-MAT) are lifted with both
+# hands; wall cabinets and shelves are out of reach of every second robot of the team (bob, dave, ...).
+STRICT_LIMITS = {
+    Benchmark.CWAH: (frozenset({"juice", "wine", "coffeepot"}), frozenset({"kitchencabinet", "bookshelf"})),
+    Benchmark.TDWMAT: (
+        frozenset({"loaf_bread", "pencil_bucket"}),
+        frozenset({"wardrobe_shelf", "shelf", "cabinet_top", "rack"}),
+    ),
+}
+
+
+def strict_scene(scene: Scene) -> Scene:
+    """``scene`` with the strict suites' handling limits (:data:`STRICT_LIMITS`)."""
+    heavy, high = STRICT_LIMITS[scene.benchmark]
+    short = frozenset(a.name for a in scene.agent_starts[1::2])
+    return replace(scene, handling=HandlingLimits(heavy, high, short))
 
 
 @dataclass(frozen=True)
@@ -49,7 +71,11 @@ class Suite:
         if self.fixed:
             return _TEST_SETS[self.name]()
         n = count if count is not None else (10 if self.benchmark == Benchmark.CWAH else 24)
-        return [fresh_episode(self.benchmark, seed, i) for i in range(n)]
+        return [self.fresh(seed, i) for i in range(n)]
+
+    def fresh(self, seed: int, index: int) -> EpisodeSpec:
+        """Episode ``index`` of a generator suite drawn from ``seed``."""
+        return fresh_episode(self.benchmark, seed, index, strict=self.name.endswith("-strict"))
 
 
 def _cwah_test() -> list[EpisodeSpec]:
@@ -95,11 +121,11 @@ _TEST_SETS = {
 }
 
 
-def fresh_episode(benchmark: Benchmark, seed: int, index: int) -> EpisodeSpec:
-    suite = benchmark.value
+def fresh_episode(benchmark: Benchmark, seed: int, index: int, strict: bool = False) -> EpisodeSpec:
+    suite = benchmark.value + ("-strict" if strict else "")
     if benchmark == Benchmark.CWAH:
         task = catalog.CWAH_TASKS[(index // 2) % len(catalog.CWAH_TASKS)].name
-        return EpisodeSpec(suite, index, benchmark, {"seed": f"{seed}-{index}", "task": task})
+        return EpisodeSpec(suite, index, benchmark, {"seed": f"{seed}-{index}", "task": task}, strict=strict)
     containers = ("low", "high")[index % 2]
     category = ("food", "stuff")[(index // 2) % 2]
     return EpisodeSpec(
@@ -112,6 +138,7 @@ def fresh_episode(benchmark: Benchmark, seed: int, index: int) -> EpisodeSpec:
             "category": category,
             "containers": containers,
         },
+        strict=strict,
     )
 
 
@@ -149,6 +176,20 @@ SUITES: dict[str, Suite] = {
         ),
         Suite("cwah", Benchmark.CWAH, "fresh C-WAH episodes from --seed (same task distribution)", False),
         Suite("tdwmat", Benchmark.TDWMAT, "fresh TDW-MAT episodes from --seed (same task distribution)", False),
+        Suite(
+            "cwah-strict",
+            Benchmark.CWAH,
+            "fresh C-WAH episodes from --seed with handling limits the robots are not told of (bottles and the "
+            "coffeepot need both hands; the second robot cannot reach wall cabinets or the bookshelf)",
+            False,
+        ),
+        Suite(
+            "tdwmat-strict",
+            Benchmark.TDWMAT,
+            "fresh TDW-MAT episodes from --seed with handling limits the robots are not told of (a loaf and a "
+            "pencil bucket need both hands; the second robot cannot reach shelves, cabinet tops or the rack)",
+            False,
+        ),
     )
 }
 

@@ -22,11 +22,15 @@ class TeammateSighting:
     holding: tuple[int | None, ...]
 
 
+STARTED = "started"  # how memory records the outcome of an action whose skill runs
+FAILED = "failed: "  # how memory records a failed action's outcome: FAILED + the skill's reason
+
+
 @dataclass(frozen=True)
 class ActionRecord:
     step: int
     action: str
-    outcome: str  # "done", "failed: <reason>", "started"
+    outcome: str  # "done", FAILED + the skill's reason, STARTED
 
 
 def heading_bin(heading: float) -> int:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from coteam.actions import HighLevelAction, ObjectRef, Verb, format_action
 from coteam.goals import GOAL_RADIUS_M, goal_item_ids, goal_status
-from coteam.memory import AgentMemory
+from coteam.memory import FAILED, AgentMemory
 from coteam.navigation import NavGrid
 from coteam.world import Benchmark, ObjectKind, Relation, Vec2
 
@@ -44,9 +44,11 @@ def target_position(action: HighLevelAction, memory: AgentMemory) -> Vec2 | None
     return None
 
 
-# An action whose skill failed "not reachable" is not offered again for this many steps (the way may open up:
-# a teammate moves out of a doorway, a door is opened on a real robot).
-UNREACHABLE_RETRY_STEPS = 20
+# An action whose skill failed for a reason that a retry would meet again is not offered again for this many steps
+# (the way may open up: a teammate moves out of a doorway, a door is opened on a real robot; the robot's hands may
+# be empty by then).
+RETRY_STEPS = 20
+LASTING_FAILURES = ("not reachable", "out of reach", "needs both hands", "hands busy with a heavy object")
 
 
 def available_actions(memory: AgentMemory, nav: NavGrid, *, allow_messages: bool = True) -> list[ActionOption]:
@@ -57,12 +59,12 @@ def available_actions(memory: AgentMemory, nav: NavGrid, *, allow_messages: bool
         else _tdw_actions(memory, allow_messages)
     )
     mate = _closest_teammate_position(memory)
-    unreachable = recently_unreachable(memory)
+    failed = recently_failed(memory)
     claimed = memory.claimed_by_teammates()
     out = []
     for action in actions:
         text = format_action(action, memory.benchmark)
-        if text in unreachable:
+        if text in failed:
             continue
         if action.verb in (Verb.CHECK, Verb.GRAB) and action.target is not None and action.target.id in claimed:
             continue  # a teammate works on it now: two robots never search or grab the same thing at once
@@ -73,14 +75,11 @@ def available_actions(memory: AgentMemory, nav: NavGrid, *, allow_messages: bool
     return out
 
 
-def recently_unreachable(memory: AgentMemory) -> set[str]:
-    """Actions (in text form) that failed "not reachable" (the simulator's, or a real Nav2's with its error) within the
-    last :data:`UNREACHABLE_RETRY_STEPS`."""
-    return {
-        r.action
-        for r in memory.actions
-        if r.outcome.startswith("failed: not reachable") and memory.step - r.step < UNREACHABLE_RETRY_STEPS
-    }
+def recently_failed(memory: AgentMemory) -> set[str]:
+    """Actions (in text form) that failed within the last :data:`RETRY_STEPS` for one of the
+    :data:`LASTING_FAILURES` (the simulator's reasons, or a real Nav2's "not reachable" with its error)."""
+    lasting = tuple(f"{FAILED}{reason}" for reason in LASTING_FAILURES)
+    return {r.action for r in memory.actions if r.outcome.startswith(lasting) and memory.step - r.step < RETRY_STEPS}
 
 
 def _closest_teammate_position(memory: AgentMemory) -> Vec2 | None:

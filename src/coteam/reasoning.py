@@ -28,7 +28,7 @@ from coteam.actions import (
     validate_action,
 )
 from coteam.goals import goal_status
-from coteam.memory import AgentMemory
+from coteam.memory import FAILED, STARTED, AgentMemory
 from coteam.message_guard import MessageGuard
 from coteam.messages import PayloadError, decode_payload, encode_payload
 from coteam.navigation import NavGrid
@@ -41,13 +41,11 @@ from coteam.world import Benchmark, FloorPlan, GoalPredicate, Scene, Task
 log = logging.getLogger(__name__)
 
 MAX_INSTANT_DECISIONS = 4  # decisions allowed in one step when skills end before the robot acts
-STARTED = "started"  # how memory records the outcome of an action whose skill runs
-FAILED = "failed: "  # how memory records a failed action's outcome: FAILED + the skill's reason
 EPISODE_OVER = "episode over"  # the reason of a skill the episode's end cut short (not a failure of the robot)
 
 
 class NothingToDo(Exception):
-    """The agent has no action it can take now: every one failed "not reachable" lately (options.py). It waits."""
+    """The agent has no action it can take now: every one failed lately for a lasting reason (options.py). It waits."""
 
 
 @dataclass(frozen=True)
@@ -284,7 +282,7 @@ class AgentBrain:
     def _decide(self, allow_messages: bool) -> tuple[Decision, list[ActionOption]]:
         options = available_actions(self.memory, self.nav, allow_messages=allow_messages)
         if not any(not o.action.is_message for o in options):
-            raise NothingToDo(f"{self.agent}: every action failed 'not reachable' lately; waiting")
+            raise NothingToDo(f"{self.agent}: every action failed lately for a lasting reason; waiting")
         decision = self.team.decide(DecisionContext(self.agent, self.memory, options, self.nav))
         action = validate_action(decision.action, self.memory.known_names(), [o.action for o in options])
         if action.verb == Verb.SEND_MESSAGE:

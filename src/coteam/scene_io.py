@@ -12,6 +12,7 @@ from coteam.world import (
     Container,
     FloorPlan,
     GoalPredicate,
+    HandlingLimits,
     Item,
     Relation,
     Room,
@@ -53,6 +54,11 @@ def scene_to_dict(scene: Scene) -> dict[str, Any]:
             "predicates": [[p.relation.value, p.item, p.target, p.count] for p in scene.task.predicates],
         },
         "initially_open": sorted(scene.initially_open),
+        "handling": {
+            "heavy": sorted(scene.handling.heavy),
+            "high": sorted(scene.handling.high),
+            "short": sorted(scene.handling.short),
+        },
     }
 
 
@@ -85,6 +91,7 @@ def scene_from_dict(d: dict[str, Any]) -> Scene:
             int(t["horizon"]),
         ),
         initially_open=frozenset(d.get("initially_open", ())),
+        handling=HandlingLimits(**{k: frozenset(v) for k, v in d.get("handling", {}).items()}),
     )
 
 

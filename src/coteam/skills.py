@@ -225,12 +225,15 @@ class SkillRunner:
 
     # C-WAH ---------------------------------------------------------------------------------------------------
     def _cwah_walk(self, object_id: int) -> Skill:
-        """Walk until within reach of a known object (where it is remembered to be)."""
+        """Walk until within reach of a known object (where it is remembered to be), in its room: through a wall
+        the robot could open a cabinet it cannot see into."""
         m = self._mem()
         reach = self.config.cwah_reach_m
 
         def near() -> bool:
-            return math.dist(m.position, self._position_of(object_id)) <= reach
+            view = m.objects.get(object_id)
+            elsewhere = view is not None and not view.held_by and view.room >= 0 and view.room != m.room
+            return not elsewhere and math.dist(m.position, self._position_of(object_id)) <= reach
 
         yield from self._drive(lambda: NavGoal(self._approach(object_id)), near)
         if not near():

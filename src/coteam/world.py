@@ -112,6 +112,28 @@ class Surface:
 
 
 @dataclass(frozen=True)
+class HandlingLimits:
+    """Physical limits of a home's objects and robots that nobody tells the robots (the strict suites; a real home
+    has its own): an item of a ``heavy`` class is lifted only with both hands free and, held, leaves no hand for
+    anything else; an item in or on a fixture of a ``high`` class is out of reach of the ``short`` robots."""
+
+    heavy: frozenset[str] = frozenset()  # item names
+    high: frozenset[str] = frozenset()  # fixture names
+    short: frozenset[str] = frozenset()  # robot names
+
+    def grab_failure(self, robot: str, item: str, place: str | None, held: list[str]) -> str:
+        """Why ``robot`` cannot pick up an ``item`` lying in or on the fixture ``place`` (None: not in or on one)
+        with ``held`` in its hands ('' when it can)."""
+        if robot in self.short and place in self.high:
+            return "out of reach"
+        if any(h in self.heavy for h in held):
+            return "hands busy with a heavy object"
+        if item in self.heavy and held:
+            return "needs both hands"
+        return ""
+
+
+@dataclass(frozen=True)
 class Item:
     """A graspable object. ``capacity > 0`` makes it a carriable container (TDW-MAT bowls and baskets)."""
 
@@ -252,6 +274,7 @@ class Scene:
     task: Task
     # Fixtures whose door is open at the start (others are closed).
     initially_open: frozenset[int] = frozenset()
+    handling: HandlingLimits = HandlingLimits()
 
     def fixture(self, object_id: int) -> Container | Surface:
         for f in (*self.containers, *self.surfaces):

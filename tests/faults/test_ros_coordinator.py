@@ -7,7 +7,9 @@
   nothing; a restarted coordinator's count anew) and answers a garbled action as failed, with one line, so the
   coordinator's turn goes on;
 * a robot whose nodes are all killed mid-episode (or only its executor) is dropped from the joint plan, and the other
-  robot finishes the task, taking over the item the dead robot had set out to fetch.
+  robot finishes the task, taking over the item the dead robot had set out to fetch;
+* EvoCF (``evocf``) runs through the coordinator too: it drops a killed robot the same way, and its memory file
+  outlives the launch (a second launch reads what the first learnt).
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ from coteam_ros.team_config import load_config  # noqa: E402
 from coteam_sim.suites import get_suite  # noqa: E402
 
 
-def _oracle_config(path: Path, world: str, params: str = "{}") -> Path:
+def _oracle_config(path: Path, world: str, params: str = "{}", method: str = "oracle") -> Path:
+    backend = ", backend: symbolic" if method == "oracle" else ""
     path.write_text(
-        f"world: {{{world}}}\nteam: {{method: oracle, backend: symbolic, params: {params}}}\nnavigation: sim\n"
+        f"world: {{{world}}}\nteam: {{method: {method}{backend}, params: {params}}}\nnavigation: sim\n"
         "robots: [{name: alice}, {name: bob}]\n"
     )
     return path
@@ -131,14 +134,17 @@ def _quiet(child) -> subprocess.Popen:
     return subprocess.Popen(child.argv, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
 
 
-@pytest.mark.parametrize("killed", ["nodes", "executor"])
+@pytest.mark.parametrize(
+    ("killed", "method"), [("nodes", "oracle"), ("executor", "oracle"), ("nodes", "evocf")], ids=str
+)
 def test_a_robot_that_stops_answering_is_dropped_and_the_others_finish(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, killed: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, killed: str, method: str
 ) -> None:
     """``nodes``: all of bob's nodes die; ``executor``: only his executor (his planner, waiting for it, reports
     nothing more until its executor timeout says so, 10 s, long after alice has finished here)."""
     isolate_ros(tmp_path, monkeypatch)
-    config = _oracle_config(tmp_path / "team.yaml", "suite: cwah-test, episode: 1, seed: 0, mode: lockstep")
+    world = "suite: cwah-test, episode: 1, seed: 0, mode: lockstep"
+    config = _oracle_config(tmp_path / "team.yaml", world, method=method)
     out = tmp_path / "out"
     out.mkdir()
     (tmp_path / "plan").mkdir()
@@ -167,12 +173,40 @@ def test_a_robot_that_stops_answering_is_dropped_and_the_others_finish(
     result = json.loads((out / "results.json").read_text())["episodes"][0]
     bobs = [d for d in trace["decisions"] if d["agent"] == "bob"]
     before = [d for d in bobs if d["step"] <= killed_at + 1]
-    fetching = parse_action(before[-1]["action"], Benchmark.CWAH)
-    assert fetching.verb == Verb.GRAB and fetching.target is not None, "bob was fetching an item when he died"
-    alices = [parse_action(d["action"], Benchmark.CWAH) for d in trace["decisions"] if d["agent"] == "alice"]
-    assert any(a.verb == Verb.GRAB and a.target == fetching.target for a in alices), "alice took bob's item over"
+    if method == "oracle":
+        fetching = parse_action(before[-1]["action"], Benchmark.CWAH)
+        assert fetching.verb == Verb.GRAB and fetching.target is not None, "bob was fetching an item when he died"
+        alices = [parse_action(d["action"], Benchmark.CWAH) for d in trace["decisions"] if d["agent"] == "alice"]
+        assert any(a.verb == Verb.GRAB and a.target == fetching.target for a in alices), "alice took bob's item over"
+    else:  # evocf's rounds after the kill plan for alice alone
+        late = [d["rationale"] for d in trace["decisions"] if d["step"] > killed_at + 20]
+        assert late and all(r["robots"] == ["alice"] and "bob" not in r["candidates"][0]["plan"] for r in late)
     assert result["success"], "alice finished the task"
     log = coordinator_log.read_text()
     assert "bob does not answer" in log
     if killed == "nodes":
         assert before == bobs, "no decision for bob after his nodes died"
+
+
+def test_evocf_through_the_coordinator_keeps_its_memory_file_after_the_launch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The strict suite's limits make robots fail; what EvoCF learns from it is in the file when the launch is over,
+    and a second launch starts from it."""
+    import sqlite3
+
+    isolate_ros(tmp_path, monkeypatch)
+    memory = tmp_path / "evocf.sqlite"
+    world = "suite: cwah-strict, episode: 0, seed: 0, mode: lockstep"
+    config = _oracle_config(tmp_path / "team.yaml", world, f"{{store: {memory}}}", method="evocf")
+    code, results = launch(config, tmp_path, out_dir=tmp_path / "first", timeout=RUN_TIMEOUT_S)
+    assert code == 0 and results is not None
+    db = sqlite3.connect(memory)
+    learnt = db.execute("SELECT count(*) FROM transitions").fetchone()[0]
+    rules = db.execute("SELECT count(*) FROM rules").fetchone()[0]
+    db.close()
+    assert learnt > 10 and rules >= 1
+    code, results = launch(config, tmp_path, out_dir=tmp_path / "second", timeout=RUN_TIMEOUT_S)
+    assert code == 0 and results is not None
+    first_round = load_trace(tmp_path / "second" / "trace.json")["decisions"][0]["rationale"]
+    assert first_round["memory"]["rules"] >= rules, "the second launch starts from the first one's memory"

@@ -1,0 +1,290 @@
+"""EvoCF's four roles, each answered by a model (``backend=llm``) or by its symbolic solver, which is also the
+fallback for an unusable answer:
+
+* ``evocf.plan`` -- the base planner (the paper's Actor): one action per waiting robot, by letter. Symbolic: the
+  value model's greedy assignment.
+* ``evocf.induce`` -- the constraint inductor: a failed action becomes a rule. The model names the rule's kind and
+  which facts of the failed action are its conditions; the values come from the facts, so a rule never states
+  what was not observed. Symbolic: the template of the failure's reason (:data:`.rules.TEMPLATES`).
+* ``evocf.generate`` -- the counterfactual generator: alternative joint plans by letter, each with the operators
+  that made it. Symbolic: guided generation (:func:`.counterfactual.guided`).
+* ``evocf.evaluate`` -- the evaluator: a ranking of the candidates by number, with reasons and no scores. Symbolic:
+  broken rules, repeated failures, hand-overs, freed hands, then value (:class:`.team.Assessment`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from coteam.kit.lettered import Lettered, letter_schema, match_option
+from coteam.llm import Role, RoleContext
+from coteam.methods.evocf.counterfactual import OPERATORS, Candidate
+from coteam.methods.evocf.rules import CONDITIONS, ActionFacts, RuleKind, induce
+from coteam.options import ActionOption
+
+
+def _letters_of(lettered: Mapping[str, Lettered], plan: Mapping[str, ActionOption]) -> dict[str, str]:
+    """Each robot's letter for its action in ``plan``."""
+    return {r: next(k for k, text in lettered[r].items() if text == o.text) for r, o in plan.items()}
+
+
+def _plan_schema(lettered: Mapping[str, Lettered]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {r: letter_schema(letters) for r, letters in lettered.items()},
+        "required": list(lettered),
+        "additionalProperties": False,
+    }
+
+
+def options_of(
+    lettered: Mapping[str, Lettered], options: Mapping[str, Sequence[ActionOption]], plan: Mapping[str, str]
+) -> dict[str, ActionOption]:
+    """The options a plan of letters names (ValueError, in one line, for a robot or a letter that is not there)."""
+    missing = set(lettered) - set(plan)
+    if missing:
+        raise ValueError(f"the plan has no action for {', '.join(sorted(missing))}: give every robot one letter")
+    out = {}
+    for robot, answer in plan.items():
+        if robot not in lettered:
+            raise ValueError(f"{robot!r} is not one of the robots to plan for ({', '.join(lettered)})")
+        key, _ = match_option(answer, lettered[robot])
+        out[robot] = next(o for o in options[robot] if o.text == lettered[robot][key])
+    return out
+
+
+# --- the base plan ---------------------------------------------------------------------------------------------
+class PlanAnswer(BaseModel):
+    plan: dict[str, str] = Field(description="each waiting robot's action: the letter of one of its options")
+
+
+@dataclass(frozen=True)
+class PlanQuestion:
+    lettered: Mapping[str, Lettered]
+    options: Mapping[str, Sequence[ActionOption]]
+    greedy: Callable[[], dict[str, ActionOption]]  # the symbolic base plan (computed when asked)
+
+
+def _plan(ctx: RoleContext) -> PlanQuestion:
+    assert isinstance(ctx.data, PlanQuestion)
+    return ctx.data
+
+
+def check_plan(answer: PlanAnswer, ctx: RoleContext) -> None:
+    options_of(_plan(ctx).lettered, _plan(ctx).options, answer.plan)
+
+
+PLAN: Role[PlanAnswer] = Role(
+    "evocf.plan",
+    "evocf_plan",
+    PlanAnswer,
+    lambda ctx: PlanAnswer(plan=_letters_of(_plan(ctx).lettered, _plan(ctx).greedy())),
+    check_plan,
+    lambda ctx: {
+        "type": "object",
+        "properties": {"plan": _plan_schema(_plan(ctx).lettered)},
+        "required": ["plan"],
+        "additionalProperties": False,
+    },
+)
+
+
+# --- rule induction ----------------------------------------------------------------------------------------------
+class InduceAnswer(BaseModel):
+    kind: RuleKind = Field(description="the constraint's kind")
+    conditions: list[str] = Field(description="the facts of the failed action that the constraint requires")
+    description: str = Field("", description="the constraint in a sentence")
+
+
+@dataclass(frozen=True)
+class InduceQuestion:
+    facts: ActionFacts
+    reason: str
+
+    def conditions(self) -> list[str]:
+        """The conditions the facts give a value to (a teammate acting on another object is no condition)."""
+        return [c for c in CONDITIONS if self.facts.value(c) and (c, self.facts.value(c)) != ("shared", "no")]
+
+
+def _induce(ctx: RoleContext) -> InduceQuestion:
+    assert isinstance(ctx.data, InduceQuestion)
+    return ctx.data
+
+
+def induce_symbolically(ctx: RoleContext) -> InduceAnswer:
+    q = _induce(ctx)
+    rule = induce(q.facts, q.reason)
+    return InduceAnswer(kind=rule.kind, conditions=list(rule.conditions), description=rule.text())
+
+
+def check_induction(answer: InduceAnswer, ctx: RoleContext) -> None:
+    known = _induce(ctx).conditions()
+    unknown = [c for c in answer.conditions if c not in known]
+    if unknown or not answer.conditions:
+        raise ValueError(f"conditions must be one or more of {', '.join(known)} (got {answer.conditions})")
+
+
+INDUCE: Role[InduceAnswer] = Role(
+    "evocf.induce",
+    "evocf_induce",
+    InduceAnswer,
+    induce_symbolically,
+    check_induction,
+    lambda ctx: {
+        "type": "object",
+        "properties": {
+            "kind": {"type": "string", "enum": [k.value for k in RuleKind]},
+            "conditions": {
+                "type": "array",
+                "items": {"type": "string", "enum": _induce(ctx).conditions()},
+                "minItems": 1,
+                "maxItems": len(_induce(ctx).conditions()),
+            },
+            "description": {"type": "string", "maxLength": 300},
+        },
+        "required": ["kind", "conditions", "description"],
+        "additionalProperties": False,
+    },
+)
+
+
+# --- counterfactual generation -----------------------------------------------------------------------------------
+class GeneratedPlan(BaseModel):
+    operators: list[str] = Field(description="the operators that made it from the base plan")
+    plan: dict[str, str] = Field(description="each waiting robot's action: a letter")
+
+
+class GenerateAnswer(BaseModel):
+    plans: list[GeneratedPlan] = Field(description="alternative joint plans")
+
+
+@dataclass(frozen=True)
+class GenerateQuestion:
+    lettered: Mapping[str, Lettered]
+    options: Mapping[str, Sequence[ActionOption]]
+    base: Mapping[str, ActionOption]
+    count: int
+    symbolic: Callable[[], list[Candidate]]
+
+
+def _generate(ctx: RoleContext) -> GenerateQuestion:
+    assert isinstance(ctx.data, GenerateQuestion)
+    return ctx.data
+
+
+def candidates_of(answer: GenerateAnswer, q: GenerateQuestion) -> list[Candidate]:
+    """The model's plans as candidates: each plan once, the base plan left out (it is a candidate anyway)."""
+    out: dict[tuple[str, ...], Candidate] = {Candidate(q.base).signature(): Candidate(q.base)}
+    for p in answer.plans[: q.count]:
+        operators = tuple(op for op in p.operators if op in OPERATORS)
+        c = Candidate(options_of(q.lettered, q.options, p.plan), operators)
+        out.setdefault(c.signature(), c)
+    return list(out.values())[1:]
+
+
+def check_generation(answer: GenerateAnswer, ctx: RoleContext) -> None:
+    if not answer.plans:
+        raise ValueError("no plan: give at least one alternative joint plan")
+    candidates_of(answer, _generate(ctx))
+
+
+GENERATE: Role[GenerateAnswer] = Role(
+    "evocf.generate",
+    "evocf_generate",
+    GenerateAnswer,
+    lambda ctx: GenerateAnswer(
+        plans=[
+            GeneratedPlan(operators=list(c.operators), plan=_letters_of(_generate(ctx).lettered, c.plan))
+            for c in _generate(ctx).symbolic()
+        ]
+    ),
+    check_generation,
+    lambda ctx: {
+        "type": "object",
+        "properties": {
+            "plans": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": max(1, _generate(ctx).count),
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "operators": {"type": "array", "items": {"type": "string", "enum": list(OPERATORS)}},
+                        "plan": _plan_schema(_generate(ctx).lettered),
+                    },
+                    "required": ["operators", "plan"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["plans"],
+        "additionalProperties": False,
+    },
+)
+
+
+# --- evaluation ----------------------------------------------------------------------------------------------------
+class RankedPlan(BaseModel):
+    candidate: int = Field(description="the candidate's number")
+    reasoning: str = Field("", description="why it stands here")
+
+
+class EvaluateAnswer(BaseModel):
+    ranking: list[RankedPlan] = Field(description="the candidates, most promising first")
+
+
+@dataclass(frozen=True)
+class EvaluateQuestion:
+    count: int  # candidates, numbered from 1
+    order: Sequence[int]  # the symbolic ranking (candidate numbers)
+    reasons: Mapping[int, str]  # what the symbolic evaluator found on each
+
+
+def _evaluate(ctx: RoleContext) -> EvaluateQuestion:
+    assert isinstance(ctx.data, EvaluateQuestion)
+    return ctx.data
+
+
+def check_ranking(answer: EvaluateAnswer, ctx: RoleContext) -> None:
+    count = _evaluate(ctx).count
+    if not answer.ranking:
+        raise ValueError("an empty ranking: list the candidates, most promising first")
+    bad = [r.candidate for r in answer.ranking if not 1 <= r.candidate <= count]
+    if bad:
+        raise ValueError(f"candidate number(s) {bad} do not exist: number from 1 to {count}")
+
+
+EVALUATE: Role[EvaluateAnswer] = Role(
+    "evocf.evaluate",
+    "evocf_evaluate",
+    EvaluateAnswer,
+    lambda ctx: EvaluateAnswer(
+        ranking=[RankedPlan(candidate=i, reasoning=_evaluate(ctx).reasons[i]) for i in _evaluate(ctx).order]
+    ),
+    check_ranking,
+    lambda ctx: {
+        "type": "object",
+        "properties": {
+            "ranking": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": _evaluate(ctx).count,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "candidate": {"type": "integer", "enum": list(range(1, _evaluate(ctx).count + 1))},
+                        "reasoning": {"type": "string", "maxLength": 400},
+                    },
+                    "required": ["candidate", "reasoning"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["ranking"],
+        "additionalProperties": False,
+    },
+)
