@@ -76,9 +76,10 @@ def test_settings_are_validated():
         LocalServerSettings(threads=0)
 
 
-# reveca asks a relevance letter for every object it meets and mindmap writes a whole mind map every decision: minutes
-# of a one-thread model that slow the ROS tests beside it; their real-model answers are the recorded ones replayed below
-LIVE = tuple(m for m in METHODS if m not in ("reveca", "mindmap"))
+# reveca asks a relevance letter for every object it meets, mindmap writes a whole mind map every decision and evocf
+# asks three roles per round: minutes of a one-thread model that slow the ROS tests beside it; their real-model
+# answers are the recorded ones replayed below
+LIVE = tuple(m for m in METHODS if m not in ("reveca", "mindmap", "evocf"))
 
 
 def test_every_llm_method_is_answered_by_the_real_model(tmp_path, monkeypatch):
