@@ -9,7 +9,8 @@ fallback for an unusable answer:
 * ``evocf.generate`` -- the counterfactual generator: alternative joint plans by letter, each with the operators
   that made it. Symbolic: guided generation (:func:`.counterfactual.guided`).
 * ``evocf.evaluate`` -- the evaluator: a ranking of the candidates by number, with reasons and no scores. Symbolic:
-  broken rules, repeated failures, hand-overs, freed hands, then value (:class:`.team.Assessment`).
+  broken rules, repeated failures, hand-overs, stopped robots that still fetch or deliver, the base plan, then value
+  (:class:`.team.Assessment`).
 """
 
 from __future__ import annotations

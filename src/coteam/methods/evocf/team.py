@@ -13,9 +13,9 @@ One planner sees the union of the robots' observations and decides one joint act
    on the base plan, guided by the actions retrieval flags (or at random: the ablation); the base plan stays a
    candidate.
 4. **Evaluator**: candidates ranked by the rules they break (summed confidence), then by repeats of past failures,
-   then by robots taking over an action a rule forbids a teammate, then by robots emptying hands a rule found too
-   full, then the base plan first, then team value (:attr:`Assessment.rank`; ``evaluator=heuristic``, the
-   ablation: value only, after dropping exact repeats of this episode's failures).
+   then by robots taking over an action a rule forbids a teammate, then by robots a rule stopped that still fetch
+   or deliver (rather than search), then the base plan first, then team value (:attr:`Assessment.rank`;
+   ``evaluator=heuristic``, the ablation: value only, after dropping exact repeats of this episode's failures).
 5. **Rule induction** (:mod:`.rules`): when a robot's action fails, the failure becomes a rule with variables, typed
    by the paper's six kinds, de-duplicated with support and contradiction counts; every outcome is a transition of
    the memory. With ``store=PATH`` the memory outlives the episode and the run.
@@ -79,7 +79,8 @@ class EvocfConfig(ValueRoleConfig):
     )
     evaluator: Literal["rules", "heuristic"] = Field(
         "rules",
-        description="rules: broken rules, past failures, hand-overs, then the base plan, then value; heuristic "
+        description="rules: broken rules, past failures, hand-overs, stopped robots that still work, then the base "
+        "plan, then value; heuristic "
         "(ablation): value only, after dropping exact repeats of this episode's failures",
     )
     induction: bool = Field(True, description="induce rules from failures (false: the memory keeps outcomes only)")
