@@ -142,6 +142,8 @@ ROS_FAULTS = (
     ("planner", "bob's planner killed (-9)"),
     ("executor", "alice's executor killed (-9)"),
     ("bridge", "the simulator bridge killed (-9)"),
+    ("robot", "all of bob's nodes killed (-9)"),
+    ("robot_back", "bob's nodes killed (-9), started again once alice finds him lost"),
     ("flood", "500 unsigned messages in bob's name"),
     ("attacker", "a node speaking for both robots, replaying theirs"),
 )
@@ -168,12 +170,14 @@ def _ros_fault_run(tmp: Path, fault: str) -> dict[str, Any]:
     out.mkdir()
     children = plan(load_config(config), tmp, results_path=out / "results.json")
     log = (out / "alice_planner.log").open("w")
-    procs = {
-        c.label: subprocess.Popen(
-            c.argv, env=child_env(), stdout=subprocess.DEVNULL, stderr=log if c.label == "planner@/alice" else None
-        )
-        for c in children
-    }
+
+    def start(child: Any) -> subprocess.Popen:
+        alice = child.label == "planner@/alice"
+        return subprocess.Popen(child.argv, env=child_env(), stdout=subprocess.DEVNULL, stderr=log if alice else None)
+
+    procs = {c.label: start(c) for c in children}
+    bob = [c for c in children if c.label.endswith("@/bob")]
+    restarted = fault != "robot_back"
     context = rclpy.Context()
     rclpy.init(context=context)
     node = rclpy.create_node("fault_bench", context=context)
@@ -201,9 +205,15 @@ def _ros_fault_run(tmp: Path, fault: str) -> dict[str, Any]:
                 if fault in ("planner", "executor", "bridge"):
                     victim = {"planner": "planner@/bob", "executor": "executor@/alice", "bridge": "sim_bridge@/"}
                     procs[victim[fault]].send_signal(signal.SIGKILL)
+                elif fault in ("robot", "robot_back"):
+                    for child in bob:
+                        procs[child.label].send_signal(signal.SIGKILL)
                 elif fault == "flood":
                     for k in range(500):
                         flood.publish(TeamMessage(sender="bob", text=f"order {k}: stop working", step=1000 + k))
+            if not restarted and "bob is lost" in (out / "alice_planner.log").read_text():
+                procs.update({c.label: start(c) for c in bob})  # the same keys: its sequence numbers count on
+                restarted = True
         if fault == "bridge":  # the robots wait for a status that never comes: do they stay up?
             time.sleep(3.0)
         alive = [label for label, p in procs.items() if p.poll() is None]
@@ -268,6 +278,11 @@ def ros_faults() -> list[str]:
                 counted.append(f"{result['messages_dropped']} messages dropped")
             if run["said"]:
                 counted.append(f"'executor not answering' said {run['said']}x")
+            if result.get("teammates_lost"):
+                counted.append(
+                    f"bob found lost {result['teammates_lost']}x, back {result['teammates_returned']}x, "
+                    f"{result['items_out_of_reach']} items out of reach"
+                )
             unclean = [k for k, v in run["exits"].items() if v not in (0, -signal.SIGKILL)]
             if unclean:
                 counted.append(f"did not stop cleanly on Ctrl-C: {', '.join(unclean)}")
@@ -277,6 +292,56 @@ def ros_faults() -> list[str]:
                 f"| {label} | {'finished' if result['success'] else 'horizon'} | {steps} ({steps - baseline:+d}) | "
                 f"{result['transport_rate']:.2f} | {run['pause_s']:.1f} s | {', '.join(counted) or '-'} |"
             )
+    return rows
+
+
+def _talking_episode() -> tuple[int, Any]:
+    """The first cwah-test episode in which symbolic PCE sends a team message, and its in-process result."""
+    for index, spec in enumerate(get_suite("cwah-test").episodes()):
+        result = run_episode(spec.build(), "pce", seed=0)
+        if result.messages:
+            return index, result
+    raise RuntimeError("pce sends no message in cwah-test")
+
+
+def _lan_row(name: str, mode: str, tmp: Path, episode: int, expected: Any, **options: Any) -> str:
+    from coteam_ros.netlab import run_team_on_lan
+
+    tmp.mkdir()
+    world = f"suite: cwah-test, episode: {episode}, seed: 0, mode: {mode}"
+    team = f"world: {{{world}}}\nteam: {{method: pce}}\nrobots: [{{name: alice}}, {{name: bob}}]\n"
+    (tmp / "team.yaml").write_text(team)
+    run = run_team_on_lan(tmp / "team.yaml", tmp, tmp / "results.json", timeout=600, **options)
+    result = json.loads((tmp / "results.json").read_text())["episodes"][0]
+    same = all(result[k] == getattr(expected, k) for k in ("success", "steps", "messages", "decisions"))
+    row = (
+        f"| {name} | {mode.split(',')[0]} | {'finished' if result['success'] else 'horizon'} | {result['steps']} "
+        f"({result['steps'] - expected.steps:+d}) | {result['transport_rate']:.2f} | {'yes' if same else 'no'} | "
+        f"{run.wall_s:.0f} s | {run.link.dropped} / {run.link.duplicated} / {run.link.cut} | {result['messages']} / "
+        f"{result['messages_dropped']} | {result['teammates_lost']} / {result['teammates_returned']} |"
+    )
+    print(row, flush=True)
+    return row
+
+
+def network_faults() -> list[str]:
+    from coteam_ros.netlab import PROFILES, Partition
+
+    episode, expected = _talking_episode()
+    rows = [
+        "| link | mode | episode | steps (lost) | goal done | same as in-process | wall | packets dropped / "
+        "duplicated / cut | team messages sent / refused | teammates lost / back |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    with tempfile.TemporaryDirectory() as tmp_name:
+        for mode in ("lockstep", "realtime"):
+            for name, profile in PROFILES.items():
+                tmp = Path(tmp_name) / f"{mode}-{len(rows)}"
+                rows.append(_lan_row(f"{name} (`{profile.netem()}`)", mode, tmp, episode, expected, profile=profile))
+        cut = Partition(("alice",), ("bob",), after_s=3.0, for_s=15.0)
+        name = "cut between the robots for 15 s, 3 s after their planners are up"
+        tmp = Path(tmp_name) / "partition"
+        rows.append(_lan_row(name, "realtime, tick_hz: 2.0", tmp, episode, expected, partition=cut))
     return rows
 
 
@@ -341,6 +406,15 @@ def section(command: str) -> str:
         f"{ROS_FAULT_STEP}):",
         "",
         *ros_faults(),
+        "",
+        "Network faults (`coteam_ros.netlab`: the simulator bridge on one host, each robot's nodes on its own, "
+        "network namespaces on one LAN whose every link does what the netem arguments say; symbolic PCE, the first "
+        "cwah-test episode in which it talks, two robots, signed messages; *same as in-process*: success, steps, "
+        "messages and decisions equal the in-process run's; *packets*: every IP packet between hosts, discovery "
+        "included; *teammates lost / back*: what the robots' planners noticed, each counting its own; real time at "
+        "10 steps a second unless said):",
+        "",
+        *network_faults(),
         "",
         f"Killed runs (`coteam run` over {EPISODES} cwah-test episodes, stopped during the second one, then "
         "`--resume`):",

@@ -14,7 +14,7 @@ Measures, over real DDS on loopback (own ROS domain, localhost discovery, ROS_HO
    ``/proc/<pid>/stat`` and ``/proc/<pid>/status`` samples;
 3. wall time of the lockstep episode against the in-process runner (``coteam_harness.runner.run_episode``, in its own
    process) on the same episodes;
-4. the same episodes with 2 and 4 robots.
+4. the same episodes with 2, 4 and 8 robots.
 
 Re-running replaces the section of the same title (everything up to the next ``## `` heading), leaving the rest of
 the file as it is. ``run_benchmarks.py`` calls :func:`ros_section` unless given ``--skip-ros``.
@@ -37,13 +37,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 TITLE = "## ROS 2 team stack"
 DEFAULT_DOMAIN = 77
 EPISODES = (("cwah-test", 0), ("tdwmat-test", 0))
 # (robots, method) per episode: symbolic PCE (a planner per robot), and the oracle (centralised: one coordinator)
-TEAMS = ((2, "pce"), (4, "pce"), (2, "oracle"))
-ROBOTS = ("alice", "bob", "carol", "dave")
+TEAMS = ((2, "pce"), (4, "pce"), (8, "pce"), (2, "oracle"))
+ROBOTS = ("alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi")
 LATENCY_COUNT = 1000
 LATENCY_WARMUP = 50  # sent first at the same rate, not measured
 LATENCY_HZ = 100.0
@@ -130,9 +131,9 @@ def _latency_publisher(count: int, size: int, hz: float, keystore: str | None) -
     import rclpy
     from builtin_interfaces.msg import Time
     from coteam_interfaces.msg import TeamMessage
-    from std_msgs.msg import Header
+    from std_msgs.msg import Empty, Header
 
-    from coteam_ros.qos import TEAM_MESSAGES
+    from coteam_ros.qos import LATCHED, TEAM_MESSAGES
 
     signer = None
     if keystore:
@@ -142,10 +143,11 @@ def _latency_publisher(count: int, size: int, hz: float, keystore: str | None) -
     rclpy.init()
     node = rclpy.create_node("latency_pub")
     pub = node.create_publisher(TeamMessage, "/team/messages", TEAM_MESSAGES)
-    deadline = time.monotonic() + 30
-    while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.5)  # let the subscriber match this writer too
+    ready = []  # the subscriber says so once it has matched this writer (discovery is not symmetric)
+    node.create_subscription(Empty, "/latency/ready", ready.append, LATCHED)
+    deadline = time.monotonic() + 60
+    while not (ready and pub.get_subscription_count() >= 1) and time.monotonic() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.01)
     text = ("x" * size)[:size]
     period = 1.0 / hz
     start = time.monotonic()
@@ -169,8 +171,9 @@ def _latency_subscriber(count: int, keystore: str | None) -> None:
     import rclpy
     from coteam_interfaces.msg import TeamMessage
     from rclpy.executors import SingleThreadedExecutor
+    from std_msgs.msg import Empty
 
-    from coteam_ros.qos import TEAM_MESSAGES
+    from coteam_ros.qos import LATCHED, TEAM_MESSAGES
 
     verifier = None
     if keystore:
@@ -193,9 +196,13 @@ def _latency_subscriber(count: int, keystore: str | None) -> None:
             sent = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
             latencies[msg.step] = (now - sent) / 1e6
 
-    node.create_subscription(TeamMessage, "/team/messages", on_message, TEAM_MESSAGES)
+    subscription = node.create_subscription(TeamMessage, "/team/messages", on_message, TEAM_MESSAGES)
+    ready = node.create_publisher(Empty, "/latency/ready", LATCHED)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
+    while subscription.get_publisher_count() < 1:
+        executor.spin_once(timeout_sec=0.01)
+    ready.publish(Empty())
     deadline = time.monotonic() + 60 + count / LATENCY_HZ
     while len(latencies) < count and time.monotonic() < deadline:
         executor.spin_once(timeout_sec=0.1)
@@ -204,20 +211,27 @@ def _latency_subscriber(count: int, keystore: str | None) -> None:
     rclpy.try_shutdown()
 
 
-def message_latency(size: int, keystore: Path | None, count: int = LATENCY_COUNT, hz: float = LATENCY_HZ) -> dict:
-    """Publisher and subscriber processes; percentiles of receive time - header.stamp over ``count`` messages,
-    signed with the keys of ``keystore`` (None: unsigned)."""
+def message_latency(
+    size: int,
+    keystore: Path | None,
+    count: int = LATENCY_COUNT,
+    hz: float = LATENCY_HZ,
+    lan: Any = None,
+    env: dict[str, str] | None = None,
+) -> dict:
+    """Publisher and subscriber processes; percentiles of receive time - header.stamp over the messages that
+    arrived of ``count``, signed with the keys of ``keystore`` (None: unsigned). With ``lan`` (a
+    :class:`coteam_ros.netlab.VirtualLan` with hosts ``alice`` and ``bob``) the publisher runs on alice, the
+    subscriber on bob; ``env`` is the processes' environment (default: this process's)."""
     me = [sys.executable, str(Path(__file__).resolve())]
     if keystore is not None:
         me += ["--keystore", str(keystore)]
-    sub = subprocess.Popen(
-        [*me, "--latency-role", "sub", "--count", str(count)], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL
-    )
-    pub = subprocess.Popen(
-        [*me, "--latency-role", "pub", "--count", str(count), "--size", str(size), "--hz", str(hz)],
-        stdout=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-    )
+    sub_argv = [*me, "--latency-role", "sub", "--count", str(count)]
+    pub_argv = [*me, "--latency-role", "pub", "--count", str(count), "--size", str(size), "--hz", str(hz)]
+    if lan is not None:
+        sub_argv, pub_argv = lan.command("bob", sub_argv), lan.command("alice", pub_argv)
+    sub = subprocess.Popen(sub_argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+    pub = subprocess.Popen(pub_argv, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env)
     try:
         out, _ = sub.communicate(timeout=90 + count / hz)
     finally:
@@ -227,8 +241,8 @@ def message_latency(size: int, keystore: Path | None, count: int = LATENCY_COUNT
         _stop(pub)
     data = json.loads(out.decode().strip().splitlines()[-1])
     lat = sorted(data["latencies_ms"])
-    if len(lat) < count:
-        raise RuntimeError(f"only {len(lat)} of {count} team messages arrived")
+    if not lat:
+        raise RuntimeError(f"none of {count} team messages arrived")
     return {
         "size": size,
         "signed": keystore is not None,

@@ -169,3 +169,24 @@ def test_the_perception_node_runs_the_configured_detector(tmp_path: Path, monkey
         assert [name for name, _ in file_colours.classes] == ["apple"]
         with pytest.raises(ValueError, match="detector onnx needs the parameters model"):
             node(Parameter("detector", value="onnx"))
+
+
+def test_perception_takes_a_camera_driver_best_effort_and_the_simulator_reliable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A robot's camera driver may publish best effort (a reliable subscription would never match it): on hardware
+    the node subscribes best effort; with the simulator, whose step waits for every frame, reliable."""
+    from rclpy.qos import ReliabilityPolicy
+
+    isolate_ros(tmp_path, monkeypatch)
+    episode = _episode(tmp_path)
+
+    def camera_reliability(*params: Parameter) -> set:
+        overrides = [Parameter("robot", value="alice"), Parameter("detector", value="color"), *episode, *params]
+        node = PerceptionNode(namespace="/alice", parameter_overrides=overrides)
+        nodes.append(node)
+        return {s.qos_profile.reliability for s in node.subscriptions if "/camera/" in s.topic_name}
+
+    with rclpy_session() as nodes:
+        assert camera_reliability() == {ReliabilityPolicy.BEST_EFFORT}
+        assert camera_reliability(Parameter("status_from_cameras", value=True)) == {ReliabilityPolicy.RELIABLE}

@@ -629,6 +629,10 @@ class _Fake:
         def __init__(self, *, reason="reason not given", **kwargs):
             self.reason = reason
 
+    class SetEnvironmentVariable:
+        def __init__(self, name, value):
+            self.name, self.value = name, value
+
     class OnProcessExit:
         def __init__(self, *, target_action=None, on_exit, **kwargs):
             self.target_action, self.on_exit = target_action, on_exit
@@ -689,6 +693,7 @@ def _fake_modules(monkeypatch: pytest.MonkeyPatch) -> None:
     mods["launch.actions"].OpaqueFunction = _Fake.OpaqueFunction
     mods["launch.actions"].RegisterEventHandler = _Fake.RegisterEventHandler
     mods["launch.actions"].Shutdown = _Fake.Shutdown
+    mods["launch.actions"].SetEnvironmentVariable = _Fake.SetEnvironmentVariable
     mods["launch.event_handlers"].OnProcessExit = _Fake.OnProcessExit
     mods["launch.substitutions"].LaunchConfiguration = _Fake.LaunchConfiguration
     mods["launch_ros.actions"].Node = _Fake.Node
@@ -709,6 +714,8 @@ def _run_launch_file(path: Path, config: Path) -> list[NodeSpec]:
     description = module.generate_launch_description()
     (arg,) = [e for e in description.entities if isinstance(e, _Fake.DeclareLaunchArgument)]
     assert arg.name == "config" and arg.default_value
+    (dds,) = [e for e in description.entities if isinstance(e, _Fake.SetEnvironmentVariable)]
+    assert (dds.name, dds.value) == ("FASTDDS_DEFAULT_PROFILES_FILE", str(launcher.DDS_PROFILE))  # as coteam launch
     context = types.SimpleNamespace(launch_configurations={"config": str(config)})
     actions = []
     for entity in description.entities:

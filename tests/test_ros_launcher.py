@@ -29,7 +29,7 @@ if importlib.util.find_spec("coteam_ros") is None:  # not pip-installed yet: use
 
 from coteam.signing import PUBLIC_KEYS, init_keystore  # noqa: E402
 from coteam_ros import launcher  # noqa: E402
-from coteam_ros.launcher import Child, child_env, plan, run  # noqa: E402
+from coteam_ros.launcher import DDS_PROFILE, Child, child_env, plan, run  # noqa: E402
 from coteam_ros.node_graph import node_list  # noqa: E402
 from coteam_ros.team_config import load_config  # noqa: E402
 
@@ -294,11 +294,15 @@ def test_signal_to_the_launcher_stops_children(tmp_path: Path, fake: Callable[..
 def test_child_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ROS_AUTOMATIC_DISCOVERY_RANGE", raising=False)
     monkeypatch.delenv("ROS_DOMAIN_ID", raising=False)
+    monkeypatch.delenv("FASTDDS_DEFAULT_PROFILES_FILE", raising=False)
     env = child_env()
     assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST" and "ROS_DOMAIN_ID" not in env
+    assert env["FASTDDS_DEFAULT_PROFILES_FILE"] == str(DDS_PROFILE) and DDS_PROFILE.is_file()
     monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET")
+    monkeypatch.setenv("FASTDDS_DEFAULT_PROFILES_FILE", "/etc/my_dds.xml")
     env = child_env(42)
     assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SUBNET" and env["ROS_DOMAIN_ID"] == "42"
+    assert env["FASTDDS_DEFAULT_PROFILES_FILE"] == "/etc/my_dds.xml"
     with pytest.raises(ValueError, match="domain-id"):
         child_env(300)
 

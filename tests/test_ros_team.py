@@ -29,6 +29,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from coteam.scene_io import save_scene, scene_from_dict, scene_to_dict  # noqa: E402
 from coteam.world import Scene  # noqa: E402
+from coteam_harness.runner import run_episode  # noqa: E402
 from coteam_harness.trace import load_trace  # noqa: E402
 from coteam_ros.launcher import child_env, launch, plan  # noqa: E402
 from coteam_ros.team_config import load_config  # noqa: E402
@@ -101,6 +102,29 @@ def sealed_room_scene(scene: Scene, agents: int = 2) -> tuple[Scene, str]:
     data["floorplan"]["rows"] = ["".join(row) for row in rows]
     data["name"] = f"{scene.name}-sealed-{room.name}"
     return scene_from_dict(data), room.name
+
+
+def test_eight_robots_over_ros_are_the_in_process_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight robots in lockstep over ROS (25 processes on this machine: the bridge, and perception, planner and
+    executor per robot) play cwah-test episode 0 exactly as the in-process runner does."""
+    isolate_ros(tmp_path, monkeypatch)
+    robots = ("alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi")
+    expected = run_episode(
+        get_suite("cwah-test").episodes()[0].build(), "pce", n_agents=8, seed=0, trace_path=tmp_path / "in_process.json"
+    )
+    config = write_config(tmp_path / "team.yaml", "suite: cwah-test, episode: 0, seed: 0, mode: lockstep", robots)
+    code, results = launch(config, tmp_path, out_dir=tmp_path / "ros", timeout=2 * RUN_TIMEOUT_S)
+    assert code == 0
+    assert results is not None
+    got = json.loads(results.read_text())["episodes"][0]
+    assert got["agents"] == 8
+    for key in ("success", "steps", "transport_rate", "messages", "decisions"):
+        assert got[key] == getattr(expected, key), key
+    ours, theirs = (
+        comparable(load_trace(tmp_path / "ros" / "trace.json")),
+        comparable(load_trace(tmp_path / "in_process.json")),
+    )
+    assert ours == theirs
 
 
 def test_unreachable_target_fails_in_the_executor_and_the_planner_decides_anew(

@@ -17,6 +17,10 @@ from coteam_harness.results import EpisodeResult, p95
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
 
+# What a robot's runtime counts and reports (ROS: each StepTick): teammate payloads and messages refused, teammates
+# found lost and back, items lost teammates held (EpisodeResult has a field of each name)
+RUNTIME_COUNTS = ("payloads_dropped", "messages_dropped", "teammates_lost", "teammates_returned", "items_out_of_reach")
+
 
 class EpisodeMeter:
     def __init__(self, sim: Simulator, episode: str, team: str):
@@ -27,8 +31,7 @@ class EpisodeMeter:
         self.failures: dict[str, int] = {}
         self.travel_m = {a: 0.0 for a in sim.agents}
         self.primitives = {a: 0 for a in sim.agents}
-        self.payloads_dropped: dict[str, int] = {}
-        self.messages_dropped: dict[str, int] = {}
+        self.runtime: dict[str, dict[str, int]] = {key: {} for key in RUNTIME_COUNTS}  # count -> robot -> so far
         self.decisions: list[Mapping[str, Any]] = []
         self._positions = {a: sim.world.agents[a].position for a in sim.agents}
         self.started = time.perf_counter()
@@ -56,11 +59,12 @@ class EpisodeMeter:
         """One decision's trace record (tokens, LLM calls and fallbacks, seconds)."""
         self.decisions.append(record)
 
-    def payloads(self, agent: str, dropped: int, messages_dropped: int = 0) -> None:
-        """How many teammate payloads ``agent`` has dropped so far, and whole messages its runtime refused (counts
-        only grow; the latest report wins)."""
-        self.payloads_dropped[agent] = max(self.payloads_dropped.get(agent, 0), dropped)
-        self.messages_dropped[agent] = max(self.messages_dropped.get(agent, 0), messages_dropped)
+    def reported(self, agent: str, **counts: int) -> None:
+        """What ``agent``'s runtime has counted so far (:data:`RUNTIME_COUNTS`): counts only grow, and a restarted
+        robot's start again from zero, so the highest report of each stands."""
+        for key, value in counts.items():
+            per_robot = self.runtime[key]
+            per_robot[agent] = max(per_robot.get(agent, 0), value)
 
     def stop(self) -> None:
         """The episode is over: its wall time stops here."""
@@ -104,8 +108,7 @@ class EpisodeMeter:
             wall_s=self.wall_s if self.wall_s is not None else time.perf_counter() - self.started,
             travel_m={a: round(m, 3) for a, m in self.travel_m.items()},
             primitive_share={a: (n / total_prims if total_prims else 0.0) for a, n in self.primitives.items()},
-            payloads_dropped=sum(self.payloads_dropped.values()),
-            messages_dropped=sum(self.messages_dropped.values()),
+            **{key: sum(per_robot.values()) for key, per_robot in self.runtime.items()},
             messages_blocked=sum(1 for r in self.decisions if r.get("message_blocked")),
             message_stalls=sum(1 for r in self.decisions if r.get("message_stall")),
             trace=trace,

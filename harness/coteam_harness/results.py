@@ -50,6 +50,9 @@ class EpisodeResult:
     rejected_lines: int = 0  # lines of model answers a parser rejected (garbled belief statements)
     llm_deadlines: int = 0  # fallbacks because the decision's time budget ran out (LLM roles with decision_budget_s)
     llm_breaker: int = 0  # fallbacks because the circuit breaker was open (the model had stopped answering)
+    teammates_lost: int = 0  # ROS: times a robot found a teammate silent past its lease (each robot counts its own)
+    teammates_returned: int = 0  # ROS: times a robot heard a lost teammate again
+    items_out_of_reach: int = 0  # ROS: items lost teammates were last known to hold when they were found lost
     trace: str | None = None
     failures: dict[str, int] = field(default_factory=dict)
     store_sha256: str | None = None  # the method's persisted store after this episode (coteam.kit.store)
@@ -120,6 +123,8 @@ def summarize(results: list[EpisodeResult]) -> dict[str, Any]:
         "balance": of("balance"),
         "payloads_dropped": of("payloads_dropped"),
         "messages_dropped": of("messages_dropped"),
+        "teammates_lost": of("teammates_lost"),
+        "teammates_returned": of("teammates_returned"),
         "messages_blocked": of("messages_blocked"),
         "message_stalls": of("message_stalls"),
         "decision_ms_mean": of("decision_ms_mean"),

@@ -142,7 +142,7 @@ def run_episode(
             on_step(sim.clock, sim.horizon)
     meter.stop()
     for a, rt in runtimes.items():
-        meter.payloads(a, rt.brain.payloads_dropped)
+        meter.reported(a, payloads_dropped=rt.brain.payloads_dropped)
     result = meter.result(str(trace_path) if trace_path else None)
     memories = [rt.brain.memory for rt in runtimes.values()]
     team_obj.end_episode(EpisodeOutcome.of(name, result.success, result.steps, result.transport_rate, memories))

@@ -233,7 +233,8 @@ class BeliefState:
         self._instances = self._build_instances()
         self._team_explored = self._teammate_explored()
         self._checked = set(m.checked).union(*(s.checked for snaps in self._snaps.values() for s in snaps))
-        self._teammates = {name: self._teammate_belief(name) for name in sorted(self._snaps)}
+        # what a lost teammate saw still counts; what it may do next does not (memory.lost)
+        self._teammates = {name: self._teammate_belief(name) for name in sorted(self._snaps) if name not in m.lost}
 
     # --- evidence ------------------------------------------------------------------------------------------
     def _collect_snapshots(self, extra: set[str]) -> dict[str, list[TeammateSnapshot]]:

@@ -82,6 +82,8 @@ class AgentMemory:
     # (the hybrid backend asks once per name; "misc": none fits).
     learned_categories: dict[str, str] = field(default_factory=dict)
     messages_read: set[int] = field(default_factory=set)  # teammates' free-text messages a model has read (indexes)
+    # Teammates the runtime found silent past their lease (a dead robot, a cut link): planned without until back.
+    lost: set[str] = field(default_factory=set)
 
     # --- updating ----------------------------------------------------------------------------------------
     def update(self, obs: Observation) -> None:
@@ -187,6 +189,21 @@ class AgentMemory:
     def claimed_by_teammates(self) -> set[int]:
         """The containers and items teammates said they work on, for the last :data:`CLAIM_STEPS` steps."""
         return {obj for obj, at in self.claims.values() if obj >= 0 and self.step - at <= CLAIM_STEPS}
+
+    def lose(self, teammate: str) -> list[int]:
+        """``teammate`` is lost: its claims lapse, and I plan without it until :meth:`regain`. Returns the items I
+        last knew it to hold, now out of reach."""
+        self.lost.add(teammate)
+        self.claims.pop(teammate, None)
+        held = {v.id for v in self.objects.values() if v.held_by == teammate}
+        sighting = self.teammates.get(teammate)
+        if sighting is not None:
+            held |= {i for i in sighting.holding if i is not None}
+        return sorted(held)
+
+    def regain(self, teammate: str) -> None:
+        """``teammate`` is heard again: I plan with it again."""
+        self.lost.discard(teammate)
 
     def record_action(self, action: str, outcome: str) -> None:
         self.actions.append(ActionRecord(self.step, action, outcome))

@@ -81,7 +81,8 @@ class Deliberation:
 
     @property
     def teammates(self) -> list[str]:
-        return [a for a in self.info.agents if a != self.agent]
+        """The teammates to plan and talk with: the team but me and those lost (``AgentMemory.lost``)."""
+        return [a for a in self.info.agents if a != self.agent and a not in self.ctx.memory.lost]
 
     def lettered(self, *extra: HighLevelAction) -> Lettered:
         """My physical options and ``extra`` actions, lettered."""

@@ -6,11 +6,13 @@ file asks for its description, never when ``coteam_ros`` is imported.
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from typing import Any
 
 from coteam_ros.keystore import prepare_keystore
+from coteam_ros.launcher import DDS_PROFILE
 from coteam_ros.node_graph import model_groups, node_list, write_task_scene
 from coteam_ros.team_config import TeamConfig, load_config
 
@@ -49,7 +51,13 @@ def team_launch_description(kind: str) -> Any:
     """A LaunchDescription with a ``config`` argument that starts ``node_list(load_config(config))``; with a
     world the launch ends when the simulator bridge exits (the episode is over), as ``coteam launch`` does. The
     task's scene file goes to a new temporary folder (launch_ros writes its parameter files to one, too)."""
-    from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler, Shutdown
+    from launch.actions import (
+        DeclareLaunchArgument,
+        OpaqueFunction,
+        RegisterEventHandler,
+        SetEnvironmentVariable,
+        Shutdown,
+    )
     from launch.event_handlers import OnProcessExit
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
@@ -84,8 +92,10 @@ def team_launch_description(kind: str) -> Any:
         return actions
 
     world = "with" if needs_world else "without"
+    dds = os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE", str(DDS_PROFILE))  # as `coteam launch` (launcher.child_env)
     return LaunchDescription(
         [
+            SetEnvironmentVariable("FASTDDS_DEFAULT_PROFILES_FILE", dds),
             DeclareLaunchArgument(
                 "config",
                 default_value=default_config,

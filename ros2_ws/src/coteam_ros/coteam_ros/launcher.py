@@ -47,6 +47,8 @@ TIME_LIMIT_GRACE_S = 90.0  # past a task's time limit (counted by each robot fro
 # first, up to the twin's 60 s), the launch stops whatever still runs
 POLL_S = 0.05
 SELF = "coteam launch"
+# coteam's Fast DDS settings (quick recovery of lost samples on Wi-Fi), unless FASTDDS_DEFAULT_PROFILES_FILE is set
+DDS_PROFILE = Path(__file__).parent / "dds" / "fastdds_team.xml"
 
 
 @dataclass
@@ -112,9 +114,11 @@ def plan(
 
 
 def child_env(domain_id: int | None = None, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The children's environment: discovery on this machine only unless the caller chose otherwise."""
+    """The children's environment: discovery on this machine only and coteam's Fast DDS profile
+    (:data:`DDS_PROFILE`), unless the caller chose otherwise."""
     env = dict(os.environ if base is None else base)
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    env.setdefault("FASTDDS_DEFAULT_PROFILES_FILE", str(DDS_PROFILE))
     env["PYTHONUNBUFFERED"] = "1"  # prefixed lines appear as they are written
     if domain_id is not None:
         if not 0 <= domain_id <= 232:
@@ -351,6 +355,9 @@ def team_result(reports: list[EndReport], episode: str, task: str, benchmark: st
         decision_ms_p95=p95(decision_ms),
         wall_s=max((r.wall_s for r in reports), default=0.0),
         messages_dropped=sum(r.messages_dropped for r in reports),
+        teammates_lost=sum(r.teammates_lost for r in reports),
+        teammates_returned=sum(r.teammates_returned for r in reports),
+        items_out_of_reach=sum(r.items_out_of_reach for r in reports),
         failures=failures,
     )
 

@@ -15,8 +15,13 @@
   ``turn_command``): reliable, and kept for a node that matches late (a planner reports step 0 as soon as it hears
   the bridge, possibly before it has discovered the coordinator); receivers ignore what they have seen (by step and
   sequence number).
+* ``HEARTBEATS``: ``/team/heartbeat`` (``coteam_ros.heartbeat``): best effort, as a sensor stream (a lost beat is
+  replaced by the next); the depth keeps a beat of every teammate of a large team between two reads.
 * ``CAMERA``: a step's camera views are a burst (six per robot in C-WAH): the writer keeps several steps of them
-  until they are read.
+  until they are read. The simulator publishes them so, and a lockstep robot's perception subscribes so.
+* ``CAMERA_DRIVER``: subscribing to a camera driver (hardware, the twin): best effort, as ``SENSOR``, so any driver's
+  publisher matches (a reliable subscription does not match a best-effort camera); a lost frame is replaced by the
+  next.
 
 The TF topics use tf2_ros's own profiles (``coteam_ros.tf``).
 """
@@ -34,3 +39,5 @@ DECISIONS = TEAM_MESSAGES
 TURNS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 SENSOR = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE)
 CAMERA = QoSProfile(depth=30, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+CAMERA_DRIVER = QoSProfile(depth=30, reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE)
+HEARTBEATS = QoSProfile(depth=20, reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE)

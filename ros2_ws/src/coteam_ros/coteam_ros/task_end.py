@@ -100,6 +100,9 @@ class EndReport:
     message_chars: int = 0
     messages_dropped: int = 0
     failures: dict[str, int] = field(default_factory=dict)  # failed actions by reason
+    teammates_lost: int = 0  # times a teammate was silent past its lease (coteam_ros.heartbeat)
+    teammates_returned: int = 0
+    items_out_of_reach: int = 0  # items lost teammates held when they were found lost
 
     def write(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(asdict(self), indent=1))

@@ -104,7 +104,7 @@ from coteam_ros.convert import (
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer
 from coteam_ros.observations import FIXTURE_REACH_M, CameraSightings, detector_output_on_map
-from coteam_ros.qos import CAMERA, LATCHED, SENSOR, STREAM
+from coteam_ros.qos import CAMERA, CAMERA_DRIVER, LATCHED, SENSOR, STREAM
 from coteam_ros.team_config import DETECTORS
 from coteam_ros.tf import TransformUnavailable, stamp_ns, transform_lookup
 
@@ -247,12 +247,15 @@ class PerceptionNode(Node):
         self.pending: dict[int, PendingFrame] = {}
         self.frames_dropped = 0
         self.detections_publisher = self.create_publisher(Detection3DArray, "detections", STREAM)
-        self.create_subscription(CameraInfo, "camera/camera_info", self._on_camera_info, CAMERA)
-        self.create_subscription(Image, "camera/image_raw", lambda m: self._on_image(m, "rgb"), CAMERA)
-        self.create_subscription(Image, "camera/depth/image_raw", lambda m: self._on_image(m, "depth"), CAMERA)
+        # with the simulator (which waits for my status) every frame of a step; from a camera driver, what it sends
+        from_simulator = self.declare_parameter("status_from_cameras", False).value
+        qos = CAMERA if from_simulator else CAMERA_DRIVER
+        self.create_subscription(CameraInfo, "camera/camera_info", self._on_camera_info, qos)
+        self.create_subscription(Image, "camera/image_raw", lambda m: self._on_image(m, "rgb"), qos)
+        self.create_subscription(Image, "camera/depth/image_raw", lambda m: self._on_image(m, "depth"), qos)
         self.sightings: CameraSightings | None = None
         self.sim_status: tuple[RobotStatus, float] | None = None  # a status waiting for its frames, since when
-        if self.declare_parameter("status_from_cameras", False).value:
+        if from_simulator:
             self.sightings = CameraSightings(self.camera)
             self.status_publisher = self.create_publisher(RobotStatus, "status", LATCHED)
             self.create_subscription(RobotStatus, "sim_status", self._on_sim_status, LATCHED)

@@ -35,7 +35,10 @@ an error; its skill fails with ``executor unavailable`` and the robot idles unti
 goal's answer while the executor's server has not yet discovered this planner; the executor lets it take its skill
 over), ``signing_key`` (the robot's private key; empty: the team does not sign), ``team_keys`` (the team's public
 keys), ``max_message_age_s`` (a signed message older than this is refused), ``stale_message_steps`` (a waiting
-message this many steps older than the robot's clock that no status delivered is dropped).
+message this many steps older than the robot's clock that no status delivered is dropped), ``heartbeat_period_s``
+and ``teammate_lease_s`` (a decentralised team's planners beat on ``/team/heartbeat``; a teammate silent past its
+lease is lost: my memory plans without it, its claims lapse and what it held is out of reach, until it is heard
+again; each change is logged once and counted in the step tick and the end report, ``coteam_ros.heartbeat``).
 """
 
 from __future__ import annotations
@@ -59,10 +62,12 @@ from coteam.perception import ObservationAssembler
 from coteam.progress import goal_text
 from coteam.reasoning import EPISODE_OVER, AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
 from coteam.registry import make_team, method_class, method_config
+from coteam.roster import RosterChange
 from coteam.signing import Envelope, Signer, Verifier, robot_keys
 from coteam.skills import SkillOutcome
 from coteam_ros.convert import decision_to_msg, target_view_json
 from coteam_ros.episode import load_episode
+from coteam_ros.heartbeat import TeamHeartbeat
 from coteam_ros.inbox import TeamInbox
 from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
 from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES, TURNS
@@ -175,6 +180,19 @@ class PlannerNode(Node):
             self.intent_publisher = self.create_publisher(TeamMessage, INTENTS, TEAM_MESSAGES)
             self.create_subscription(TeamMessage, INTENTS, self._on_intent, TEAM_MESSAGES)
         self.tick_publisher = self.create_publisher(StepTick, "step_tick", LATCHED)
+        self.heartbeat: TeamHeartbeat | None = None  # decentralised teams: which teammates I still hear
+        self.items_out_of_reach = 0
+        if not self.coordinated and teammates:
+            self.heartbeat = TeamHeartbeat(
+                self,
+                self.robot,
+                teammates,
+                self._teammate_change,
+                period_s=self.declare_parameter("heartbeat_period_s", 0.5).value,
+                lease_s=self.declare_parameter("teammate_lease_s", 5.0).value,
+                keys=robot_keys(self.robot, signing_key, team_keys, max_age_s) if signing_key else None,
+                step=lambda: self.step,
+            )
         if self.coordinated:
             self.report_publisher = self.create_publisher(TurnReport, "turn_report", TURNS)
             self.create_subscription(TurnCommand, "turn_command", self._on_command, TURNS)
@@ -219,6 +237,8 @@ class PlannerNode(Node):
         received = Message(message.sender, message.text, message.step, message.payload_json)
         if not self.inbox.add(received, self._take_in, receiver=message.receiver, envelope=envelope):
             return
+        if self.heartbeat is not None:
+            self.heartbeat.heard(message.sender)
         if self.teammate_done is not None and self.ends_task and not self.done:
             self._end_task(f"{self.teammate_done} saw the goal met")
         elif self.waiting is not None:
@@ -261,6 +281,21 @@ class PlannerNode(Node):
                 throttle_duration_sec=self.executor_timeout_s,
             )
             self._send_skill(skill, text)
+
+    def _teammate_change(self, change: RosterChange) -> None:
+        """A teammate lost (silent past its lease) or back: my memory plans without it, or with it again."""
+        memory = self.brain.memory
+        if change.lost:
+            held = memory.lose(change.teammate)
+            self.items_out_of_reach += len(held)
+            names = ", ".join(f"{memory.objects[i].name} ({i})" if i in memory.objects else f"({i})" for i in held)
+            self.get_logger().warning(
+                f"{change.teammate} is lost (silent {change.silent_s:.1f} s): planning without it, its claims "
+                "released" + (f"; what it held is out of reach: {names}" if held else "")
+            )
+        else:
+            memory.regain(change.teammate)
+            self.get_logger().info(f"{change.teammate} is back after {change.silent_s:.1f} s: planning with it again")
 
     def _waiting_for_executor(self) -> bool:
         """Whether the robot's turn (its own, or the coordinator's report) waits for news from the executor."""
@@ -380,8 +415,17 @@ class PlannerNode(Node):
                 receiver=receiver,
                 payloads_dropped=0 if self.coordinated else self.brain.payloads_dropped,  # coordinated: no messages
                 messages_dropped=self.inbox.dropped,
+                **self._roster_counts(),
             )
         )
+
+    def _roster_counts(self) -> dict[str, int]:
+        roster = self.heartbeat.roster if self.heartbeat is not None else None
+        return {
+            "teammates_lost": roster.losses if roster is not None else 0,
+            "teammates_returned": roster.returns if roster is not None else 0,
+            "items_out_of_reach": self.items_out_of_reach,
+        }
 
     def _header(self) -> Header:
         return Header(stamp=self.get_clock().now().to_msg())
@@ -475,6 +519,8 @@ class PlannerNode(Node):
         """Stopped (Ctrl-C, the launch's timeout) before the task ended: the end report says so."""
         if getattr(self, "ends_task", False) and not self.done and not self.coordinated:  # (not if it never started)
             self._end_task("stopped", shut_down=False)
+        if getattr(self, "heartbeat", None) is not None:
+            self.heartbeat.stop()
         super().destroy_node()
 
     def _end_task(self, why: str, shut_down: bool = True) -> None:
@@ -508,6 +554,7 @@ class PlannerNode(Node):
                 message_chars=sum(len(m.text) for m in memory.sent) + len(said),
                 messages_dropped=self.inbox.dropped,
                 failures=dict(self.failures),
+                **self._roster_counts(),
             ).write(self.end_report)
         if shut_down:
             call_later(self, END_GRACE_S, self.context.try_shutdown)
@@ -547,6 +594,8 @@ class PlannerNode(Node):
         received = Message(message.sender, message.text, message.step, message.payload_json)
         if not self.intents.add(received, receiver=message.receiver, envelope=envelope):
             return
+        if self.heartbeat is not None:
+            self.heartbeat.heard(message.sender)
         self.intents.pop((message.sender, message.step))
         try:
             target, in_place = parse_intent(message.payload_json)

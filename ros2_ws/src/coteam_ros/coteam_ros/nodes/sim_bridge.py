@@ -90,7 +90,7 @@ from coteam.perception import detection_from_view
 from coteam.registry import method_config, observes_world
 from coteam.skills import Manipulation, ManipulationKind, NavGoal, NavResult
 from coteam.world import AGENT_NAMES, Scene
-from coteam_harness.meter import EpisodeMeter
+from coteam_harness.meter import RUNTIME_COUNTS, EpisodeMeter
 from coteam_harness.results import EpisodeResult, write_results
 from coteam_harness.trace import TraceRecorder, journal_path
 from coteam_ros.convert import (
@@ -401,7 +401,7 @@ class SimBridgeNode(Node):
         )
 
     def _on_tick(self, slot: RobotSlot, tick: StepTick) -> None:
-        self.meter.payloads(slot.name, tick.payloads_dropped, tick.messages_dropped)  # each tick: the counts so far
+        self.meter.reported(slot.name, **{key: getattr(tick, key) for key in RUNTIME_COUNTS})  # the counts so far
         if self.finished or tick.step > self.sim.steps:
             return
         if tick.step < self.sim.steps and (self.mode == "lockstep" or tick.kind != StepTick.MESSAGE):
