@@ -25,14 +25,14 @@ def pce_brain(sim: Simulator, agent: str = "alice") -> AgentBrain:
     return method_brain(sim, agent, "pce")
 
 
-def run_on_loopback(method: str, model, scene, trace_path=None, **params: Any):
-    """One episode of ``method`` on the ``llm`` backend, answered by ``model`` behind the loopback server: the
-    result, the requests the server got, and the tokens it reported (with no retries: a bad answer gets the repair
-    round, then the symbolic answer)."""
+def run_on_loopback(method: str, model, scene, trace_path=None, safety=None, **params: Any):
+    """One episode of ``method`` on the ``llm`` backend, answered by ``model`` behind the loopback server (with
+    the home's ``safety`` policy): the result, the requests the server got, and the tokens it reported (with no
+    retries: a bad answer gets the repair round, then the symbolic answer)."""
     from coteam.llm.testserver import LoopbackOpenAIServer
     from coteam_harness.runner import run_episode
 
     with LoopbackOpenAIServer(model) as server:
         params = {"backend": "llm", "base_url": server.base_url, "max_retries": 0, **params}
-        result = run_episode(scene, method, params=params, trace_path=trace_path)
+        result = run_episode(scene, method, params=params, trace_path=trace_path, safety=safety)
         return result, list(server.requests), sum(u["total_tokens"] for u in server.usages)

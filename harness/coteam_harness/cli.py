@@ -20,6 +20,7 @@ from rich.table import Table
 from coteam.llm import backends
 from coteam.reasoning import Team
 from coteam.registry import make_team, method_class, method_names
+from coteam.safety import SafetyPolicy, load_policy
 from coteam.world import MAX_AGENTS, Benchmark
 from coteam_harness.results import RESULTS_LOG, EpisodeResult, ResultsLog, summarize
 from coteam_harness.runner import method_params, run_episode
@@ -122,13 +123,18 @@ def run_suite(
     seed: int,
     quiet: bool = False,
     resume: bool = False,
+    safety: SafetyPolicy | None = None,
+    approve: bool = False,
 ) -> list[EpisodeResult]:
     """Run ``specs`` and keep their results in ``out`` as each one ends (:class:`ResultsLog`); with ``resume``,
     the episodes an earlier run of the same settings finished there are kept, not run again. SIGTERM / SIGINT
     stop the run with every finished episode saved, ``results.json`` marked incomplete and the running episode's
-    trace journal left in ``traces/``; the process then exits with 128 + the signal number."""
+    trace journal left in ``traces/``; the process then exits with 128 + the signal number. ``safety``: the home's
+    policy in every episode; ``approve``: the answer to each question it asks a person."""
     team_obj = make_team(team, params)  # validated once, before any episode; reset (not rebuilt) per episode
     meta = {"team": team, "agents": agents, "params": method_params(team_obj), "seed": seed}
+    if safety is not None:
+        meta["safety"] = {**safety.model_dump(mode="json", exclude_defaults=True), "approve": approve}
     seen_by = {spec.perception for spec in specs if spec.perception}
     if seen_by:
         meta["perception"] = ",".join(sorted(seen_by))
@@ -169,6 +175,8 @@ def run_suite(
                     episode_name=spec.name,
                     on_step=lambda clock, horizon, ep=ep: progress.update(ep, completed=clock),
                     perception=spec.perception,
+                    safety=safety,
+                    approve=(lambda _question: approve) if safety is not None else None,
                 )
                 running = None
                 progress.update(ep, completed=scene.task.horizon, visible=False)
@@ -296,7 +304,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     default = f"runs/{args.suite}-{args.team}-x{args.agents}{tags}"
     out = run_folder(Path(args.out or default), chosen=args.out is not None, resume=args.resume)
-    results = run_suite(specs, args.team, args.agents, params, out, args.seed, quiet=args.quiet, resume=args.resume)
+    safety = load_policy(args.safety) if args.safety else None
+    results = run_suite(
+        specs,
+        args.team,
+        args.agents,
+        params,
+        out,
+        args.seed,
+        quiet=args.quiet,
+        resume=args.resume,
+        safety=safety,
+        approve=args.approve == "yes",
+    )
     console.print(results_table(results, f"{args.suite} · {args.team} · {args.agents} agent(s)"))
     console.print(f"results: {out / 'results.json'}\ntraces:  {out / 'traces'}")
     return 0
@@ -480,6 +500,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=_non_negative,
         default=0,
         help="add this many task-irrelevant items to every episode (any suite; the noisy suites add 10 or 20)",
+    )
+    p.add_argument("--safety", metavar="FILE", help="a safety policy the robots keep (docs/reliability.md)")
+    p.add_argument(
+        "--approve",
+        choices=("yes", "no"),
+        default="no",
+        help="the answer to every action the safety policy asks a person to approve (default: no)",
     )
     p.set_defaults(func=_cmd_run)
 

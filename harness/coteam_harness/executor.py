@@ -5,10 +5,13 @@ directly. The ROS executor node runs the same skills with action goals instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from coteam.actions import HighLevelAction
 from coteam.memory import AgentMemory
 from coteam.navigation import NavGrid
 from coteam.physics import Physics
+from coteam.safety import SafetyGate
 from coteam.skills import Manipulation, NavGoal, NavResult, SkillOutcome, SkillRunner
 from coteam.world import Benchmark
 from coteam_sim.navigator import GoalNavigator, manipulation_primitive, message_primitive
@@ -18,11 +21,19 @@ from coteam_sim.primitives import Primitive
 class SkillExecutor:
     """Runs one high-level action at a time for one agent."""
 
-    def __init__(self, benchmark: Benchmark, nav: NavGrid, config: Physics | None = None):
+    def __init__(
+        self,
+        benchmark: Benchmark,
+        nav: NavGrid,
+        config: Physics | None = None,
+        *,
+        safety: SafetyGate | None = None,
+        approve: Callable[[str], bool] | None = None,
+    ):
         self.benchmark = benchmark
         self.nav = nav
         self.config = config or Physics()
-        self.skills = SkillRunner(benchmark, self.config)
+        self.skills = SkillRunner(benchmark, self.config, safety=safety, approve=approve)
         self._navigation: GoalNavigator | None = None
 
     @property

@@ -53,6 +53,7 @@ class EpisodeResult:
     teammates_lost: int = 0  # ROS: times a robot found a teammate silent past its lease (each robot counts its own)
     teammates_returned: int = 0  # ROS: times a robot heard a lost teammate again
     items_out_of_reach: int = 0  # ROS: items lost teammates were last known to hold when they were found lost
+    safety_refusals: int = 0  # actions the safety policy refused, or a person did not approve (coteam.safety)
     trace: str | None = None
     failures: dict[str, int] = field(default_factory=dict)
     store_sha256: str | None = None  # the method's persisted store after this episode (coteam.kit.store)
@@ -125,6 +126,7 @@ def summarize(results: list[EpisodeResult]) -> dict[str, Any]:
         "messages_dropped": of("messages_dropped"),
         "teammates_lost": of("teammates_lost"),
         "teammates_returned": of("teammates_returned"),
+        "safety_refusals": of("safety_refusals"),
         "messages_blocked": of("messages_blocked"),
         "message_stalls": of("message_stalls"),
         "decision_ms_mean": of("decision_ms_mean"),

@@ -12,6 +12,7 @@ from coteam.observation import Observation
 from coteam.physics import Physics
 from coteam.reasoning import AgentBrain, EpisodeInfo, EpisodeOutcome, StartSkill, Team, agent_turn
 from coteam.registry import make_team
+from coteam.safety import SafetyGate, SafetyPolicy
 from coteam.world import Scene
 from coteam_harness.executor import SkillExecutor
 from coteam_harness.meter import EpisodeMeter
@@ -49,6 +50,7 @@ class AgentRuntime:
                 if prim is not None:
                     return prim
                 assert outcome is not None
+                self.meter.outcome(outcome)
                 if self.recorder:
                     self.recorder.outcome(self.brain.agent, self.brain.memory.step, outcome)
                 request = turn.send(outcome)
@@ -73,9 +75,12 @@ def run_episode(
     episode_name: str = "",
     on_step: Callable[[int, int], None] | None = None,
     perception: str = "",
+    safety: SafetyPolicy | None = None,
+    approve: Callable[[str], bool] | None = None,
 ) -> EpisodeResult:
     """One episode of ``team`` (a team object lives for a whole run: it is reset here, not rebuilt; a method
-    name builds a team for this episode only)."""
+    name builds a team for this episode only). ``safety``: the home's policy, which the robots know and their
+    executors enforce; ``approve`` answers the questions it asks a person (None: every answer is no)."""
     if not isinstance(team, str) and params is not None:
         raise ValueError("params go to make_team: a team object already has its validated config")
     team_obj = make_team(team, params) if isinstance(team, str) else team
@@ -84,7 +89,8 @@ def run_episode(
     sim = env.sim
     assert sim is not None
     name = episode_name or scene.name
-    info = episode_info(sim, seed, name)
+    gate = SafetyGate(safety, scene.floorplan) if safety is not None else None
+    info = replace(episode_info(sim, seed, name), safety=gate)
     team_obj.reset(info)
     meter = EpisodeMeter(sim, name, team_obj.name)
     recorder = (
@@ -103,7 +109,7 @@ def run_episode(
     runtimes = {
         a: AgentRuntime(
             AgentBrain(a, info, team_obj, sim.nav),
-            SkillExecutor(scene.benchmark, sim.nav, sim.config),
+            SkillExecutor(scene.benchmark, sim.nav, sim.config, safety=gate, approve=approve),
             meter,
             recorder,
         )

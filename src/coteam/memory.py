@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from coteam.actions import is_message_text
 from coteam.observation import Message, ObjectView, Observation
 from coteam.priors import item_category
+from coteam.safety import SafetyGate
 from coteam.world import Benchmark, FloorPlan, ObjectKind, Relation, Task, Vec2
 
 FULL_TURN_BINS = 24  # 15-degree sectors of a full turn
@@ -84,6 +85,7 @@ class AgentMemory:
     messages_read: set[int] = field(default_factory=set)  # teammates' free-text messages a model has read (indexes)
     # Teammates the runtime found silent past their lease (a dead robot, a cut link): planned without until back.
     lost: set[str] = field(default_factory=set)
+    safety: SafetyGate | None = None  # the home's safety policy: what it refuses is never an option
 
     # --- updating ----------------------------------------------------------------------------------------
     def update(self, obs: Observation) -> None:
@@ -204,6 +206,10 @@ class AgentMemory:
     def regain(self, teammate: str) -> None:
         """``teammate`` is heard again: I plan with it again."""
         self.lost.discard(teammate)
+
+    def known_places(self) -> tuple[dict[int, Vec2], dict[int, int]]:
+        """Where I know my objects to be: object id -> position, and -> room id."""
+        return {i: v.position for i, v in self.objects.items()}, {i: v.room for i, v in self.objects.items()}
 
     def record_action(self, action: str, outcome: str) -> None:
         self.actions.append(ActionRecord(self.step, action, outcome))

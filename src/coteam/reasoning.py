@@ -35,6 +35,7 @@ from coteam.navigation import NavGrid
 from coteam.observation import Message, ObjectView, Observation, task_landmarks
 from coteam.options import ActionOption, available_actions
 from coteam.physics import Physics
+from coteam.safety import SafetyGate
 from coteam.skills import SkillOutcome
 from coteam.world import Benchmark, FloorPlan, GoalPredicate, Scene, Task
 
@@ -62,6 +63,7 @@ class EpisodeInfo:
     # What the robots' primitives do and cost (the simulator's rules, or a hardware profile).
     physics: Physics = field(default_factory=Physics)
     episode: str = ""  # the episode's name, e.g. cwah-test/3
+    safety: SafetyGate | None = None  # the home's safety policy (coteam.safety): never offered, never executed
 
     @classmethod
     def for_scene(
@@ -214,7 +216,7 @@ class AgentBrain:
         self.nav = nav
         # a centralised team is one mind: its robots have nothing to tell each other
         self.allow_messages = allow_messages and len(info.agents) > 1 and not team.centralised
-        self.memory = AgentMemory(agent, info.benchmark, info.floorplan, info.task)
+        self.memory = AgentMemory(agent, info.benchmark, info.floorplan, info.task, safety=info.safety)
         self.memory.objects.update({v.id: v for v in info.landmarks})
         team.join(agent, self.memory)
         self.decision_seconds: list[float] = []

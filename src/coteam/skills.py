@@ -31,6 +31,7 @@ from coteam.memory import AgentMemory, angle_between, bearing
 from coteam.navigation import nearest_free_cell
 from coteam.observation import ObjectView
 from coteam.physics import Physics
+from coteam.safety import NOT_APPROVED, REFUSED, SafetyGate
 from coteam.world import Benchmark, ObjectKind, Relation, Vec2
 
 CAMERA_EXPLORE_M = 1.0  # C-WAH through a camera: exploring a room ends this close to its centre
@@ -102,9 +103,20 @@ Skill = Generator[SkillRequest, NavResult | None, None]
 class SkillRunner:
     """Runs one high-level action at a time for one agent, reading the agent's memory."""
 
-    def __init__(self, benchmark: Benchmark, config: Physics | None = None):
+    def __init__(
+        self,
+        benchmark: Benchmark,
+        config: Physics | None = None,
+        *,
+        safety: SafetyGate | None = None,
+        approve: Callable[[str], bool] | None = None,
+    ):
         self.benchmark = benchmark
         self.config = config or Physics()
+        # the home's safety policy, checked before an action starts and before each of its goals; ``approve`` asks a
+        # person (its question) and says whether they agreed in time (None: nobody to ask, so no)
+        self.safety = safety
+        self.approve = approve
         self.max_steps = 80 if benchmark == Benchmark.CWAH else 600
         self._skill: Skill | None = None
         self._action: HighLevelAction | None = None
@@ -145,14 +157,42 @@ class SkillRunner:
                 raise SkillFailed("timeout")
             if not self._started:
                 self._started = True
-                return next(self._skill)
-            return self._skill.send(reply)
+                self._check_policy(self._action)
+                return self._checked(next(self._skill))
+            return self._checked(self._skill.send(reply))
         except StopIteration:
             outcome = SkillOutcome(self._action, True, "", self._steps)
         except SkillFailed as exc:
             outcome = SkillOutcome(self._action, False, exc.reason, self._steps)
         self._skill, self._action = None, None
         return outcome
+
+    def _check_policy(self, action: HighLevelAction) -> None:
+        """Refuse ``action`` before anything moves when the safety policy forbids it, or a person it names does not
+        approve it."""
+        if self.safety is None:
+            return
+        verdict = self.safety.check_action(action, *self._mem().known_places())
+        if verdict.refused:
+            raise SkillFailed(REFUSED + verdict.refused)
+        if verdict.ask and not (self.approve is not None and self.approve(verdict.ask)):
+            raise SkillFailed(NOT_APPROVED + verdict.ask)
+
+    def _checked(self, request: SkillRequest) -> SkillRequest:
+        """``request`` if the safety policy lets it move the robot; else the skill fails, nothing moved."""
+        if self.safety is None:
+            return request
+        why = ""
+        if isinstance(request, NavGoal):
+            why = self.safety.place_refused(request.position)
+        elif isinstance(request, Manipulation):
+            objects = self._mem().objects
+            for object_id in (request.object_id, request.target_id):
+                if object_id in objects and (why := self.safety.touch_refused(objects[object_id].name)):
+                    break
+        if why:
+            raise SkillFailed(REFUSED + why)
+        return request
 
     # --- skills ----------------------------------------------------------------------------------------------
     def _make_skill(self, action: HighLevelAction) -> Skill:
