@@ -13,7 +13,7 @@ venv: $(STAMP)
 IFACES := ros2_ws/src/coteam_interfaces
 # Standard interfaces without a PyPI wheel, built under their real names (ros2_ws/pip/README.md).
 PIP_IFACES := ros2_ws/pip/tf2_msgs ros2_ws/pip/nav2_msgs ros2_ws/pip/vision_msgs
-IFACES_SRC := $(wildcard $(foreach d,$(IFACES) $(PIP_IFACES),$(d)/msg/* $(d)/action/* $(d)/CMakeLists.txt $(d)/pyproject.toml $(d)/package.xml) $(IFACES)/cmake/*)
+IFACES_SRC := $(wildcard $(foreach d,$(IFACES) $(PIP_IFACES),$(d)/msg/* $(d)/action/* $(d)/srv/* $(d)/CMakeLists.txt $(d)/pyproject.toml $(d)/package.xml) $(IFACES)/cmake/*)
 
 $(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt requirements/ros-build.txt $(IFACES_SRC)
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need Python 3.11 (python3.11 or python3) on PATH"; exit 1; }

@@ -76,16 +76,21 @@ def start_bridge_first(
 
 
 def shut_down(node, procs: dict[str, subprocess.Popen]) -> None:
-    """End a test's ROS node and stop every child still running (SIGINT, then kill after 10 s)."""
+    """End a test's ROS node and stop every child still running (:func:`stop_all`)."""
     import rclpy
 
     node.destroy_node()
     rclpy.try_shutdown()
+    stop_all(procs)
+
+
+def stop_all(procs: dict[str, subprocess.Popen], timeout_s: float = 10.0) -> None:
+    """Stop every child still running: SIGINT, then kill after ``timeout_s``."""
     for p in procs.values():
         if p.poll() is None:
             p.send_signal(signal.SIGINT)
     for p in procs.values():
         try:
-            p.wait(timeout=10)
+            p.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             p.kill()

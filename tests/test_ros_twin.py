@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -37,8 +38,14 @@ def _team_run(
     argv = [sys.executable, "-m", "coteam.cli", "launch", str(tmp_path / "team_twin.yaml"), "--out", str(out)]
     if timeout_s is not None:
         argv += ["--timeout", str(timeout_s)]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=tmp_path)
-    return proc, out
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path) as launcher:
+        try:
+            stdout, stderr = launcher.communicate(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:  # stop it as Ctrl-C would, so that it stops its nodes (no orphans)
+            launcher.send_signal(signal.SIGTERM)
+            stdout, stderr = launcher.communicate(timeout=60)
+            pytest.fail(f"the run did not end within {TIMEOUT_S} s:\n{(stdout + stderr)[-4000:]}")
+    return subprocess.CompletedProcess(argv, launcher.returncode, stdout, stderr), out
 
 
 def test_the_hardware_nodes_finish_the_task_against_the_twin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

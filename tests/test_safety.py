@@ -176,3 +176,18 @@ def test_coteam_run_takes_a_policy_file_and_refuses_a_bad_one_in_one_line(tmp_pa
         [*argv, "--quiet", "--out", str(tmp_path / "b"), "--safety", str(policy)], capture_output=True, text=True
     )
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and str(policy) in bad.stderr, bad.stderr
+
+
+def test_an_action_a_person_must_approve_waits_for_a_yes(tmp_path: Path) -> None:
+    """Grabbing an apple needs a person's yes: answered no, every try is refused (counted) and no apple is grabbed;
+    answered yes, the episode is the one without a policy."""
+    apples = {i.id for i in SCENE.items if i.name == "apple"}
+    ask = SafetyPolicy(ask_before=({"verb": "grab", "object": "apple"},))
+    refused = run_episode(SCENE, "pce", safety=ask, approve=lambda _q: False, trace_path=tmp_path / "no.json")
+    assert refused.safety_refusals > 0 and not _touched(load_trace(tmp_path / "no.json"), apples)
+    outcomes = [o for o in load_trace(tmp_path / "no.json")["outcomes"] if o["reason"].startswith("not approved")]
+    assert outcomes and outcomes[0]["reason"] == "not approved: may I grab apple?", "the trace says why"
+    asked = [(o["agent"], o["action"]) for o in outcomes]
+    assert len(asked) == len(set(asked)), "a robot never asks again for an action it was refused"
+    approved = run_episode(SCENE, "pce", safety=ask, approve=lambda _q: True)
+    assert (approved.steps, approved.success, approved.safety_refusals) == (run_episode(SCENE, "pce").steps, True, 0)

@@ -12,7 +12,7 @@ from coteam.memory import AgentMemory
 from coteam.navigation import NavGrid
 from coteam.physics import Physics
 from coteam.safety import SafetyGate
-from coteam.skills import Manipulation, NavGoal, NavResult, SkillOutcome, SkillRunner
+from coteam.skills import Approval, AskApproval, Manipulation, NavGoal, NavResult, SkillOutcome, SkillRunner
 from coteam.world import Benchmark
 from coteam_sim.navigator import GoalNavigator, manipulation_primitive, message_primitive
 from coteam_sim.primitives import Primitive
@@ -33,7 +33,8 @@ class SkillExecutor:
         self.benchmark = benchmark
         self.nav = nav
         self.config = config or Physics()
-        self.skills = SkillRunner(benchmark, self.config, safety=safety, approve=approve)
+        self.skills = SkillRunner(benchmark, self.config, safety=safety)
+        self.approve = approve  # answers the questions the safety policy asks a person (None: every answer is no)
         self._navigation: GoalNavigator | None = None
 
     @property
@@ -56,12 +57,15 @@ class SkillExecutor:
         """The next primitive of the running skill, or ``(None, outcome)`` when the skill has ended."""
         memory = self.skills.memory
         assert memory is not None, "no skill running"
-        reply: NavResult | None = None
+        reply: NavResult | Approval | None = None
         while True:
             request = self.skills.advance(reply)
             if isinstance(request, SkillOutcome):
                 self._navigation = None
                 return None, request
+            if isinstance(request, AskApproval):
+                reply = Approval(self.approve is not None and self.approve(request.question))
+                continue
             if isinstance(request, NavGoal):
                 if self._navigation is None or self._navigation.goal != request:
                     self._navigation = GoalNavigator(self.benchmark, self.nav, self.config, request, memory.position)

@@ -12,16 +12,21 @@ from typing import Any
 
 from coteam.actions import truncate_message
 from coteam.llm import estimate_tokens
-from coteam.safety import NOT_APPROVED, REFUSED
-from coteam.skills import SkillOutcome
 from coteam.world import Benchmark
 from coteam_harness.results import EpisodeResult, p95
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
 
 # What a robot's runtime counts and reports (ROS: each StepTick): teammate payloads and messages refused, teammates
-# found lost and back, items lost teammates held (EpisodeResult has a field of each name)
-RUNTIME_COUNTS = ("payloads_dropped", "messages_dropped", "teammates_lost", "teammates_returned", "items_out_of_reach")
+# found lost and back, items lost teammates held, actions the safety policy refused (EpisodeResult has a field of each)
+RUNTIME_COUNTS = (
+    "payloads_dropped",
+    "messages_dropped",
+    "teammates_lost",
+    "teammates_returned",
+    "items_out_of_reach",
+    "safety_refusals",
+)
 
 
 class EpisodeMeter:
@@ -34,7 +39,6 @@ class EpisodeMeter:
         self.travel_m = {a: 0.0 for a in sim.agents}
         self.primitives = {a: 0 for a in sim.agents}
         self.runtime: dict[str, dict[str, int]] = {key: {} for key in RUNTIME_COUNTS}  # count -> robot -> so far
-        self.safety_refusals = 0
         self.decisions: list[Mapping[str, Any]] = []
         self._positions = {a: sim.world.agents[a].position for a in sim.agents}
         self.started = time.perf_counter()
@@ -57,11 +61,6 @@ class EpisodeMeter:
             now = self.sim.world.agents[agent].position
             self.travel_m[agent] += math.dist(before, now)
             self._positions[agent] = now
-
-    def outcome(self, outcome: SkillOutcome) -> None:
-        """A skill ended: count it when the safety policy refused it (or a person did not approve it)."""
-        if outcome.reason.startswith((REFUSED, NOT_APPROVED)):
-            self.safety_refusals += 1
 
     def decision(self, record: Mapping[str, Any]) -> None:
         """One decision's trace record (tokens, LLM calls and fallbacks, seconds)."""
@@ -117,7 +116,6 @@ class EpisodeMeter:
             travel_m={a: round(m, 3) for a, m in self.travel_m.items()},
             primitive_share={a: (n / total_prims if total_prims else 0.0) for a, n in self.primitives.items()},
             **{key: sum(per_robot.values()) for key, per_robot in self.runtime.items()},
-            safety_refusals=self.safety_refusals,
             messages_blocked=sum(1 for r in self.decisions if r.get("message_blocked")),
             message_stalls=sum(1 for r in self.decisions if r.get("message_stall")),
             trace=trace,

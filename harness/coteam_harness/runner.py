@@ -12,7 +12,7 @@ from coteam.observation import Observation
 from coteam.physics import Physics
 from coteam.reasoning import AgentBrain, EpisodeInfo, EpisodeOutcome, StartSkill, Team, agent_turn
 from coteam.registry import make_team
-from coteam.safety import SafetyGate, SafetyPolicy
+from coteam.safety import SafetyGate, SafetyPolicy, is_refusal
 from coteam.world import Scene
 from coteam_harness.executor import SkillExecutor
 from coteam_harness.meter import EpisodeMeter
@@ -32,6 +32,7 @@ class AgentRuntime:
         self.executor = executor
         self.meter = meter
         self.recorder = recorder
+        self.refusals = 0  # actions the safety policy refused (or a person did not approve)
 
     def next_primitive(self) -> Primitive:
         turn = agent_turn(self.brain, self.executor.busy)
@@ -50,7 +51,9 @@ class AgentRuntime:
                 if prim is not None:
                     return prim
                 assert outcome is not None
-                self.meter.outcome(outcome)
+                if is_refusal(outcome.reason):
+                    self.refusals += 1
+                    self.meter.reported(self.brain.agent, safety_refusals=self.refusals)
                 if self.recorder:
                     self.recorder.outcome(self.brain.agent, self.brain.memory.step, outcome)
                 request = turn.send(outcome)

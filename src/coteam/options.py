@@ -9,6 +9,7 @@ from coteam.actions import HighLevelAction, ObjectRef, Verb, format_action
 from coteam.goals import GOAL_RADIUS_M, goal_item_ids, goal_status
 from coteam.memory import FAILED, AgentMemory
 from coteam.navigation import NavGrid
+from coteam.safety import NOT_APPROVED, REFUSED
 from coteam.world import Benchmark, ObjectKind, Relation, Vec2
 
 
@@ -80,9 +81,15 @@ def available_actions(memory: AgentMemory, nav: NavGrid, *, allow_messages: bool
 
 def recently_failed(memory: AgentMemory) -> set[str]:
     """Actions (in text form) that failed within the last :data:`RETRY_STEPS` for one of the
-    :data:`LASTING_FAILURES` (the simulator's reasons, or a real Nav2's "not reachable" with its error)."""
+    :data:`LASTING_FAILURES` (the simulator's reasons, or a real Nav2's "not reachable" with its error), and those
+    the safety policy refused or a person did not approve (never tried again as they were)."""
     lasting = tuple(f"{FAILED}{reason}" for reason in LASTING_FAILURES)
-    return {r.action for r in memory.actions if r.outcome.startswith(lasting) and memory.step - r.step < RETRY_STEPS}
+    refused = (f"{FAILED}{REFUSED}", f"{FAILED}{NOT_APPROVED}")
+    return {
+        r.action
+        for r in memory.actions
+        if (r.outcome.startswith(lasting) and memory.step - r.step < RETRY_STEPS) or r.outcome.startswith(refused)
+    }
 
 
 def _closest_teammate_position(memory: AgentMemory) -> Vec2 | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError, field_validator
 
 from coteam.actions import HighLevelAction, Verb
 from coteam.world import FloorPlan, Vec2
@@ -75,6 +75,7 @@ class SafetyPolicy(_Strict):
     no_go_zones: tuple[Zone, ...] = ()
     never_touch: tuple[str, ...] = ()  # items and fixtures never grabbed, opened, or put into or onto
     ask_before: tuple[ApprovalRule, ...] = ()
+    approval_timeout_s: PositiveFloat = 30.0  # a robot waits this long for a person's answer (ROS): then no
 
     @field_validator("no_go", "never_touch")
     @classmethod
@@ -104,6 +105,11 @@ def load_policy(path: str | Path) -> SafetyPolicy:
     if not isinstance(data, dict) or data.get("format") != FORMAT or set(data) != {"format", "safety"}:
         raise SafetyPolicyError(f"{path}: a safety policy file has `format: {FORMAT}` and a `safety:` section only")
     return parse_policy(data["safety"], str(path))
+
+
+def is_refusal(reason: str) -> bool:
+    """Whether an action failed because the safety policy refused it or a person did not approve it."""
+    return reason.startswith((REFUSED, NOT_APPROVED))
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,19 @@ SkillRequest = NavGoal | Manipulation | SendMessage
 
 
 @dataclass(frozen=True)
+class AskApproval:
+    """Ask a person whether the robot may carry out its action (the safety policy names it); answer with
+    :class:`Approval`. No answer, or any other reply, is no."""
+
+    question: str
+
+
+@dataclass(frozen=True)
+class Approval:
+    granted: bool
+
+
+@dataclass(frozen=True)
 class NavResult:
     """How a navigation goal ended without the robot acting in that step."""
 
@@ -103,20 +116,11 @@ Skill = Generator[SkillRequest, NavResult | None, None]
 class SkillRunner:
     """Runs one high-level action at a time for one agent, reading the agent's memory."""
 
-    def __init__(
-        self,
-        benchmark: Benchmark,
-        config: Physics | None = None,
-        *,
-        safety: SafetyGate | None = None,
-        approve: Callable[[str], bool] | None = None,
-    ):
+    def __init__(self, benchmark: Benchmark, config: Physics | None = None, *, safety: SafetyGate | None = None):
         self.benchmark = benchmark
         self.config = config or Physics()
-        # the home's safety policy, checked before an action starts and before each of its goals; ``approve`` asks a
-        # person (its question) and says whether they agreed in time (None: nobody to ask, so no)
-        self.safety = safety
-        self.approve = approve
+        self.safety = safety  # the home's safety policy: checked before an action starts and before each of its goals
+        self._asking = ""  # the question put to a person, until the :class:`Approval` comes
         self.max_steps = 80 if benchmark == Benchmark.CWAH else 600
         self._skill: Skill | None = None
         self._action: HighLevelAction | None = None
@@ -150,16 +154,23 @@ class SkillRunner:
         """The last request made the robot act for one step."""
         self._steps += 1
 
-    def advance(self, reply: NavResult | None = None) -> SkillRequest | SkillOutcome:
+    def advance(self, reply: NavResult | Approval | None = None) -> SkillRequest | AskApproval | SkillOutcome:
         assert self._skill is not None and self._action is not None, "no skill running"
         try:
             if self._steps >= self.max_steps:
                 raise SkillFailed("timeout")
             if not self._started:
                 self._started = True
-                self._check_policy(self._action)
+                self._asking = self._check_policy(self._action)
+                if self._asking:
+                    return AskApproval(self._asking)
                 return self._checked(next(self._skill))
-            return self._checked(self._skill.send(reply))
+            if self._asking:
+                question, self._asking = self._asking, ""
+                if not (isinstance(reply, Approval) and reply.granted):
+                    raise SkillFailed(NOT_APPROVED + question)
+                return self._checked(next(self._skill))
+            return self._checked(self._skill.send(reply if isinstance(reply, NavResult) else None))
         except StopIteration:
             outcome = SkillOutcome(self._action, True, "", self._steps)
         except SkillFailed as exc:
@@ -167,16 +178,15 @@ class SkillRunner:
         self._skill, self._action = None, None
         return outcome
 
-    def _check_policy(self, action: HighLevelAction) -> None:
-        """Refuse ``action`` before anything moves when the safety policy forbids it, or a person it names does not
-        approve it."""
+    def _check_policy(self, action: HighLevelAction) -> str:
+        """Refuse ``action`` before anything moves when the safety policy forbids it; the question for a person
+        when the policy wants one asked first ('' when none)."""
         if self.safety is None:
-            return
+            return ""
         verdict = self.safety.check_action(action, *self._mem().known_places())
         if verdict.refused:
             raise SkillFailed(REFUSED + verdict.refused)
-        if verdict.ask and not (self.approve is not None and self.approve(verdict.ask)):
-            raise SkillFailed(NOT_APPROVED + verdict.ask)
+        return verdict.ask
 
     def _checked(self, request: SkillRequest) -> SkillRequest:
         """``request`` if the safety policy lets it move the robot; else the skill fails, nothing moved."""

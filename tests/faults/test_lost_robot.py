@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from ros_isolation import isolate_ros
-from ros_team_run import BRIDGE, RUN_TIMEOUT_S, write_config
+from ros_team_run import BRIDGE, RUN_TIMEOUT_S, stop_all, write_config
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -86,14 +86,7 @@ def test_a_killed_robot_is_found_lost_and_back_once_restarted(tmp_path: Path, mo
             _wait_for(alice_log, "bob is back after", bridge)
             assert bridge.wait(timeout=RUN_TIMEOUT_S) == 0
         finally:
-            for p in procs.values():
-                if p.poll() is None:
-                    p.send_signal(signal.SIGINT)
-            for p in procs.values():
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            stop_all(procs, 15.0)
     said = alice_log.read_text()
     assert said.count("bob is lost (silent") == 1 and said.count("bob is back after") == 1
     result = json.loads((out / "results.json").read_text())["episodes"][0]

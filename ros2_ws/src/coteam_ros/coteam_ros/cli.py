@@ -1,4 +1,5 @@
-"""``coteam launch CONFIG``: registered in the ``coteam.commands`` entry-point group by this package.
+"""``coteam launch CONFIG``, ``coteam keys init`` and ``coteam approve``: registered in the ``coteam.commands``
+entry-point group by this package.
 
 Kept light: importing it (which ``coteam`` does for every command) loads neither rclpy nor the nodes.
 """
@@ -53,6 +54,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--dir", help="keystore directory (default: CONFIG's security.keystore, keys/ next to it)")
     k.add_argument("--force", action="store_true", help="replace existing keys")
     k.set_defaults(func=_cmd_keys_init)
+
+    p = sub.add_parser(
+        "approve",
+        help="answer the robots' requests for approval (a safety policy's ask_before)",
+        description="Serve /approve_action: print each robot's question and answer it (y: yes; else or none: no).",
+    )
+    p.add_argument("--answer", choices=("yes", "no"), help="answer every question so, without asking")
+    p.add_argument("--timeout", type=float, default=30.0, metavar="S", help="wait S seconds for an answer (then no)")
+    p.set_defaults(func=_cmd_approve)
+
+
+def _cmd_approve(args: argparse.Namespace) -> int:
+    from coteam_ros.approval import serve
+
+    serve(args.answer, args.timeout)
+    return 0
 
 
 def _cmd_keys_init(args: argparse.Namespace) -> int:

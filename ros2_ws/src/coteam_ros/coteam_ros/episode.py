@@ -8,9 +8,10 @@ saved scene on): the robots' nodes do not need the simulator.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from coteam.reasoning import EpisodeInfo
+from coteam.safety import SafetyGate, load_policy
 from coteam.scene_io import load_scene
 from coteam.world import AGENT_NAMES, Scene
 
@@ -21,12 +22,14 @@ class EpisodeSetup:
     info: EpisodeInfo
 
 
-def load_episode(scene_path: str, seed: int, robots: list[str]) -> EpisodeSetup:
+def load_episode(scene_path: str, seed: int, robots: list[str], safety_path: str = "") -> EpisodeSetup:
     """The scene saved at ``scene_path`` for ``robots``: in simulation the simulator's agents (alice, bob, ...), on
-    hardware any names."""
+    hardware any names; with the home's safety policy of ``safety_path`` (a ``coteam-safety/1`` file)."""
     if not scene_path:
         raise ValueError("no scene_path: the task's scene file (coteam.scene_io JSON; `coteam launch` writes it)")
     if not 1 <= len(robots) <= len(AGENT_NAMES):
         raise ValueError(f"a team has 1 to {len(AGENT_NAMES)} robots, got {len(robots)}")
     scene = load_scene(scene_path)
-    return EpisodeSetup(scene, EpisodeInfo.for_scene(scene, tuple(robots), seed, episode=scene.name))
+    gate = SafetyGate(load_policy(safety_path), scene.floorplan) if safety_path else None
+    info = replace(EpisodeInfo.for_scene(scene, tuple(robots), seed, episode=scene.name), safety=gate)
+    return EpisodeSetup(scene, info)

@@ -358,6 +358,7 @@ def team_result(reports: list[EndReport], episode: str, task: str, benchmark: st
         teammates_lost=sum(r.teammates_lost for r in reports),
         teammates_returned=sum(r.teammates_returned for r in reports),
         items_out_of_reach=sum(r.items_out_of_reach for r in reports),
+        safety_refusals=sum(r.safety_refusals for r in reports),
         failures=failures,
     )
 

@@ -143,7 +143,9 @@ def node_list(
             )
         )
     lockstep = cfg.world is not None and cfg.world.mode == "lockstep"
-    executor: dict[str, ParamValue] = {"robots": list(names), "navigation": cfg.navigation, **episode}
+    # the home's safety policy: the planners leave out what it refuses, the executors refuse it and ask for approvals
+    safety: dict[str, ParamValue] = {"safety_path": cfg.safety} if cfg.safety else {}
+    executor: dict[str, ParamValue] = {"robots": list(names), "navigation": cfg.navigation, **episode, **safety}
     if cfg.world is None:  # a real robot's Nav2 and arm: when to give up on a goal
         executor.update(no_progress_s=cfg.execution.no_progress_s, arm_timeout_s=cfg.execution.arm_timeout_s)
     centralised = method_class(cfg.team.method).centralised
@@ -162,6 +164,7 @@ def node_list(
                     "params_json": json.dumps(_planner_switches(cfg, names[0], endpoints), sort_keys=True),
                     "lockstep": lockstep,
                     **episode,
+                    **safety,
                 },
             )
         )
@@ -197,6 +200,7 @@ def node_list(
             backend=cfg.team.backend,
             params_json=json.dumps(_planner_switches(cfg, robot.name, endpoints), sort_keys=True),
             **episode,
+            **safety,
         )
         if cfg.security.sign:
             planner.update(

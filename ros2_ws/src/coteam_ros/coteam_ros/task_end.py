@@ -103,6 +103,7 @@ class EndReport:
     teammates_lost: int = 0  # times a teammate was silent past its lease (coteam_ros.heartbeat)
     teammates_returned: int = 0
     items_out_of_reach: int = 0  # items lost teammates held when they were found lost
+    safety_refusals: int = 0  # my actions the safety policy refused, or a person did not approve
 
     def write(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(asdict(self), indent=1))

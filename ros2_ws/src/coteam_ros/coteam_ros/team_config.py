@@ -54,6 +54,8 @@ A file describes one team run::
       keystore: keys        # `coteam keys init CONFIG` makes it (relative to this file); with a world a missing
                             #   keystore is made at launch, on hardware it must exist
       max_age_s: 120        # a message signed longer ago than this is refused (a replay of an earlier run)
+    safety: policy.yaml     # optional; the home's safety policy (coteam.safety, relative to this file): no-go rooms
+                            #   and zones, objects never touched, actions a person approves (`coteam approve`)
 
 An absent key and a null one take the default. :func:`load_config` validates strictly: unknown keys, wrong types and
 unknown names raise a :class:`ConfigError` of one line naming the file and the key path. The models hold the file's
@@ -524,6 +526,7 @@ class TeamConfig(_Section):
     robots: tuple[RobotSection, ...] = Field(min_length=1, strict=False)
     perception: PerceptionSection | None = Field(None, validate_default=True)  # default: the world's suite's
     security: SecuritySection
+    safety: FileRelativePath | None = None  # the home's safety policy (a coteam-safety/1 file, coteam.safety)
     _source: str = PrivateAttr("<config>")
 
     def model_post_init(self, context: Any) -> None:
@@ -558,6 +561,15 @@ class TeamConfig(_Section):
         if info.data["world"] is None and task is None:
             raise ValueError("required without a world (name the task definition: {suite: ..., episode: ...})")
         return task
+
+    @field_validator("safety")
+    @classmethod
+    def _a_policy(cls, path: str | None) -> str | None:
+        from coteam.safety import load_policy
+
+        if path is not None:
+            load_policy(path)  # a file that cannot be read, or no policy, is said here, before any node starts
+        return path
 
     @field_validator("twin")
     @classmethod

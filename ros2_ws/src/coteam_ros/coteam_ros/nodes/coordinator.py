@@ -106,7 +106,7 @@ class CoordinatorNode(Node):
             params.setdefault("backend", backend)
         self.team = make_team(self.method, params)
         self.backend = str(getattr(self.team.config, "backend", "none"))
-        self.info = load_episode(scene_path, seed, robots).info
+        self.info = load_episode(scene_path, seed, robots, self.declare_parameter("safety_path", "").value).info
         self.team.reset(self.info)
         nav = NavGrid(self.info.floorplan)
         self.shared = not self.team.full_observability  # each robot's memory takes in what its teammates see

@@ -35,8 +35,15 @@ together); a teammate that missed the wait is not waited for again until it is h
 in with the next one of mine. Without it (real robots, whose step counters are their own) each teammate's newest
 observation is taken in with my next status, whatever its step.
 
+With the home's safety policy (``safety_path``, :mod:`coteam.safety`) every action is checked before its skill
+starts, and every navigation and manipulation goal before it is sent: what the policy refuses fails at once
+(``refused by the safety policy: ...``) and nothing moves. An action the policy wants approved is asked of a person
+first on ``/approve_action`` (``coteam_interfaces/srv/ApproveAction``, answered by ``coteam approve``): no service,
+no answer within the policy's ``approval_timeout_s``, or a no, and the action fails as ``not approved: ...``.
+
 Parameters: ``robot``, ``navigation`` (sim | nav2), ``scene_path`` / ``seed`` (the task; see
-``coteam_ros.episode``), ``robots`` (the team, in simulator order), ``teammate_status``, ``teammate_wait_s``.
+``coteam_ros.episode``), ``robots`` (the team, in simulator order), ``teammate_status``, ``teammate_wait_s``,
+``safety_path``.
 """
 
 from __future__ import annotations
@@ -49,17 +56,28 @@ from typing import Any
 
 from coteam_interfaces.action import ExecuteSkill, Manipulate
 from coteam_interfaces.msg import ArmState, RobotStatus
+from coteam_interfaces.srv import ApproveAction
 from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.node import Node
 from std_msgs.msg import Header
 
-from coteam.actions import ActionError, HighLevelAction, Verb, parse_action
+from coteam.actions import ActionError, HighLevelAction, Verb, format_action, parse_action
 from coteam.memory import AgentMemory
 from coteam.observation import ObjectView, Observation, observation_from_dict
-from coteam.skills import Manipulation, ManipulationKind, NavGoal, NavResult, SkillOutcome, SkillRunner
+from coteam.skills import (
+    Approval,
+    AskApproval,
+    Manipulation,
+    ManipulationKind,
+    NavGoal,
+    NavResult,
+    SkillOutcome,
+    SkillRunner,
+)
 from coteam.world import HANDS
+from coteam_ros.approval import SERVICE as APPROVAL_SERVICE
 from coteam_ros.convert import nav_goal_to_pose, target_view_from_json
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
@@ -70,6 +88,7 @@ NODE_NAME = "executor"
 WATCHDOG_S = 0.5  # how often a real robot's goals are checked for progress
 PROGRESS_M = 0.1  # a Nav2 goal makes progress when its remaining distance shrinks by this much
 NAV2_REFUSED = "not reachable (Nav2 refused the goal)"
+APPROVAL_RESEND_S = 1.0  # a question not answered this long is sent again (until the policy's approval_timeout_s)
 # Nav2's error codes (nav2_msgs, Kilted): NavigateToPose's own, and those of its planner (ComputePathToPose) and
 # controller (FollowPath), which its behaviour tree passes on
 NAV2_ERRORS = {
@@ -173,6 +192,7 @@ class Job:
     armed_step: int = -1
     feedback: ExecuteSkill.Feedback | None = None  # the one of the armed step
     outcome: SkillOutcome | None = None  # the skill ended; the job ends once navigation has stopped
+    asked: bool = False  # its question is out to a person (the safety policy's approval)
 
 
 class ExecutorNode(Node):
@@ -185,11 +205,14 @@ class ExecutorNode(Node):
         scene_path = self.declare_parameter("scene_path", "").value
         seed = self.declare_parameter("seed", 0).value
         robots = list(self.declare_parameter("robots", ["alice", "bob"]).value)
-        info = load_episode(scene_path, seed, robots).info
+        info = load_episode(scene_path, seed, robots, self.declare_parameter("safety_path", "").value).info
         self.benchmark = info.benchmark
-        self.memory = AgentMemory(self.robot, info.benchmark, info.floorplan, info.task)
+        self.memory = AgentMemory(self.robot, info.benchmark, info.floorplan, info.task, safety=info.safety)
         self.memory.objects.update({v.id: v for v in info.landmarks})
-        self.skills = SkillRunner(info.benchmark, info.physics)
+        self.skills = SkillRunner(info.benchmark, info.physics, safety=info.safety)
+        self.approval_timeout_s = info.safety.policy.approval_timeout_s if info.safety is not None else 0.0
+        self.approval_client = self.create_client(ApproveAction, APPROVAL_SERVICE)
+        self.approval_requests = 0  # numbers the questions put to a person
         self.stepwise = self.navigation == "sim"  # the simulator's navigator plans one step at a time
         self.step = -1
         self.ready = False
@@ -366,6 +389,10 @@ class ExecutorNode(Node):
         """Put the request's goal in place for this step. True when the skill can go on at once (its navigation
         goal ended), False when waiting for news or the step is armed."""
         request = job.request
+        if isinstance(request, AskApproval):
+            if not job.asked:
+                self._ask(job, request.question)
+            return False
         if isinstance(request, NavGoal):
             nav = self.nav
             if nav is None or nav.goal != request:
@@ -388,6 +415,43 @@ class ExecutorNode(Node):
         if not self.manipulating:
             self._send_manipulation(request)
         return False
+
+    def _ask(self, job: Job, question: str) -> None:
+        """Ask a person on ``/approve_action``; the answer (no service, or none in time: no) goes to the skill. The
+        request is sent again every :data:`APPROVAL_RESEND_S` until answered: DDS drops a service's answer to a
+        client it has not discovered yet (the server gives the same answer again, asking nobody twice)."""
+        job.asked = True
+        if not self.approval_client.service_is_ready():
+            self._answer(job, False, f"nobody answers {APPROVAL_SERVICE}")
+            return
+        self.get_logger().info(f"asking a person: {question}")
+        self.approval_requests += 1
+        request = ApproveAction.Request(
+            robot=self.robot,
+            request_id=self.approval_requests,
+            question=question,
+            action=format_action(job.action, self.benchmark),
+        )
+        deadline = time.monotonic() + self.approval_timeout_s
+
+        def send() -> None:
+            if self.job is not job or not isinstance(job.request, AskApproval):
+                return  # answered
+            if time.monotonic() >= deadline:
+                self._answer(job, False, "no answer in time")
+                return
+            future = self.approval_client.call_async(request)
+            future.add_done_callback(lambda f: self._answer(job, f.result().approved, f.result().answered_by))
+            call_later(self, min(APPROVAL_RESEND_S, max(0.01, deadline - time.monotonic())), send)
+
+        send()
+
+    def _answer(self, job: Job, approved: bool, by: str) -> None:
+        if self.job is not job or not isinstance(job.request, AskApproval):
+            return  # answered already, or the action is over
+        self.get_logger().info(f"{job.request.question} {'yes' if approved else 'no'} ({by})")
+        job.reply, job.request = Approval(approved), None
+        self._drive()
 
     def _arm(self, job: Job, phase: str) -> None:
         job.armed_step = self.step

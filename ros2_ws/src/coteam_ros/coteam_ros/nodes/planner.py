@@ -63,6 +63,7 @@ from coteam.progress import goal_text
 from coteam.reasoning import EPISODE_OVER, AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
 from coteam.registry import make_team, method_class, method_config
 from coteam.roster import RosterChange
+from coteam.safety import is_refusal
 from coteam.signing import Envelope, Signer, Verifier, robot_keys
 from coteam.skills import SkillOutcome
 from coteam_ros.convert import decision_to_msg, target_view_json
@@ -133,7 +134,7 @@ class PlannerNode(Node):
         else:
             team = make_team(self.method, params)
             self.backend = str(getattr(team.config, "backend", "none"))  # what the method's roles really run on
-        episode = load_episode(scene_path, seed, robots)
+        episode = load_episode(scene_path, seed, robots, self.declare_parameter("safety_path", "").value)
         info = episode.info
         self.benchmark = info.benchmark
         if not self.coordinated:
@@ -182,6 +183,7 @@ class PlannerNode(Node):
         self.tick_publisher = self.create_publisher(StepTick, "step_tick", LATCHED)
         self.heartbeat: TeamHeartbeat | None = None  # decentralised teams: which teammates I still hear
         self.items_out_of_reach = 0
+        self.safety_refusals = 0  # my actions the safety policy refused, or a person did not approve
         if not self.coordinated and teammates:
             self.heartbeat = TeamHeartbeat(
                 self,
@@ -415,16 +417,17 @@ class PlannerNode(Node):
                 receiver=receiver,
                 payloads_dropped=0 if self.coordinated else self.brain.payloads_dropped,  # coordinated: no messages
                 messages_dropped=self.inbox.dropped,
-                **self._roster_counts(),
+                **self._runtime_counts(),
             )
         )
 
-    def _roster_counts(self) -> dict[str, int]:
+    def _runtime_counts(self) -> dict[str, int]:
         roster = self.heartbeat.roster if self.heartbeat is not None else None
         return {
             "teammates_lost": roster.losses if roster is not None else 0,
             "teammates_returned": roster.returns if roster is not None else 0,
             "items_out_of_reach": self.items_out_of_reach,
+            "safety_refusals": self.safety_refusals,
         }
 
     def _header(self) -> Header:
@@ -502,6 +505,7 @@ class PlannerNode(Node):
         if not result.success and result.failure_reason not in (EPISODE_OVER, "canceled"):  # no failure of the robot
             self.get_logger().info(f"{format_action(skill.action, self.benchmark)} failed: {result.failure_reason}")
             self.failures[result.failure_reason] += 1
+            self.safety_refusals += is_refusal(result.failure_reason)
         if skill is self.skill:
             self._resume()
 
@@ -554,7 +558,7 @@ class PlannerNode(Node):
                 message_chars=sum(len(m.text) for m in memory.sent) + len(said),
                 messages_dropped=self.inbox.dropped,
                 failures=dict(self.failures),
-                **self._roster_counts(),
+                **self._runtime_counts(),
             ).write(self.end_report)
         if shut_down:
             call_later(self, END_GRACE_S, self.context.try_shutdown)
