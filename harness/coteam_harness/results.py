@@ -126,6 +126,7 @@ def summarize(results: list[EpisodeResult]) -> dict[str, Any]:
         "messages_dropped": of("messages_dropped"),
         "teammates_lost": of("teammates_lost"),
         "teammates_returned": of("teammates_returned"),
+        "items_out_of_reach": of("items_out_of_reach"),
         "safety_refusals": of("safety_refusals"),
         "messages_blocked": of("messages_blocked"),
         "message_stalls": of("message_stalls"),

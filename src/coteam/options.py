@@ -62,13 +62,14 @@ def available_actions(memory: AgentMemory, nav: NavGrid, *, allow_messages: bool
     mate = _closest_teammate_position(memory)
     failed = recently_failed(memory)
     claimed = memory.claimed_by_teammates()
-    places = memory.known_places() if memory.safety is not None else None
+    gate = memory.safety
+    places = memory.known_places() if gate is not None else ({}, {})
     out = []
     for action in actions:
         text = format_action(action, memory.benchmark)
         if text in failed:
             continue
-        if places is not None and memory.safety is not None and memory.safety.check_action(action, *places).refused:
+        if gate is not None and gate.check_action(action, *places).refused:
             continue  # the home's safety policy forbids it: never an option, so every plan goes round it
         if action.verb in (Verb.CHECK, Verb.GRAB) and action.target is not None and action.target.id in claimed:
             continue  # a teammate works on it now: two robots never search or grab the same thing at once

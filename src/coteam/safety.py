@@ -52,7 +52,7 @@ class Zone(_Strict):
     polygon: tuple[tuple[float, float], ...] = Field(min_length=3)
 
     def contains(self, point: Vec2) -> bool:
-        """Even-odd rule; a point on an edge counts as inside."""
+        """Even-odd rule (a point exactly on an edge may fall on either side)."""
         x, y = point
         inside = False
         corners = self.polygon

@@ -29,14 +29,14 @@ def ask_person(question: str, timeout_s: float, stdin: TextIO = sys.stdin, stdou
     return stdin.readline().strip().lower().startswith("y")
 
 
-def serve(answer: str | None, timeout_s: float, argv: list[str] | None = None) -> None:
+def serve(answer: str | None, timeout_s: float) -> None:
     """Serve ``/approve_action`` until Ctrl-C: ``answer`` ("yes"/"no") for every question, or ask on the
     terminal."""
     import rclpy
     from coteam_interfaces.srv import ApproveAction
     from rclpy.executors import ExternalShutdownException
 
-    rclpy.init(args=argv)
+    rclpy.init()
     node = rclpy.create_node("approve_action")
     answered: dict[tuple[str, int], tuple[bool, str]] = {}  # (robot, request_id) -> the answer given
 

@@ -46,6 +46,7 @@ IFF_NO_PI = 0x1000
 SUBNET = ipaddress.IPv4Network("10.77.0.0/24")
 LAN_DEVICE = "lan0"
 MULTICAST = ipaddress.IPv4Network("224.0.0.0/4")
+BROADCAST = (b"\xff\xff\xff\xff", SUBNET.broadcast_address.packed)
 HOST_ENV = {
     "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET",
     "FASTDDS_BUILTIN_TRANSPORTS": "UDPv4",
@@ -314,7 +315,7 @@ class VirtualLan:
         if len(packet) < 20 or packet[0] >> 4 != 4:
             return  # IPv4 only (the hosts have no IPv6 address on the LAN)
         destination = packet[16:20]
-        if destination[0] >> 4 == 0xE or destination == b"\xff\xff\xff\xff" or destination == _broadcast():
+        if destination[0] >> 4 == 0xE or destination in BROADCAST:
             receivers = [h for h in self._hosts if h is not sender]
         elif (host := self._by_address.get(destination)) is not None and host is not sender:
             receivers = [host]
@@ -340,10 +341,6 @@ class VirtualLan:
                         delay = 0.0
                         counts.reordered += 1
                     heapq.heappush(self._due, _Due(now + delay, next(self._order), receiver.fd, packet))
-
-
-def _broadcast() -> bytes:
-    return SUBNET.broadcast_address.packed
 
 
 SIM_HOST = "sim"
