@@ -10,6 +10,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -22,30 +24,55 @@ pytest.importorskip("rclpy")
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config"
 TIMEOUT_S = 240
+TOP_SPEED_MPS = 1.35  # the twin's robots without a speed limit: a C-WAH walk step (0.27 m) a step, 5 steps a second
 SETTLE_STEPS = 10  # twin steps (2 s at 5 Hz): news of a claim, and the next status of the robot that gives way
 
 
 def _team_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: dict | None = None, timeout_s: float | None = None
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    edit: dict | None = None,
+    interrupt_once: tuple[str, ...] = (),
+    world_edit: dict | None = None,
 ) -> tuple[subprocess.CompletedProcess, Path]:
+    """``coteam launch`` of the twin team (``edit`` changes its file, ``world_edit`` the world file), stopped by
+    Ctrl-C once its log has shown every line of ``interrupt_once``, if given."""
     isolate_ros(tmp_path, monkeypatch)
     for name in ("team_twin.yaml", "flat.world.yaml", "flat.map.yaml", "flat.pgm"):
         shutil.copy(CONFIG / name, tmp_path / name)
-    if edit:
-        team = yaml.safe_load((tmp_path / "team_twin.yaml").read_text())
-        (tmp_path / "team_twin.yaml").write_text(yaml.safe_dump({**team, **edit}))
+    for name, changes in (("team_twin.yaml", edit), ("flat.world.yaml", world_edit)):
+        if changes:
+            data = yaml.safe_load((tmp_path / name).read_text())
+            (tmp_path / name).write_text(yaml.safe_dump({**data, **changes}))
     out = tmp_path / "run"
     argv = [sys.executable, "-m", "coteam.cli", "launch", str(tmp_path / "team_twin.yaml"), "--out", str(out)]
-    if timeout_s is not None:
-        argv += ["--timeout", str(timeout_s)]
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path) as launcher:
         try:
-            stdout, stderr = launcher.communicate(timeout=TIMEOUT_S)
+            if interrupt_once:
+                stdout = _read_until(launcher, interrupt_once)
+                launcher.send_signal(signal.SIGINT)
+                rest, stderr = launcher.communicate(timeout=TIMEOUT_S)
+                stdout += rest
+            else:
+                stdout, stderr = launcher.communicate(timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:  # stop it as Ctrl-C would, so that it stops its nodes (no orphans)
             launcher.send_signal(signal.SIGTERM)
             stdout, stderr = launcher.communicate(timeout=60)
             pytest.fail(f"the run did not end within {TIMEOUT_S} s:\n{(stdout + stderr)[-4000:]}")
     return subprocess.CompletedProcess(argv, launcher.returncode, stdout, stderr), out
+
+
+def _read_until(launcher: subprocess.Popen, lines: tuple[str, ...]) -> str:
+    """The launch's output up to the first time every one of ``lines`` has shown (within ``TIMEOUT_S``)."""
+    assert launcher.stdout is not None
+    seen: list[str] = []
+    with ThreadPoolExecutor(1) as reader:  # a read that never returns must not hang the test
+        deadline = time.monotonic() + TIMEOUT_S
+        while not all(any(want in line for line in seen) for want in lines):
+            line = reader.submit(launcher.stdout.readline).result(timeout=max(0.0, deadline - time.monotonic()))
+            assert line, "the launch ended before: " + "".join(seen)[-3000:]
+            seen.append(line)
+    return "".join(seen)
 
 
 def test_the_hardware_nodes_finish_the_task_against_the_twin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -73,10 +100,31 @@ def test_the_hardware_nodes_finish_the_task_against_the_twin(tmp_path: Path, mon
     assert set(goals) == {"robot1", "robot2"}
     assert sum(g.get("navigation goals", 0) for g in goals.values()) > 0
     assert sum(g.get("manipulations succeeded", 0) for g in goals.values()) >= 6  # 3 items: grab, put, and a door
+    speeds = twin["meta"]["speeds"]
+    assert all(s == {"top_mps": TOP_SPEED_MPS, "limit_mps": 0.0} for s in speeds.values()), speeds
 
     # two robots never work the same container or item at once (rooms may be shared)
     trace = json.loads((out / "twin_trace.json").read_text())
     assert_no_shared_targets(trace)
+
+
+def test_the_world_files_speed_limit_reaches_nav2_and_the_twin_keeps_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The home's safety policy in the world file's own ``safety:`` section, with a top speed: each robot's executor
+    sends it to Nav2's controller (``speed_limit``, ``nav2_msgs/SpeedLimit``), and the twin, which keeps to the limit
+    it hears as a Nav2 controller does, never drives faster; the team still ends the task."""
+    limit = 0.5  # m/s, below the twin's top speed (TOP_SPEED_MPS)
+    proc, out = _team_run(tmp_path, monkeypatch, world_edit={"safety": {"max_speed_mps": limit}})
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    assert f"top speed {limit:g} m/s on speed_limit" in log  # both executors say where the limit goes
+    twin = json.loads((out / "twin.json").read_text())
+    (truth,) = twin["episodes"]
+    assert truth["success"], truth
+    speeds = twin["meta"]["speeds"]
+    assert all(s["limit_mps"] == limit and s["top_mps"] <= limit for s in speeds.values()), speeds
+    assert max(s["top_mps"] for s in speeds.values()) > 0, "the robots drove"
 
 
 def test_robots_that_detect_in_their_camera_images_finish_the_task_against_the_twin(
@@ -167,10 +215,11 @@ def test_a_robot_whose_odometry_and_detector_fall_silent_waits_and_its_teammate_
 
 
 def test_a_run_stopped_before_the_task_ends_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """Stopped by the launch's timeout (as by Ctrl-C) before the goal is met: every robot's end report says
-    "stopped", and the results are marked incomplete."""
-    proc, out = _team_run(tmp_path, monkeypatch, timeout_s=10)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]  # on robots a timeout is no error
+    """Stopped by Ctrl-C once every robot's planner is up, before the goal is met: every robot's end report says
+    "stopped", and the results are marked incomplete. (Not by a short ``--timeout``: under load the nodes may
+    still be starting when it strikes, and a planner that never started has nothing to report.)"""
+    proc, out = _team_run(tmp_path, monkeypatch, interrupt_once=("planner for robot1", "planner for robot2"))
+    assert proc.returncode == 128 + signal.SIGINT, (proc.stdout + proc.stderr)[-3000:]
     reports = [json.loads((out / f"{r}.end.json").read_text()) for r in ("robot1", "robot2")]
     assert [r["ended"] for r in reports] == ["stopped", "stopped"]
     results = json.loads((out / "results.json").read_text())

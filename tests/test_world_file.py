@@ -13,6 +13,7 @@ import yaml
 from coteam.cli import main as coteam_main
 from coteam.navigation import NavGrid
 from coteam.reasoning import EpisodeInfo
+from coteam.safety import SafetyPolicy, SafetyPolicyError, load_policy
 from coteam.scene_io import load_scene, save_scene
 from coteam.world import Benchmark, Relation
 from coteam.world_draw import draw_world
@@ -198,6 +199,9 @@ def test_near_goals_take_the_tdwmat_rules(tmp_path: Path) -> None:
         ({"rooms": [*SMALL["rooms"], {"name": "hall", "polygon": [[0, 0], [1, 0], [1, 1]]}]}, "two rooms are named"),
         ({"map": "missing.map.yaml"}, "missing.map.yaml: cannot read it (No such file or directory)"),
         ({"rooms": []}, "rooms: give at least one room (or a room_map)"),
+        ({"safety": {"no_go": ["cellar"]}}, "safety.no_go: no room named 'cellar' (rooms: hall, study)"),
+        ({"safety": {"max_speed_mps": -1}}, "safety.max_speed_mps: Input should be greater than 0"),
+        ({"safety": {"never_touch": "book"}}, "safety.never_touch: Input should be a valid tuple"),
     ],
 )
 def test_every_error_is_one_line_naming_the_file(tmp_path: Path, edit: dict, message: str) -> None:
@@ -253,6 +257,20 @@ def test_world_check_and_draw_commands(tmp_path: Path, capsys: pytest.CaptureFix
     assert coteam_main(["world", "check", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("coteam world: error: ") and "grab(book)" in err[0]
+
+
+def test_a_world_files_safety_section_is_the_homes_policy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The policy may live in the world file: the world holds it, ``load_policy`` reads it from there (what the
+    robots' nodes do with ``safety_path``), and ``coteam world check`` shows it."""
+    section = {"no_go": ["study"], "never_touch": ["pen"], "max_speed_mps": 0.3}
+    path = _write(tmp_path, {**SMALL, "safety": section})
+    world = load_world(path)
+    assert world.safety == load_policy(path) == SafetyPolicy(no_go=("study",), never_touch=("pen",), max_speed_mps=0.3)
+    assert load_world(_write(tmp_path, SMALL, "plain.world.yaml")).safety is None
+    with pytest.raises(SafetyPolicyError, match=r"plain\.world\.yaml: a safety policy is a file of"):
+        load_policy(tmp_path / "plain.world.yaml")  # a world file without the section holds no policy
+    assert coteam_main(["world", "check", str(path)]) == 0
+    assert "no-go rooms: study; never touched: pen; top speed 0.3 m/s" in capsys.readouterr().out
 
 
 def test_the_drawing_puts_the_map_under_the_world(tmp_path: Path) -> None:

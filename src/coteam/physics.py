@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from coteam.world import Benchmark
+
 
 @dataclass(frozen=True)
 class Physics:
@@ -31,3 +33,7 @@ class Physics:
         }
     )
     message_chars_per_frame: int = 500
+
+    def stride_m(self, benchmark: Benchmark) -> float:
+        """How far one move primitive takes a robot: a C-WAH walk step, a TDW-MAT step forward."""
+        return self.cwah_walk_step_m if benchmark is Benchmark.CWAH else self.tdw_forward_m

@@ -76,6 +76,7 @@ class SafetyPolicy(_Strict):
     never_touch: tuple[str, ...] = ()  # items and fixtures never grabbed, opened, or put into or onto
     ask_before: tuple[ApprovalRule, ...] = ()
     approval_timeout_s: PositiveFloat = 30.0  # a robot waits this long for a person's answer (ROS): then no
+    max_speed_mps: PositiveFloat | None = None  # the robots' top speed, passed to Nav2 (``speed_limit``)
 
     @field_validator("no_go", "never_touch")
     @classmethod
@@ -96,15 +97,38 @@ def parse_policy(data: Any, source: str) -> SafetyPolicy:
 
 
 def load_policy(path: str | Path) -> SafetyPolicy:
-    """A policy file (``format: coteam-safety/1`` and a ``safety:`` section)."""
+    """The policy of a policy file (``format: coteam-safety/1`` and a ``safety:`` section) or of a world file's
+    ``safety:`` section (``format: coteam-world/1``; the rest of it is :mod:`coteam.world_file`'s)."""
+    from coteam.world_file import WORLD_FORMAT  # the world file holds its policy: it imports this module
+
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise SafetyPolicyError(f"{path}: cannot read the safety policy: {str(exc).splitlines()[0]}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or set(data) != {"format", "safety"}:
-        raise SafetyPolicyError(f"{path}: a safety policy file has `format: {FORMAT}` and a `safety:` section only")
+    kind = data.get("format") if isinstance(data, dict) else None
+    if kind == WORLD_FORMAT and isinstance(data, dict) and "safety" in data:
+        return parse_policy(data["safety"], str(path))
+    if kind != FORMAT or not isinstance(data, dict) or set(data) != {"format", "safety"}:
+        raise SafetyPolicyError(
+            f"{path}: a safety policy is a file of `format: {FORMAT}` and a `safety:` section only, "
+            f"or the `safety:` section of a world file ({WORLD_FORMAT})"
+        )
     return parse_policy(data["safety"], str(path))
+
+
+def policy_summary(policy: SafetyPolicy) -> str:
+    """One line of what ``policy`` forbids and asks (``coteam world check``)."""
+    parts = [
+        f"no-go rooms: {', '.join(policy.no_go)}" if policy.no_go else "",
+        f"no-go zones: {', '.join(z.name for z in policy.no_go_zones)}" if policy.no_go_zones else "",
+        f"never touched: {', '.join(policy.never_touch)}" if policy.never_touch else "",
+        "ask before: " + ", ".join(f"{r.verb} {r.object or 'anything'}" for r in policy.ask_before)
+        if policy.ask_before
+        else "",
+        f"top speed {policy.max_speed_mps:g} m/s" if policy.max_speed_mps is not None else "",
+    ]
+    return "; ".join(p for p in parts if p) or "nothing forbidden"
 
 
 def is_refusal(reason: str) -> bool:

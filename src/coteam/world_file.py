@@ -26,6 +26,9 @@ offers a real robot's interfaces. The format (YAML, ``format: coteam-world/1``; 
       goal: ["in(apple, fridge): 2"]   # RELATION(ITEM, TARGET): COUNT -- on / in (C-WAH rules), near (TDW-MAT rules)
       horizon: 250              # optional: the benchmark's clock (C-WAH steps, TDW-MAT frames)
       time_limit_s: 600         # optional: the robots give up after this many seconds (default 600)
+    safety:                     # optional: the home's safety policy (coteam.safety), which no decision crosses
+      no_go: [bathroom]         # rooms no robot enters; also no_go_zones, never_touch, ask_before, approval_timeout_s
+      max_speed_mps: 0.3        # passed to Nav2 as its speed limit
 
 The rules follow the goal: ``on`` / ``in`` goals are C-WAH's (open, grab, put, put in), ``near`` goals TDW-MAT's
 (carry to the target's room, carriers allowed; ``category`` names the task: food or stuff). Every error is one
@@ -46,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from coteam.navigation import nearest_free_cell
 from coteam.physics import Physics
+from coteam.safety import SafetyGate, SafetyPolicy, policy_summary
 from coteam.world import (
     AgentStart,
     Benchmark,
@@ -131,19 +135,27 @@ class WorldFile(_Strict):
     items: list[ItemEntry] = []
     robots: list[RobotEntry] = Field(min_length=1)
     task: TaskEntry
+    safety: SafetyPolicy | None = None
 
 
 class World:
     """A loaded world file: the scene the robots and the twin use, the time limit, and the map it was laid on."""
 
     def __init__(
-        self, path: Path, scene: Scene, time_limit_s: float, map_path: Path | None, occupancy: OccupancyMap | None
+        self,
+        path: Path,
+        scene: Scene,
+        time_limit_s: float,
+        map_path: Path | None,
+        occupancy: OccupancyMap | None,
+        safety: SafetyPolicy | None = None,
     ) -> None:
         self.path = path
         self.scene = scene
         self.time_limit_s = time_limit_s
         self.map_path = map_path
         self.occupancy = occupancy
+        self.safety = safety  # the home's safety policy, if the file has one
 
 
 class OccupancyMap:
@@ -211,9 +223,11 @@ def load_world(path: str | Path) -> World:
         if not spec.rooms:
             raise ValueError("rooms: give at least one room (or a room_map)")
         scene = compile_world(spec, occupancy)
-    except ValueError as exc:
+        if spec.safety is not None:
+            SafetyGate(spec.safety, scene.floorplan)  # its rooms are the home's
+    except ValueError as exc:  # a SafetyPolicyError too
         raise WorldFileError(f"{path}: {exc}") from None
-    return World(path, scene, spec.task.time_limit_s, map_path, occupancy)
+    return World(path, scene, spec.task.time_limit_s, map_path, occupancy, spec.safety)
 
 
 def parse_goal(text: str) -> tuple[Relation, str, str, int]:
@@ -492,4 +506,5 @@ def world_summary(world: World) -> list[tuple[str, str]]:
         ("items", ", ".join(f"{n} x{c}" for n, c in counts.items()) or "none"),
         ("robots", ", ".join(f"{a.name} at {list(a.position)}" for a in scene.agent_starts)),
         ("task", f"{scene.task.name}: " + ", ".join(goal)),
+        ("safety", policy_summary(world.safety) if world.safety is not None else "no policy"),
     ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -140,3 +141,28 @@ def test_a_team_file_whose_policy_cannot_be_read_is_refused_in_one_line(tmp_path
     with pytest.raises(ConfigError, match="safety") as exc:
         load_config(config)
     assert "\n" not in str(exc.value) and "never_touch" in str(exc.value)
+
+
+def test_a_world_files_policy_goes_to_every_node_and_a_second_policy_is_refused(tmp_path: Path) -> None:
+    """On hardware the home's policy may be the world file's ``safety:`` section: the planners and executors get the
+    world file as their ``safety_path``. A team file naming a policy of its own as well is refused in one line."""
+    from coteam_ros.node_graph import node_list
+    from coteam_ros.team_config import ConfigError
+
+    config_dir = Path(__file__).resolve().parents[2] / "config"
+    for name in ("team_twin.yaml", "flat.map.yaml", "flat.pgm"):
+        shutil.copy(config_dir / name, tmp_path / name)
+    world = yaml.safe_load((config_dir / "flat.world.yaml").read_text())
+    (tmp_path / "flat.world.yaml").write_text(yaml.safe_dump({**world, "safety": {"no_go": ["bedroom"]}}))
+    cfg = load_config(tmp_path / "team_twin.yaml")
+    assert cfg.safety_path == str(tmp_path / "flat.world.yaml")
+    given = {(s.name, s.namespace): s.parameters.get("safety_path") for s in node_list(cfg, tmp_path / "scene.json")}
+    assert {k: v for k, v in given.items() if k[0] in ("planner", "executor")} == {
+        (node, f"/{robot}"): cfg.safety_path for node in ("planner", "executor") for robot in ("robot1", "robot2")
+    }
+    (tmp_path / "policy.yaml").write_text("format: coteam-safety/1\nsafety: {never_touch: [wine]}\n")
+    team = tmp_path / "team_twin.yaml"
+    team.write_text(team.read_text() + "safety: policy.yaml\n")
+    with pytest.raises(ConfigError, match=r"flat\.world\.yaml has its own safety: section: keep one policy") as exc:
+        load_config(team)
+    assert "\n" not in str(exc.value)

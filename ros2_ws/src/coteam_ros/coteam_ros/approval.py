@@ -14,6 +14,11 @@ import select
 import sys
 from typing import Any, TextIO
 
+from coteam_interfaces.srv import ApproveAction
+from rclpy.node import Node
+
+from coteam_ros.nodes import spin_node
+
 SERVICE = "/approve_action"
 
 
@@ -29,35 +34,34 @@ def ask_person(question: str, timeout_s: float, stdin: TextIO = sys.stdin, stdou
     return stdin.readline().strip().lower().startswith("y")
 
 
-def serve(answer: str | None, timeout_s: float) -> None:
-    """Serve ``/approve_action`` until Ctrl-C: ``answer`` ("yes"/"no") for every question, or ask on the
-    terminal."""
-    import rclpy
-    from coteam_interfaces.srv import ApproveAction
-    from rclpy.executors import ExternalShutdownException
+class ApprovalNode(Node):
+    """The ``approve_action`` node: answers each (robot, request id) once; a repeat of a request (its answer was
+    lost on the way) gets the same answer again."""
 
-    rclpy.init()
-    node = rclpy.create_node("approve_action")
-    answered: dict[tuple[str, int], tuple[bool, str]] = {}  # (robot, request_id) -> the answer given
+    def __init__(self, answer: str | None, timeout_s: float) -> None:
+        super().__init__("approve_action")
+        self.answer = answer
+        self.timeout_s = timeout_s
+        self.answered: dict[tuple[str, int], tuple[bool, str]] = {}  # (robot, request_id) -> the answer given
+        self.create_service(ApproveAction, SERVICE, self._on_request)
+        whom = "every question: " + answer if answer else "on this terminal"
+        print(f"answering {SERVICE} ({whom}); Ctrl-C stops", flush=True)
 
-    def on_request(request: Any, response: Any) -> Any:
+    def _on_request(self, request: Any, response: Any) -> Any:
         key = (request.robot, request.request_id)
-        if key not in answered:  # else a request sent again: its first answer was lost on the way
+        if key not in self.answered:
             question = f"[{request.robot}] {request.question} ({request.action})"
-            if answer is None:
-                answered[key] = (ask_person(question, timeout_s), "coteam approve (a person)")
+            if self.answer is None:
+                self.answered[key] = (ask_person(question, self.timeout_s), "coteam approve (a person)")
             else:
-                answered[key] = (answer == "yes", f"coteam approve --answer {answer}")
-                print(f"{question}: {answer}", flush=True)
-        response.approved, response.answered_by = answered[key]
+                self.answered[key] = (self.answer == "yes", f"coteam approve --answer {self.answer}")
+                print(f"{question}: {self.answer}", flush=True)
+        response.approved, response.answered_by = self.answered[key]
         return response
 
-    node.create_service(ApproveAction, SERVICE, on_request)
-    print(f"answering {SERVICE} ({'every question: ' + answer if answer else 'on this terminal'}); Ctrl-C stops")
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+
+def serve(answer: str | None, timeout_s: float) -> None:
+    """Serve ``/approve_action`` until Ctrl-C or SIGTERM: ``answer`` ("yes"/"no") for every question, or ask on the
+    terminal. It stops as the robots' nodes do (``coteam_ros.nodes.spin_node``): a middleware teardown that hangs
+    does not keep it running."""
+    spin_node(lambda: ApprovalNode(answer, timeout_s))

@@ -315,8 +315,9 @@ def launch(
     with local_models(cfg) as endpoints:
         children = plan(cfg, workdir, record=record, results_path=results, endpoints=endpoints)
         code = run(children, timeout=timeout, env=env, sigint_grace=sigint_grace)
-    if cfg.world is None:
-        write_team_results(cfg, results_dir, stopped=None if code == 0 else f"exit {code}")
+    if cfg.world is None:  # stopped by a person (Ctrl-C, SIGTERM): the robots' end reports say how far they got
+        stopped_by_signal = code - 128 in (signal.SIGINT, signal.SIGTERM)
+        write_team_results(cfg, results_dir, stopped=None if code == 0 or stopped_by_signal else f"exit {code}")
     return code, results
 
 

@@ -144,7 +144,7 @@ def node_list(
         )
     lockstep = cfg.world is not None and cfg.world.mode == "lockstep"
     # the home's safety policy: the planners leave out what it refuses, the executors refuse it and ask for approvals
-    safety: dict[str, ParamValue] = {"safety_path": cfg.safety} if cfg.safety else {}
+    safety: dict[str, ParamValue] = {"safety_path": cfg.safety_path} if cfg.safety_path else {}
     executor: dict[str, ParamValue] = {"robots": list(names), "navigation": cfg.navigation, **episode, **safety}
     if cfg.world is None:  # a real robot's Nav2 and arm: when to give up on a goal
         executor.update(no_progress_s=cfg.execution.no_progress_s, arm_timeout_s=cfg.execution.arm_timeout_s)

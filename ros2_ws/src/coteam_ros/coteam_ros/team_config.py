@@ -55,7 +55,8 @@ A file describes one team run::
                             #   keystore is made at launch, on hardware it must exist
       max_age_s: 120        # a message signed longer ago than this is refused (a replay of an earlier run)
     safety: policy.yaml     # optional; the home's safety policy (coteam.safety, relative to this file): no-go rooms
-                            #   and zones, objects never touched, actions a person approves (`coteam approve`)
+                            #   and zones, objects never touched, actions a person approves (`coteam approve`),
+                            #   a top speed for Nav2; or in the world file's own safety: section (not both)
 
 An absent key and a null one take the default. :func:`load_config` validates strictly: unknown keys, wrong types and
 unknown names raise a :class:`ConfigError` of one line naming the file and the key path. The models hold the file's
@@ -564,11 +565,16 @@ class TeamConfig(_Section):
 
     @field_validator("safety")
     @classmethod
-    def _a_policy(cls, path: str | None) -> str | None:
+    def _a_policy(cls, path: str | None, info: ValidationInfo) -> str | None:
         from coteam.safety import load_policy
 
-        if path is not None:
-            load_policy(path)  # a file that cannot be read, or no policy, is said here, before any node starts
+        if path is None:
+            return path
+        task = info.data.get("task")
+        world_file = task.world if task is not None else None
+        if world_file is not None and world_file.safety is not None:
+            raise ValueError(f"{Path(task.world_file).name} has its own safety: section: keep one policy")
+        load_policy(path)  # a file that cannot be read, or no policy, is said here, before any node starts
         return path
 
     @field_validator("twin")
@@ -647,6 +653,15 @@ class TeamConfig(_Section):
         ref = self.world or self.task
         assert ref is not None  # guaranteed by validation
         return ref
+
+    @property
+    def safety_path(self) -> str | None:
+        """The file holding the home's safety policy: the team file's ``safety:``, or the world file when its
+        ``safety:`` section has one; None without a policy."""
+        world = self.task.world if self.task is not None else None
+        if world is not None and world.safety is not None:
+            return str(world.path)
+        return self.safety
 
     @property
     def robot_names(self) -> list[str]:

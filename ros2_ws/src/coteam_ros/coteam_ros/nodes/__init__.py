@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import faulthandler
+import importlib
 import os
 import sys
 import threading
@@ -47,17 +48,26 @@ def cannot_start(name: str, exc: Exception) -> SystemExit:
     return SystemExit(CANNOT_START)
 
 
-def navigate_to_pose_action() -> type:
-    """Nav2's ``nav2_msgs/action/NavigateToPose``: the real package on a ROS 2 with Nav2, the wheel of
+def _from_nav2(kind: str, name: str) -> type:
+    """Nav2's interface ``nav2_msgs/<kind>/<name>``: the real package on a ROS 2 with Nav2, the wheel of
     ros2_ws/pip/nav2_msgs on pip installs. Missing, a :class:`ValueError` of one line (the node cannot start)."""
     try:
-        from nav2_msgs.action import NavigateToPose
+        return getattr(importlib.import_module(f"nav2_msgs.{kind}"), name)
     except ImportError:
         raise ValueError(
             "Nav2's interfaces (nav2_msgs) cannot be imported by this Python: source a ROS 2 with Nav2 (apt: "
             "ros-jazzy-nav2-msgs), or on a pip install run `make venv` (it builds ros2_ws/pip/nav2_msgs)"
         ) from None
-    return NavigateToPose
+
+
+def navigate_to_pose_action() -> type:
+    """``nav2_msgs/action/NavigateToPose``: a navigation goal."""
+    return _from_nav2("action", "NavigateToPose")
+
+
+def speed_limit_message() -> type:
+    """``nav2_msgs/msg/SpeedLimit``: the top speed Nav2's controller keeps to."""
+    return _from_nav2("msg", "SpeedLimit")
 
 
 STARTUP_ERRORS = (ValueError, KeyError, ImportError)  # a bad parameter, file or method; a missing module

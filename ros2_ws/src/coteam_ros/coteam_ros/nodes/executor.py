@@ -40,6 +40,8 @@ starts, and every navigation and manipulation goal before it is sent: what the p
 (``refused by the safety policy: ...``) and nothing moves. An action the policy wants approved is asked of a person
 first on ``/approve_action`` (``coteam_interfaces/srv/ApproveAction``, answered by ``coteam approve``): no service,
 no answer within the policy's ``approval_timeout_s``, or a no, and the action fails as ``not approved: ...``.
+With Nav2 (``navigation: nav2``) the policy's ``max_speed_mps`` goes to Nav2's controller on ``speed_limit``
+(``nav2_msgs/SpeedLimit``, in m/s) before every navigation goal and whenever a new controller subscribes.
 
 Parameters: ``robot``, ``navigation`` (sim | nav2), ``scene_path`` / ``seed`` (the task; see
 ``coteam_ros.episode``), ``robots`` (the team, in simulator order), ``teammate_status``, ``teammate_wait_s``,
@@ -81,8 +83,15 @@ from coteam_ros.approval import SERVICE as APPROVAL_SERVICE
 from coteam_ros.convert import nav_goal_to_pose, target_view_from_json
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
-from coteam_ros.nodes import RETRY_S, call_later, navigate_to_pose_action, spin_node, wall_timer
-from coteam_ros.qos import LATCHED
+from coteam_ros.nodes import (
+    RETRY_S,
+    call_later,
+    navigate_to_pose_action,
+    speed_limit_message,
+    spin_node,
+    wall_timer,
+)
+from coteam_ros.qos import LATCHED, STREAM
 
 NODE_NAME = "executor"
 WATCHDOG_S = 0.5  # how often a real robot's goals are checked for progress
@@ -253,9 +262,18 @@ class ExecutorNode(Node):
                 self.create_subscription(RobotStatus, topic, lambda m, t=topic: self._on_teammate_status(t, m), LATCHED)
         if self.shared:
             wall_timer(self, 0.05, self._take_status)
+        # the policy's top speed, for Nav2's controller (the simulator's navigator moves a cell a step: no speeds)
+        self.max_speed = info.safety.policy.max_speed_mps if info.safety is not None and not self.stepwise else None
+        if self.max_speed is not None:
+            self.speed_limit_type = speed_limit_message()
+            self.speed_limit_publisher = self.create_publisher(self.speed_limit_type, "speed_limit", STREAM)
+            self.speed_limit_heard_by = 0  # subscribers the limit was last sent to
         if not self.stepwise:  # a real robot's Nav2 and arm may stall: give up on their goals in time
             wall_timer(self, WATCHDOG_S, self._watch_goals)
-        self.get_logger().info(f"executor for {self.robot}: navigation {self.navigation}, {self.benchmark.value}")
+        limit = f", top speed {self.max_speed:g} m/s on speed_limit" if self.max_speed is not None else ""
+        self.get_logger().info(
+            f"executor for {self.robot}: navigation {self.navigation}, {self.benchmark.value}{limit}"
+        )
 
     # --- inputs ---------------------------------------------------------------------------------------------------
     def _on_status(self, status: RobotStatus) -> None:
@@ -493,6 +511,7 @@ class ExecutorNode(Node):
             self.get_logger().info("waiting for navigate_to_pose", throttle_duration_sec=5.0)
             call_later(self, RETRY_S, self._drive)
             return
+        self._limit_speed(always=True)
         state = NavigationState(goal)
         self.nav = state  # a newer goal preempts the older one on the server
         pose = PoseStamped(header=Header(frame_id="map"), pose=nav_goal_to_pose(goal, self.memory.position))
@@ -500,6 +519,20 @@ class ExecutorNode(Node):
             self.nav_type.Goal(pose=pose), feedback_callback=lambda f, s=state: self._on_nav_feedback(s, f)
         )
         future.add_done_callback(lambda f, s=state: self._on_nav_response(s, f))
+
+    def _limit_speed(self, always: bool) -> None:
+        """Send the policy's top speed to Nav2's controller, which keeps the last limit it heard (its subscription
+        keeps no history): before every navigation goal, and to a controller that has just come up."""
+        if self.max_speed is None:
+            return
+        listeners = self.speed_limit_publisher.get_subscription_count()
+        if always or listeners > self.speed_limit_heard_by:
+            self.speed_limit_publisher.publish(
+                self.speed_limit_type(
+                    header=Header(stamp=self.get_clock().now().to_msg()), percentage=False, speed_limit=self.max_speed
+                )
+            )
+        self.speed_limit_heard_by = listeners
 
     def _on_nav_response(self, state: NavigationState, future: Any) -> None:
         handle = future.result()
@@ -566,6 +599,7 @@ class ExecutorNode(Node):
         """Real robots: a Nav2 goal whose remaining distance has not shrunk for ``no_progress_s`` is canceled and
         fails as not reachable (the method decides again, and does not offer that action for a while); an arm goal
         without a result for ``arm_timeout_s`` is canceled and fails as timed out."""
+        self._limit_speed(always=False)
         now = time.monotonic()
         nav = self.nav
         stalled = nav is not None and nav.handle is not None and nav.result is None and not nav.canceling

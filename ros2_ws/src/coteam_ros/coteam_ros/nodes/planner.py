@@ -207,7 +207,8 @@ class PlannerNode(Node):
             self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
             how = f"{self.backend}, {'signed' if self.signer else 'unsigned'} messages"
         wall_timer(self, 0.1, self._on_timer)
-        self.get_logger().info(f"planner for {self.robot}: {self.method} ({how}), team {', '.join(robots)}")
+        up = f"planner for {self.robot}: {self.method} ({how}), team {', '.join(robots)}"
+        call_later(self, 0.0, lambda: self.get_logger().info(up))  # said once it spins: stopped now, it reports
 
     # --- observations and messages ----------------------------------------------------------------------------
     def _on_status(self, status: RobotStatus) -> None:

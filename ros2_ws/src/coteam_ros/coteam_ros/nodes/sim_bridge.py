@@ -104,7 +104,7 @@ from coteam_ros.convert import (
 from coteam_ros.episode import load_episode
 from coteam_ros.faults import TwinFault
 from coteam_ros.goals import DeferredGoals, goal_key
-from coteam_ros.nodes import STARTUP_ERRORS, cannot_start, navigate_to_pose_action
+from coteam_ros.nodes import STARTUP_ERRORS, cannot_start, navigate_to_pose_action, speed_limit_message
 from coteam_ros.qos import CAMERA, DECISIONS, LATCHED, STREAM
 from coteam_ros.tf import CAMERA_LINK_TO_OPTICAL, RigidTransform, TransformPublisher, camera_mount_transform
 from coteam_sim.camera import VisualObservations
@@ -163,6 +163,9 @@ class RobotSlot:
     responsive: bool = True
     ever_ticked: bool = False
     counts: Counter[str] = field(default_factory=Counter)  # navigation and manipulation goals, by how they ended
+    speed_limit: float = 0.0  # a twin's: m/s from the robot's speed_limit (Nav2's controller keeps to it); 0: none
+    still_until: int = 0  # a twin's: under a speed limit, the step before which the robot does not move again
+    top_speed: float = 0.0  # a twin's: the fastest it drove (m/s, one move over the steps it took)
 
 
 class SimBridgeNode(Node):
@@ -256,6 +259,11 @@ class SimBridgeNode(Node):
             self.robots[name] = slot
             self.create_subscription(StepTick, f"{ns}/step_tick", lambda m, s=slot: self._on_tick(s, m), LATCHED)
             self.create_subscription(Decision, f"{ns}/decision", lambda m, s=slot: self._on_decision(s, m), DECISIONS)
+            if self.twin:  # as Nav2's controller does: the newest limit holds (no history kept)
+                limit_type = speed_limit_message()
+                self.create_subscription(
+                    limit_type, f"{ns}/speed_limit", lambda m, s=slot: self._on_limit(s, m), STREAM
+                )
             ActionServer(
                 self,
                 self.nav_type,
@@ -474,7 +482,7 @@ class SimBridgeNode(Node):
             return Primitive(PrimitiveKind.WAIT) if slot.manipulation.silent else slot.manipulation.primitive
         nav = slot.navigation
         if nav is not None and nav.planned is not None and nav.planned_step == self.sim.steps:
-            return nav.planned
+            return Primitive(PrimitiveKind.WAIT) if self.sim.steps < slot.still_until else nav.planned
         if tick is not None and tick.kind == StepTick.ACT:
             self.get_logger().warning(f"{name} ticked ACT for step {self.sim.steps} without a goal: it waits")
         return Primitive(PrimitiveKind.WAIT)
@@ -483,7 +491,8 @@ class SimBridgeNode(Node):
         if self.finished or not self.env.agents:
             return
         actions = {name: self._primitive_for(name, slot) for name, slot in self.robots.items() if self._ready(name)}
-        clock_before = self.sim.clock
+        clock_before, step_before = self.sim.clock, self.sim.steps
+        positions_before = {name: self.sim.world.agents[name].position for name in actions}
         obs, _, _, _, infos = self.env.step(actions)
         failures = {a: infos[a]["failure"] for a in actions}
         self.meter.step(actions, failures)
@@ -503,12 +512,23 @@ class SimBridgeNode(Node):
             nav = slot.navigation
             if nav is not None and prim is nav.planned:
                 nav.planned = None
+            if self.twin:
+                self._drove(slot, math.dist(positions_before[name], self.sim.world.agents[name].position), step_before)
         if not self.env.agents:
             self._end_goals()
         self._log_progress()
         self._publish_step(obs)
         if not self.env.agents:
             self._finish_episode()
+
+    def _drove(self, slot: RobotSlot, metres: float, step: int) -> None:
+        """A twin robot moved ``metres`` in ``step``: under a speed limit it stands still long enough that the
+        move took no less than its distance at that speed."""
+        if metres <= 0.0:
+            return
+        steps = max(1, math.ceil(metres * self.tick_hz / slot.speed_limit - 1e-9)) if slot.speed_limit else 1
+        slot.still_until = step + steps
+        slot.top_speed = max(slot.top_speed, metres * self.tick_hz / steps)
 
     def _log_progress(self) -> None:
         """Live progress: a line whenever a goal item is put in place, and every 100 steps."""
@@ -530,6 +550,15 @@ class SimBridgeNode(Node):
         """The twin's fault of this kind for the robot's ``goal``-th goal, if one is set."""
         robot = self.frame_of[slot.name]
         return next((f for f in self.faults if f.robot == robot and f.kind in kinds and f.goal == goal), None)
+
+    def _on_limit(self, slot: RobotSlot, limit: Any) -> None:
+        """A speed limit for the robot (``nav2_msgs/SpeedLimit``): m/s, or a percentage of its top speed (one
+        move a step); 0 lifts it."""
+        top = self.sim.config.stride_m(self.scene.benchmark) * self.tick_hz
+        speed = limit.speed_limit * top / 100.0 if limit.percentage else limit.speed_limit
+        if speed != slot.speed_limit:
+            self.get_logger().info(f"{self.frame_of[slot.name]}: speed limit {speed:g} m/s" if speed else "no limit")
+        slot.speed_limit = max(0.0, speed)
 
     def _accept_navigation(self, slot: RobotSlot, goal: Any) -> GoalResponse:
         if not self.env.agents:
@@ -679,8 +708,12 @@ class SimBridgeNode(Node):
                 "seed": self.seed,
                 "mode": self.mode,
             }
-            if self.twin:  # what the robots asked of their navigation and arms, and how it went
+            if self.twin:  # what the robots asked of their navigation and arms, and how it went; how fast they drove
                 meta["goals"] = {self.frame_of[n]: dict(sorted(slot.counts.items())) for n, slot in self.robots.items()}
+                meta["speeds"] = {
+                    self.frame_of[n]: {"top_mps": round(slot.top_speed, 3), "limit_mps": slot.speed_limit}
+                    for n, slot in self.robots.items()
+                }
             write_results([result], self.results_path, meta, stopped=stopped)
         if self.trace_path:
             self.recorder.finish(self.sim, asdict(result))
