@@ -1,6 +1,6 @@
 """The fault matrix of docs/reliability.md: each fault injected, with the measured outcome.
 
-    python bench/faults.py --out docs/reliability.md   # ~4 min on 2 cores (a hung endpoint costs real timeouts)
+    python bench/faults.py --out docs/reliability.md   # ~12 min on 2 cores (a hung endpoint costs real timeouts)
 
 LLM endpoint faults: symbolic-default PCE (`--backend llm`, every switch at its default: 60 s per request, the call
 deadline equal to it, 3 retries with backoff, the circuit breaker after 2 unanswered calls) plays cwah-test episode
@@ -14,8 +14,10 @@ order every time); the message guard decides what goes out. Measured: messages s
 
 ROS team faults: the ROS 2 team (`coteam launch`'s processes, lockstep, cwah-test episode 0, two robots, signed
 messages) over loopback DDS, with one fault injected when alice's status reaches step 20: bob's planner, alice's
-executor or the simulator bridge killed with SIGKILL, a flood of 500 unsigned messages in bob's name, or from the
-start a node that speaks for both robots and replays their messages (``coteam_ros.faults.MessageAttacker``).
+executor or the simulator bridge killed with SIGKILL, all of bob's nodes killed (and started again once alice finds
+him lost: that row runs in real time at 4 steps a second, since in lockstep the bridge plays on without a silent
+robot at full speed and the episode is over before bob is back), a flood of 500 unsigned messages in bob's name, or
+from the start a node that speaks for both robots and replays their messages (``coteam_ros.faults.MessageAttacker``).
 Measured: how the episode ends, its steps against the run without a fault, the longest pause between two steps
 after the fault (the time the team took to go on), and what was counted.
 
@@ -143,7 +145,7 @@ ROS_FAULTS = (
     ("executor", "alice's executor killed (-9)"),
     ("bridge", "the simulator bridge killed (-9)"),
     ("robot", "all of bob's nodes killed (-9)"),
-    ("robot_back", "bob's nodes killed (-9), started again once alice finds him lost"),
+    ("robot_back", "bob's nodes killed (-9), started again once alice finds him lost (real time, 4 steps/s)"),
     ("flood", "500 unsigned messages in bob's name"),
     ("attacker", "a node speaking for both robots, replaying theirs"),
 )
@@ -162,8 +164,11 @@ def _ros_fault_run(tmp: Path, fault: str) -> dict[str, Any]:
     from coteam_ros.team_config import load_config
 
     config = tmp / "team.yaml"
+    # In lockstep the bridge stops waiting for a silent robot and plays on at full speed: by the time bob's nodes
+    # are up again the episode is over. In real time the restarted bob has the rest of the episode to play.
+    mode = "realtime, tick_hz: 4" if fault == "robot_back" else "lockstep"
     config.write_text(
-        "world: {suite: cwah-test, episode: 0, seed: 0, mode: lockstep}\nteam: {method: pce}\n"
+        f"world: {{suite: cwah-test, episode: 0, seed: 0, mode: {mode}}}\nteam: {{method: pce}}\n"
         "robots: [{name: alice}, {name: bob}]\n"
     )
     out = tmp / fault

@@ -3,7 +3,7 @@
 * a 15-second partition between the robots' hosts (``coteam_ros.netlab``): each robot finds the other lost after
   its lease and back once the link heals, logs each change once, and the team finishes the task;
 * a robot whose nodes are all killed: its teammate finds it lost and goes on; restarted, the robot's signed
-  heartbeats are believed again (its sequence numbers go on counting up) and it is back.
+  heartbeats are believed again (its sequence numbers go on counting up), it is back, and the team finishes.
 
 Counted in the results (``teammates_lost``, ``teammates_returned``).
 """
@@ -91,3 +91,4 @@ def test_a_killed_robot_is_found_lost_and_back_once_restarted(tmp_path: Path, mo
     assert said.count("bob is lost (silent") == 1 and said.count("bob is back after") == 1
     result = json.loads((out / "results.json").read_text())["episodes"][0]
     assert result["teammates_lost"] >= 1 and result["teammates_returned"] >= 1
+    assert result["success"], "back, bob plays on: what he held is delivered"
