@@ -414,6 +414,10 @@ def section(command: str) -> str:
         "",
         *ros_faults(),
         "",
+        "How to read it: a killed robot's hands stay full, so a row ends at the horizon when the victim held a goal "
+        "item at the kill (the kill lands anywhere in step 20, so this differs from run to run) and finishes when "
+        "its hands were empty. In real time a restarted robot plays on and delivers what it held.",
+        "",
         "Network faults (`coteam_ros.netlab`: the simulator bridge on one host, each robot's nodes on its own, "
         "network namespaces on one LAN whose every link does what the netem arguments say; symbolic PCE, the first "
         "cwah-test episode in which it talks, two robots, signed messages; *same as in-process*: success, steps, "
