@@ -3,7 +3,8 @@
 * a 15-second partition between the robots' hosts (``coteam_ros.netlab``): each robot finds the other lost after
   its lease and back once the link heals, logs each change once, and the team finishes the task;
 * a robot whose nodes are all killed: its teammate finds it lost and goes on; restarted, the robot's signed
-  heartbeats are believed again (its sequence numbers go on counting up), it is back, and the team finishes.
+  heartbeats are believed again (its sequence numbers go on counting up), it recalls its memory (its journal), it is
+  back, and the team finishes.
 
 Counted in the results (``teammates_lost``, ``teammates_returned``).
 """
@@ -73,7 +74,7 @@ def test_a_killed_robot_is_found_lost_and_back_once_restarted(tmp_path: Path, mo
     def start(child, log=subprocess.DEVNULL) -> subprocess.Popen:
         return subprocess.Popen(child.argv, env=child_env(), stdout=log, stderr=subprocess.STDOUT)
 
-    with alice_log.open("wb") as alice_out:
+    with alice_log.open("wb") as alice_out, (tmp_path / "bob_planner.log").open("wb") as bob_out:
         procs = {c.label: start(c, alice_out if c.label == "planner@/alice" else subprocess.DEVNULL) for c in children}
         bridge = procs[BRIDGE]
         try:
@@ -82,7 +83,8 @@ def test_a_killed_robot_is_found_lost_and_back_once_restarted(tmp_path: Path, mo
             for child in bob:
                 procs[child.label].send_signal(signal.SIGKILL)
             _wait_for(alice_log, "bob is lost (silent", bridge)
-            procs.update({c.label: start(c) for c in bob})  # bob's nodes restarted, with the same keys
+            # bob's nodes restarted, with the same keys and his memory journal
+            procs.update({c.label: start(c, bob_out if c.label == "planner@/bob" else subprocess.DEVNULL) for c in bob})
             _wait_for(alice_log, "bob is back after", bridge)
             assert bridge.wait(timeout=RUN_TIMEOUT_S) == 0
         finally:
@@ -92,3 +94,4 @@ def test_a_killed_robot_is_found_lost_and_back_once_restarted(tmp_path: Path, mo
     result = json.loads((out / "results.json").read_text())["episodes"][0]
     assert result["teammates_lost"] >= 1 and result["teammates_returned"] >= 1
     assert result["success"], "back, bob plays on: what he held is delivered"
+    assert "recalled my memory of" in (tmp_path / "bob_planner.log").read_text()

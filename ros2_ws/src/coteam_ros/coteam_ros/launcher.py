@@ -43,6 +43,7 @@ from coteam_ros.team_config import TeamConfig, load_config
 
 TIMEOUT_EXIT = 124
 TWIN_RESULTS = "twin.json"  # the twin's own results: what really happened in the simulated home
+MEMORY_JOURNAL = "{robot}.memory.jsonl"  # a planner's memory (coteam_ros.memory_journal), in the run's output folder
 TIME_LIMIT_GRACE_S = 90.0  # past a task's time limit (counted by each robot from its first status: start-up comes
 # first, up to the twin's 60 s), the launch stops whatever still runs
 POLL_S = 0.05
@@ -108,6 +109,8 @@ def plan(
                 extra = {"results_path": str(out / TWIN_RESULTS), "trace_path": str(out / "twin_trace.json")}
             elif ends_task:
                 extra = {"end_report": str(out / END_REPORT.format(robot=spec.parameters["robot"]))}
+            if spec.executable == "planner":  # started again in this run, it recalls what it had seen and heard
+                extra["memory_journal"] = str(out / MEMORY_JOURNAL.format(robot=spec.parameters["robot"]))
         argv = [*node_command(spec), *ros_args(spec, params_dir, extra)]
         children.append(Child(spec.label, argv, spec, bridge, ends_task))
     return children
@@ -308,8 +311,13 @@ def launch(
     results_dir = Path(out_dir if out_dir is not None else workdir).resolve()
     results_dir.mkdir(parents=True, exist_ok=True)
     results = results_dir / RESULTS_JSON
-    for old in (results, results_dir / TWIN_RESULTS, *results_dir.glob(END_REPORT.format(robot="*"))):
-        old.unlink(missing_ok=True)  # never show a previous run's table
+    for old in (
+        results,
+        results_dir / TWIN_RESULTS,
+        *results_dir.glob(END_REPORT.format(robot="*")),
+        *results_dir.glob(MEMORY_JOURNAL.format(robot="*")),
+    ):
+        old.unlink(missing_ok=True)  # never show a previous run's table, nor recall its memories
     if timeout is None and cfg.time_limit_s is not None:  # the robots stop at the time limit; a hung node does not
         timeout = cfg.time_limit_s + TIME_LIMIT_GRACE_S
     with local_models(cfg) as endpoints:

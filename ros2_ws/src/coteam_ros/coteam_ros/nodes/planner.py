@@ -38,7 +38,9 @@ keys), ``max_message_age_s`` (a signed message older than this is refused), ``st
 message this many steps older than the robot's clock that no status delivered is dropped), ``heartbeat_period_s``
 and ``teammate_lease_s`` (a decentralised team's planners beat on ``/team/heartbeat``; a teammate silent past its
 lease is lost: my memory plans without it, its claims lapse and what it held is out of reach, until it is heard
-again; each change is logged once and counted in the step tick and the end report, ``coteam_ros.heartbeat``).
+again; each change is logged once and counted in the step tick and the end report, ``coteam_ros.heartbeat``),
+``memory_journal`` (a file keeping every observation taken in; a planner started again in the same episode takes
+them in again first, so it remembers what it had seen and heard: ``coteam_ros.memory_journal``).
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ from coteam_ros.convert import decision_to_msg, target_view_json
 from coteam_ros.episode import load_episode
 from coteam_ros.heartbeat import TeamHeartbeat
 from coteam_ros.inbox import TeamInbox
+from coteam_ros.memory_journal import MemoryJournal
 from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
 from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES, TURNS
 from coteam_ros.task_end import (
@@ -137,14 +140,19 @@ class PlannerNode(Node):
         episode = load_episode(scene_path, seed, robots, self.declare_parameter("safety_path", "").value)
         info = episode.info
         self.benchmark = info.benchmark
+        self.step = -1
+        self.clock = 0
+        self.journal: MemoryJournal | None = None
         if not self.coordinated:
             team.reset(info)
             self.team = team
             self.brain = AgentBrain(self.robot, info, team, NavGrid(info.floorplan))
+            journal_path = self.declare_parameter("memory_journal", "").value
+            if journal_path:
+                self.journal = MemoryJournal(journal_path, self.robot, info.episode, seed)
+                self._recall(self.journal)
         self.report: TurnReport | None = None  # coordinated: the report due once the running action's state is known
         self.last_command = (0, 0)  # coordinated: the (epoch, seq) of the last command taken
-        self.step = -1
-        self.clock = 0
         self.ready = False
         self.done = False
         self.verdict: tuple[bool, int, float] | None = None  # the episode's end (success, steps, transport rate)
@@ -209,6 +217,17 @@ class PlannerNode(Node):
         wall_timer(self, 0.1, self._on_timer)
         up = f"planner for {self.robot}: {self.method} ({how}), team {', '.join(robots)}"
         call_later(self, 0.0, lambda: self.get_logger().info(up))  # said once it spins: stopped now, it reports
+
+    def _recall(self, journal: MemoryJournal) -> None:
+        """Started again in the episode: take in again what my journal kept, up to the last status I had."""
+        kept = journal.recall(self.get_logger().warning)
+        for obs in kept:
+            self.brain.observe(obs)
+        if kept:
+            self.step, self.clock = kept[-1].step, kept[-1].frames
+            self.get_logger().info(
+                f"recalled my memory of {len(kept)} statuses up to step {self.step} ({journal.path})"
+            )
 
     # --- observations and messages ----------------------------------------------------------------------------
     def _on_status(self, status: RobotStatus) -> None:
@@ -336,7 +355,10 @@ class PlannerNode(Node):
             self.get_logger().warning(f"step {obs.step}: no text yet for messages {absent}; handed over on arrival")
         self.missing = (self.missing - set(late)) | set(absent)
         texts = tuple(self.inbox.pop(k) for k in [*late, *keys] if k in self.inbox)
-        self.brain.observe(replace(obs, messages=texts))
+        taken = replace(obs, messages=texts)
+        self.brain.observe(taken)
+        if self.journal is not None:
+            self.journal.keep(taken)
         if self.verdict is not None:  # the last observation is in: the team's episode ends with what I know of it
             self.team.end_episode(EpisodeOutcome.of(self.brain.info.episode, *self.verdict, [self.brain.memory]))
             self.verdict = None
@@ -526,6 +548,8 @@ class PlannerNode(Node):
             self._end_task("stopped", shut_down=False)
         if getattr(self, "heartbeat", None) is not None:
             self.heartbeat.stop()
+        if getattr(self, "journal", None) is not None:
+            self.journal.close()
         super().destroy_node()
 
     def _end_task(self, why: str, shut_down: bool = True) -> None:
