@@ -15,6 +15,8 @@ IFACES := ros2_ws/src/coteam_interfaces
 PIP_IFACES := ros2_ws/pip/tf2_msgs ros2_ws/pip/nav2_msgs ros2_ws/pip/vision_msgs
 IFACES_SRC := $(wildcard $(foreach d,$(IFACES) $(PIP_IFACES),$(d)/msg/* $(d)/action/* $(d)/srv/* $(d)/CMakeLists.txt $(d)/pyproject.toml $(d)/package.xml) $(IFACES)/cmake/*)
 
+# ai2thor without its dependencies: the AI2-THOR bridge's tests answer with its own event classes (ai2thor.server
+# needs only numpy); the controller's dependencies (a GUI OpenCV among them) come with the ai2thor extra.
 $(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt requirements/ros-build.txt $(IFACES_SRC)
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need Python 3.11 (python3.11 or python3) on PATH"; exit 1; }
 	@for tool in cmake cc; do command -v $$tool >/dev/null 2>&1 || { echo "need $$tool to build the ROS 2 interfaces (Debian: apt install cmake gcc)"; exit 1; }; done
@@ -25,6 +27,7 @@ $(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt re
 	$(PY) -m pip install -q --no-build-isolation $(IFACES)
 	$(PY) -m pip install -q --no-build-isolation $(PIP_IFACES)
 	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q --no-deps "ai2thor>=5.0"
 	$(PY) -m pip install -q -e ros2_ws/src/coteam_ros
 	@touch $(STAMP)
 

@@ -26,6 +26,8 @@ from coteam_harness.results import RESULTS_LOG, EpisodeResult, ResultsLog, summa
 from coteam_harness.runner import method_params, run_episode
 from coteam_harness.trace import journal_path
 from coteam_harness.yamlfile import load_yaml
+from coteam_sim.bridges import ENGINES, bridge_for
+from coteam_sim.bridges.thor import ThorSettings
 from coteam_sim.camera import PERCEPTION
 from coteam_sim.suites import SUITES, EpisodeSpec, get_suite
 
@@ -125,12 +127,15 @@ def run_suite(
     resume: bool = False,
     safety: SafetyPolicy | None = None,
     approve: bool = False,
+    engine: str = "unity",
+    thor: ThorSettings | None = None,
 ) -> list[EpisodeResult]:
     """Run ``specs`` and keep their results in ``out`` as each one ends (:class:`ResultsLog`); with ``resume``,
     the episodes an earlier run of the same settings finished there are kept, not run again. SIGTERM / SIGINT
     stop the run with every finished episode saved, ``results.json`` marked incomplete and the running episode's
     trace journal left in ``traces/``; the process then exits with 128 + the signal number. ``safety``: the home's
-    policy in every episode; ``approve``: the answer to each question it asks a person."""
+    policy in every episode; ``approve``: the answer to each question it asks a person. A bridge suite's episodes
+    run on ``engine`` (``unity``: the simulator's Unity build, with ``thor``'s settings; ``fake``: its stand-in)."""
     team_obj = make_team(team, params)  # validated once, before any episode; reset (not rebuilt) per episode
     meta = {"team": team, "agents": agents, "params": method_params(team_obj), "seed": seed}
     if safety is not None:
@@ -141,6 +146,8 @@ def run_suite(
     noise = {spec.distractors for spec in specs if spec.distractors}
     if noise:
         meta["distractors"] = ",".join(str(n) for n in sorted(noise))
+    if any(spec.bridge for spec in specs):
+        meta["engine"] = engine
     log = ResultsLog(out, meta, planned=len(specs), resume=resume)
     check_store(team_obj, log)
     done = log.done
@@ -164,10 +171,13 @@ def run_suite(
                 if spec.name in done:
                     continue
                 running = spec
-                scene = spec.build()
-                ep = progress.add_task(f"  {spec.name} {scene.task.name}", total=scene.task.horizon)
+                source = bridge_for(spec, engine, thor) if spec.bridge else spec.build()
+                title, horizon = (
+                    (source.title, source.horizon) if spec.bridge else (source.task.name, source.task.horizon)
+                )
+                ep = progress.add_task(f"  {spec.name} {title}", total=horizon)
                 result = run_episode(
-                    scene,
+                    source,
                     team_obj,
                     n_agents=agents,
                     seed=seed,
@@ -179,7 +189,7 @@ def run_suite(
                     approve=(lambda _question: approve) if safety is not None else None,
                 )
                 running = None
-                progress.update(ep, completed=scene.task.horizon, visible=False)
+                progress.update(ep, completed=horizon, visible=False)
                 progress.advance(overall)
                 log.add(result)
         except RunStopped as stop:
@@ -316,6 +326,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         resume=args.resume,
         safety=safety,
         approve=args.approve == "yes",
+        engine=args.engine,
+        thor=ThorSettings(args.thor_executable, args.thor_platform),
     )
     console.print(results_table(results, f"{args.suite} · {args.team} · {args.agents} agent(s)"))
     console.print(f"results: {out / 'results.json'}\ntraces:  {out / 'traces'}")
@@ -363,8 +375,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     by_count: dict[int, dict[str, list[EpisodeResult]]] = {}
     for n in counts:
         count_out = out if len(counts) == 1 else out / f"x{n}"
+        thor = ThorSettings(args.thor_executable, args.thor_platform)
         results = {
-            name: run_suite(specs, name, n, own[name], count_out / name, args.seed, quiet=args.quiet) for name in names
+            name: run_suite(
+                specs, name, n, own[name], count_out / name, args.seed, quiet=args.quiet, engine=args.engine, thor=thor
+            )
+            for name in names
         }
         by_count[n] = results
         report = write_report(results, suite.benchmark, f"{args.suite} x{n}", count_out)
@@ -474,6 +490,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _engine_arguments(p: argparse.ArgumentParser) -> None:
+    """How a bridge suite (``mapthor``) reaches its external simulator (docs/simulator.md)."""
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="unity",
+        help="bridge suites: the simulator's Unity build (default) or the stand-in that answers in its format",
+    )
+    p.add_argument("--thor-executable", metavar="PATH", help="AI2-THOR: a local Unity build to run")
+    p.add_argument("--thor-platform", metavar="NAME", help="AI2-THOR: e.g. CloudRendering (no X display needed)")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     team_help = "method (see `coteam methods`)"
     p = sub.add_parser("run", help="run a team on a suite of episodes")
@@ -508,6 +536,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="no",
         help="the answer to every action the safety policy asks a person to approve (default: no)",
     )
+    _engine_arguments(p)
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("bench", help="compare methods on a suite: paper-style table, JSON and bar chart")
@@ -523,6 +552,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", help="YAML file of hyper-parameters")
     p.add_argument("--out", help="output directory (default runs/bench-<suite>)")
     p.add_argument("--quiet", action="store_true")
+    _engine_arguments(p)
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("suites", help="list episode suites (and export their scenes as JSON)")

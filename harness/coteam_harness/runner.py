@@ -3,6 +3,7 @@ PettingZoo env steps, and everything is recorded in a JSON trace."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -18,6 +19,7 @@ from coteam_harness.executor import SkillExecutor
 from coteam_harness.meter import EpisodeMeter
 from coteam_harness.results import EpisodeResult
 from coteam_harness.trace import TraceRecorder, journal_path
+from coteam_sim.bridges import Bridge
 from coteam_sim.camera import VisualObservations
 from coteam_sim.engine import Simulator
 from coteam_sim.env import CoteamParallelEnv
@@ -67,7 +69,7 @@ def episode_info(sim: Simulator, seed: int, episode: str = "") -> EpisodeInfo:
 
 
 def run_episode(
-    scene: Scene,
+    scene: Scene | Bridge,
     team: Team | str,
     *,
     n_agents: int = 2,
@@ -81,87 +83,90 @@ def run_episode(
     safety: SafetyPolicy | None = None,
     approve: Callable[[str], bool] | None = None,
 ) -> EpisodeResult:
-    """One episode of ``team`` (a team object lives for a whole run: it is reset here, not rebuilt; a method
-    name builds a team for this episode only). ``safety``: the home's policy, which the robots know and their
-    executors enforce; ``approve`` answers the questions it asks a person (None: every answer is no)."""
+    """One episode of ``team`` in ``scene``, or on an external engine's session (a :class:`Bridge`: AI2-THOR), which
+    is closed at the end (a team object lives for a whole run: it is reset here, not rebuilt; a method name builds a
+    team for this episode only). ``safety``: the home's policy, which the robots know and their executors enforce;
+    ``approve`` answers the questions it asks a person (None: every answer is no)."""
     if not isinstance(team, str) and params is not None:
         raise ValueError("params go to make_team: a team object already has its validated config")
     team_obj = make_team(team, params) if isinstance(team, str) else team
     env = CoteamParallelEnv(scene.benchmark, n_agents, config=config, full_observability=team_obj.full_observability)
-    obs, _ = env.reset(seed=seed, options={"scene": scene})
-    sim = env.sim
-    assert sim is not None
-    name = episode_name or scene.name
-    gate = SafetyGate(safety, scene.floorplan) if safety is not None else None
-    info = replace(episode_info(sim, seed, name), safety=gate)
-    team_obj.reset(info)
-    meter = EpisodeMeter(sim, name, team_obj.name)
-    recorder = (
-        TraceRecorder(
-            scene,
-            info.agents,
-            team_obj.name,
-            method_params(team_obj),
-            seed,
-            team_obj.full_observability,
-            journal=journal_path(trace_path),
+    with contextlib.closing(env):
+        obs, _ = env.reset(seed=seed, options={"scene": scene} if isinstance(scene, Scene) else {"bridge": scene})
+        sim = env.sim
+        assert sim is not None
+        scene = sim.scene
+        name = episode_name or scene.name
+        gate = SafetyGate(safety, scene.floorplan) if safety is not None else None
+        info = replace(episode_info(sim, seed, name), safety=gate)
+        team_obj.reset(info)
+        meter = EpisodeMeter(sim, name, team_obj.name)
+        recorder = (
+            TraceRecorder(
+                scene,
+                info.agents,
+                team_obj.name,
+                method_params(team_obj),
+                seed,
+                team_obj.full_observability,
+                journal=journal_path(trace_path),
+            )
+            if trace_path
+            else None
         )
-        if trace_path
-        else None
-    )
-    runtimes = {
-        a: AgentRuntime(
-            AgentBrain(a, info, team_obj, sim.nav),
-            SkillExecutor(scene.benchmark, sim.nav, sim.config, safety=gate, approve=approve),
-            meter,
-            recorder,
-        )
-        for a in env.agents
-    }
-    visual = VisualObservations(sim.world, perception) if perception else None
-    if visual is not None:
-        obs = visual(obs)
-    shared = team_obj.centralised and not team_obj.full_observability  # its robots see what each of them sees
-
-    def deliver(observations: Mapping[str, Observation]) -> None:
-        for a, o in observations.items():
-            runtimes[a].brain.observe(o)
-        if shared:
-            for a, o in observations.items():
-                for b, rt in runtimes.items():
-                    if b != a:
-                        rt.brain.absorb(o)
-
-    deliver(obs)
-    while env.agents:
-        actions: dict[str, Primitive] = {}
-        for a in env.agents:
-            if obs[a].ready:
-                actions[a] = runtimes[a].next_primitive()
-        clock_before = sim.clock
-        obs, _, _, _, infos = env.step(actions)
-        failures = {a: infos[a]["failure"] for a in actions}
-        meter.step(actions, failures)
-        if recorder:
-            recorder.step(clock_before, sim, actions, failures)
+        runtimes = {
+            a: AgentRuntime(
+                AgentBrain(a, info, team_obj, sim.nav),
+                SkillExecutor(scene.benchmark, sim.nav, sim.config, safety=gate, approve=approve),
+                meter,
+                recorder,
+            )
+            for a in env.agents
+        }
+        visual = VisualObservations(sim.world, perception) if perception else None
         if visual is not None:
             obs = visual(obs)
+        shared = team_obj.centralised and not team_obj.full_observability  # its robots see what each of them sees
+
+        def deliver(observations: Mapping[str, Observation]) -> None:
+            for a, o in observations.items():
+                runtimes[a].brain.observe(o)
+            if shared:
+                for a, o in observations.items():
+                    for b, rt in runtimes.items():
+                        if b != a:
+                            rt.brain.absorb(o)
+
         deliver(obs)
-        if on_step:
-            on_step(sim.clock, sim.horizon)
-    meter.stop()
-    for a, rt in runtimes.items():
-        meter.reported(a, payloads_dropped=rt.brain.payloads_dropped)
-    result = meter.result(str(trace_path) if trace_path else None)
-    memories = [rt.brain.memory for rt in runtimes.values()]
-    team_obj.end_episode(EpisodeOutcome.of(name, result.success, result.steps, result.transport_rate, memories))
-    store = getattr(team_obj, "store", None)
-    if store is not None and store.persisted:
-        result = replace(result, store_sha256=store.digest())
-    if recorder and trace_path:
-        recorder.finish(sim, asdict(result))
-        recorder.write(trace_path)
-    return result
+        while env.agents:
+            actions: dict[str, Primitive] = {}
+            for a in env.agents:
+                if obs[a].ready:
+                    actions[a] = runtimes[a].next_primitive()
+            clock_before = sim.clock
+            obs, _, _, _, infos = env.step(actions)
+            failures = {a: infos[a]["failure"] for a in actions}
+            meter.step(actions, failures)
+            if recorder:
+                recorder.step(clock_before, sim, actions, failures)
+            if visual is not None:
+                obs = visual(obs)
+            deliver(obs)
+            if on_step:
+                on_step(sim.clock, sim.horizon)
+        meter.stop()
+        for a, rt in runtimes.items():
+            meter.reported(a, payloads_dropped=rt.brain.payloads_dropped)
+        result = meter.result(str(trace_path) if trace_path else None)
+        memories = [rt.brain.memory for rt in runtimes.values()]
+        team_obj.end_episode(EpisodeOutcome.of(name, result.success, result.steps, result.transport_rate, memories))
+        store = getattr(team_obj, "store", None)
+        if store is not None and store.persisted:
+            result = replace(result, store_sha256=store.digest())
+        if recorder and trace_path:
+            recorder.finish(sim, asdict(result))
+            recorder.write(trace_path)
+        return result
 
 
 def method_params(team: Team) -> dict[str, Any]:

@@ -4,9 +4,11 @@ Actions are primitives (:class:`~coteam_sim.primitives.Primitive` or their text 
 primitive is not executed: the agent loses its turn, ``infos[agent]["failure"]`` says why and the reward is the
 failure penalty. Observations are :class:`~coteam.observation.Observation` objects.
 
-``options``: ``{"scene": Scene}`` runs that scene; ``{"episode": EpisodeSpec}`` one suite episode; with neither,
-a fresh episode of the env's benchmark is generated from ``seed``. ``{"end_at_goal": False}`` goes on once the goal
-is met, until the horizon (the twin: in a real home the robots must see for themselves that they are done).
+``options``: ``{"scene": Scene}`` runs that scene; ``{"episode": EpisodeSpec}`` one suite episode; ``{"bridge":
+Bridge}`` an episode on an external engine (AI2-THOR: ``coteam_sim.bridges``), whose session gives the scene and plays
+the physical primitives; with none, a fresh episode of the env's benchmark is generated from ``seed``.
+``{"end_at_goal": False}`` goes on once the goal is met, until the horizon (the twin: in a real home the robots must
+see for themselves that they are done).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pettingzoo import ParallelEnv
 from coteam.observation import Observation
 from coteam.physics import Physics
 from coteam.world import AGENT_NAMES, MAX_AGENTS, Benchmark, Scene
+from coteam_sim.bridges import Bridge, BridgedSimulator
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveError, parse_primitive
 
@@ -78,6 +81,9 @@ class CoteamParallelEnv(ParallelEnv):
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
         options = options or {}
+        self.close()  # an engine's session of an earlier episode
+        if options.get("bridge") is not None:
+            return self._reset_on(options["bridge"], seed or 0, bool(options.get("end_at_goal", True)))
         scene: Scene | None = options.get("scene")
         if scene is None and options.get("episode") is not None:
             scene = options["episode"].build()
@@ -96,6 +102,26 @@ class CoteamParallelEnv(ParallelEnv):
             config=self.config,
             full_observability=self.full_observability,
         )
+        return self._started()
+
+    def _reset_on(self, bridge: Bridge, seed: int, end_at_goal: bool):
+        if bridge.benchmark != self.benchmark:
+            raise ValueError(f"the bridge plays {bridge.benchmark.value}, this env is {self.benchmark.value}")
+        agents = tuple(self.possible_agents)
+        scene, engine = bridge.start(agents, seed)
+        self.scene = scene
+        self.end_at_goal = end_at_goal
+        try:
+            self.sim = BridgedSimulator(
+                scene, agents, engine, seed=seed, config=self.config, full_observability=self.full_observability
+            )
+        except BaseException:
+            engine.close()
+            raise
+        return self._started()
+
+    def _started(self):
+        assert self.sim is not None
         self.agents = list(self.possible_agents)
         self._progress = self.sim.world.progress()[0]
         obs = {a: self.sim.observe(a) for a in self.agents}
@@ -158,4 +184,6 @@ class CoteamParallelEnv(ParallelEnv):
         return render_rgb(self.sim.scene, self.sim.world)
 
     def close(self) -> None:
+        if isinstance(self.sim, BridgedSimulator):
+            self.sim.engine.close()
         self.sim = None

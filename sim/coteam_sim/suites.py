@@ -27,12 +27,15 @@ class EpisodeSpec:
     perception: str = ""  # visual suites: the detector the agents see items with (coteam_sim.camera.PERCEPTION)
     distractors: int = 0  # noisy suites: task-irrelevant items added to the scene (coteam_sim.generator)
     strict: bool = False  # strict suites: the scene has the handling limits of STRICT_LIMITS
+    bridge: str = ""  # bridge suites: the external engine whose session gives the scene (coteam_sim.bridges)
 
     @property
     def name(self) -> str:
         return f"{self.suite}/{self.index}"
 
     def build(self) -> Scene:
+        if self.bridge:
+            raise ValueError(f"{self.name} runs on {self.bridge}: its scene comes from the engine's session")
         p = self.params
         if self.benchmark == Benchmark.CWAH:
             scene = generate_cwah(p["seed"], p["task"], self.name)
@@ -111,6 +114,11 @@ def _noisy(base: str, count: int) -> list[EpisodeSpec]:
     return [replace(spec, suite=f"{base}-noisy{count}", distractors=count) for spec in _TEST_SETS[base]()]
 
 
+def _mapthor() -> list[EpisodeSpec]:
+    """MAP-THOR's bread, lettuce and tomato task on iTHOR kitchens 1-5 (coteam_sim.bridges.thor.MAP_THOR_TASKS)."""
+    return [EpisodeSpec("mapthor", i, Benchmark.CWAH, {"task": i}, bridge="ai2thor") for i in range(5)]
+
+
 _TEST_SETS = {
     "cwah-test": _cwah_test,
     "tdwmat-test": _tdwmat_test,
@@ -118,6 +126,7 @@ _TEST_SETS = {
     "tdwmat-test-visual": lambda: _visual("tdwmat-test", "tdwmat-test-visual"),
     "cwah-test-noisy10": lambda: _noisy("cwah-test", 10),
     "cwah-test-noisy20": lambda: _noisy("cwah-test", 20),
+    "mapthor": _mapthor,
 }
 
 
@@ -173,6 +182,13 @@ SUITES: dict[str, Suite] = {
                 True,
             )
             for n in (10, 20)
+        ),
+        Suite(
+            "mapthor",
+            Benchmark.CWAH,
+            "MAP-THOR on AI2-THOR: put bread, lettuce and tomato in the fridge, iTHOR kitchens 1-5 (--engine unity "
+            "needs AI2-THOR's Unity build; --engine fake runs its stand-in)",
+            True,
         ),
         Suite("cwah", Benchmark.CWAH, "fresh C-WAH episodes from --seed (same task distribution)", False),
         Suite("tdwmat", Benchmark.TDWMAT, "fresh TDW-MAT episodes from --seed (same task distribution)", False),

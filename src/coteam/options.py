@@ -110,6 +110,8 @@ def _cwah_actions(memory: AgentMemory, allow_messages: bool) -> list[HighLevelAc
         out.append(HighLevelAction(Verb.SEND_MESSAGE, text=MESSAGE_PLACEHOLDER))
     unexplored = memory.unexplored_rooms()
     rooms = unexplored or [r.id for r in memory.floorplan.rooms if r.id != memory.room]
+    if not rooms and memory.camera_view and memory.room >= 0:
+        rooms = [memory.room]  # a one-room home seen through a camera: search it again (what is out of view)
     out += [HighLevelAction(Verb.EXPLORE, _ref(memory, r)) for r in rooms]
     if memory.free_hands() > 0:
         out += [

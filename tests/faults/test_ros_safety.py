@@ -13,6 +13,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,17 @@ def _team(tmp_path: Path, policy: str) -> Path:
 def _handled(trace: dict, names: set[str]) -> list[str]:
     ids = {str(o.id) for o in (*SCENE.items, *SCENE.containers) if o.name in names}
     return [a for s in trace["steps"] for a in s["actions"].values() if set(a.split()[1:]) & ids and "walk" not in a]
+
+
+def _stop(approver: subprocess.Popen) -> str:
+    """Stop ``coteam approve`` as a person would (Ctrl-C) and return what it said. Killed if it has not stopped
+    within 20 s (under the full suite's load it once sat on a signal: what it answered is what is checked here)."""
+    approver.send_signal(signal.SIGINT)
+    try:
+        return approver.communicate(timeout=20)[0]
+    except subprocess.TimeoutExpired:
+        approver.kill()
+        return approver.communicate()[0]
 
 
 def _same_as_in_process(tmp_path: Path, config: Path, approve) -> dict:
@@ -92,8 +104,7 @@ def test_approvals_answered_no_by_coteam_approve_are_the_in_process_run_answered
     try:
         got = _same_as_in_process(tmp_path, config, lambda _question: False)
     finally:
-        approver.terminate()
-        said, _ = approver.communicate(timeout=20)
+        said = _stop(approver)
     assert got["safety_refusals"] > 0
     assert "may I grab apple?" in said and ": no" in said, said
     assert not _handled(load_trace(tmp_path / "ros" / "trace.json"), {"apple"})

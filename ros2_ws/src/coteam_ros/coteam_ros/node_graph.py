@@ -65,8 +65,25 @@ def write_task_scene(cfg: TeamConfig, directory: str | os.PathLike[str]) -> Path
     from coteam_sim.suites import get_suite
 
     assert ref.suite is not None
-    save_scene(get_suite(ref.suite).episodes()[ref.episode].build(), path)
+    spec = get_suite(ref.suite).episodes()[ref.episode]
+    if cfg.world is not None and _on_an_engine(cfg):  # the engine's session gives the scene: read it once
+        from coteam_sim.bridges import bridge_for
+
+        scene, engine = bridge_for(spec, cfg.world.engine).start(tuple(cfg.robot_names), ref.seed)
+        engine.close()  # (a session that fails to start is closed by the bridge)
+        save_scene(scene, path)
+        return path
+    save_scene(spec.build(), path)
     return path
+
+
+def _on_an_engine(cfg: TeamConfig) -> bool:
+    """Whether the world's episode runs on an external engine (a bridge suite: its sim_bridge opens the session)."""
+    if cfg.world is None or cfg.world.scene is not None:
+        return False
+    from coteam_sim.suites import get_suite
+
+    return bool(get_suite(cfg.world.suite).episodes()[cfg.world.episode].bridge)
 
 
 def _planner_switches(cfg: TeamConfig, robot: str, endpoints: Mapping[str, Mapping[str, str]] | None) -> dict[str, Any]:
@@ -116,6 +133,7 @@ def node_list(
                     "method": cfg.team.method,
                     "params_json": json.dumps(cfg.team.switches(), sort_keys=True),
                     "cameras": cfg.perception is not None,
+                    **({"episode": w.episode, "engine": w.engine} if _on_an_engine(cfg) else {}),
                 },
             )
         )

@@ -11,6 +11,7 @@ A file describes one team run::
       tick_hz: 10.0         # realtime only: simulator steps per second
       scene: my_scene.json  # optional: a saved scene (coteam.scene_io) instead of the episode (path relative
                             #   to this file); suite and episode then only label the run
+      engine: unity         # a bridge suite (mapthor: AI2-THOR) only: its Unity build, or fake (its stand-in)
     task:             # hardware only (forbidden with a world, whose suite/episode define the task):
       world_file: home.world.yaml  # your home and task (coteam.world_file; relative to this file): the robots are
                             #   the file's robots; the run ends when the team's map shows the goal met, or at the
@@ -281,6 +282,7 @@ class WorldSection(TaskSection):
 
     tick_hz: PositiveNumber = 10.0
     scene: FileRelativePath | None = None  # a saved scene (coteam.scene_io JSON) run instead of the suite's episode
+    engine: Literal["unity", "fake"] = "unity"  # a bridge suite's engine (coteam_sim.bridges)
 
     @field_validator("scene")
     @classmethod

@@ -107,10 +107,12 @@ from coteam_ros.goals import DeferredGoals, goal_key
 from coteam_ros.nodes import STARTUP_ERRORS, cannot_start, navigate_to_pose_action, speed_limit_message
 from coteam_ros.qos import CAMERA, DECISIONS, LATCHED, STREAM
 from coteam_ros.tf import CAMERA_LINK_TO_OPTICAL, RigidTransform, TransformPublisher, camera_mount_transform
+from coteam_sim.bridges import ENGINES, Bridge, bridge_for
 from coteam_sim.camera import VisualObservations
 from coteam_sim.env import CoteamParallelEnv
 from coteam_sim.navigator import GoalNavigator, manipulation_primitive
 from coteam_sim.primitives import Primitive, PrimitiveKind
+from coteam_sim.suites import SUITES, get_suite
 
 NODE_NAME = "sim_bridge"
 HANDS = {"": -1, "left": 0, "right": 1}
@@ -215,9 +217,14 @@ class SimBridgeNode(Node):
         self.env = CoteamParallelEnv(self.scene.benchmark, len(robots), full_observability=full_observability)
         if self.env.possible_agents != robots:
             raise ValueError(f"robots must be the simulator's agents {self.env.possible_agents}, got {robots}")
-        obs, _ = self.env.reset(seed=self.seed, options={"scene": self.scene, "end_at_goal": not self.twin})
+        bridge = self._bridge(self.declare_parameter("episode", 0).value, self.declare_parameter("engine", "").value)
+        options = {"bridge": bridge} if bridge is not None else {"scene": self.scene, "end_at_goal": not self.twin}
+        obs, _ = self.env.reset(seed=self.seed, options=options)
         assert self.env.sim is not None
         self.sim = self.env.sim
+        if bridge is not None and replace(self.sim.scene, agent_starts=()) != replace(self.scene, agent_starts=()):
+            raise ValueError(f"{self.suite}: the engine's session differs from the robots' scene file {scene_path}")
+        self.scene = self.sim.scene  # a bridge's: the engine's session (where it put the robots)
         self.names = {r.id: r.name for r in self.scene.floorplan.rooms} | {
             f.id: f.name for f in (*self.scene.containers, *self.scene.surfaces)
         }
@@ -304,6 +311,18 @@ class SimBridgeNode(Node):
             f"{self.episode_name} ({self.scene.benchmark.value}, horizon {self.sim.horizon}) for "
             f"{', '.join(robots)}: {self.mode}, team {self.team_name}"
         )
+
+    def _bridge(self, episode: int, engine: str) -> Bridge | None:
+        """A bridge suite's episode (``suite`` is e.g. mapthor): the external engine the world runs on, whose session
+        gave the robots' scene file (``coteam launch`` read it once)."""
+        if self.twin or self.suite not in SUITES:
+            return None
+        spec = get_suite(self.suite).episodes()[episode]
+        if not spec.bridge:
+            return None
+        if engine not in ENGINES:
+            raise ValueError(f"{self.suite} runs on an engine: engine must be one of {', '.join(ENGINES)}")
+        return bridge_for(spec, engine)
 
     # --- time and world -------------------------------------------------------------------------------------------
     def _stamp(self, clock: int | None = None) -> Time:
@@ -765,6 +784,7 @@ def main(argv: list[str] | None = None) -> None:
             node.write_outputs(stopped=None if node.twin else "shutdown")
     finally:
         if node is not None:
+            node.env.close()  # a bridge's engine session (Unity) ends with the node
             node.destroy_node()
         rclpy.try_shutdown()
 
