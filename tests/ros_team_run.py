@@ -84,6 +84,18 @@ def shut_down(node, procs: dict[str, subprocess.Popen]) -> None:
     stop_all(procs)
 
 
+def exit_status(p: subprocess.Popen, timeout_s: float) -> int | str:
+    """``p``'s exit status within ``timeout_s``; if it is still running, every thread's stack (a node's SIGUSR1:
+    ``coteam_ros.nodes.spin_node``) goes to its stderr, it is killed, and the answer says so."""
+    try:
+        return p.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGUSR1)
+        time.sleep(1.0)
+        p.kill()
+        return f"still running after {timeout_s:g} s (its stacks are on its stderr)"
+
+
 def stop_all(procs: dict[str, subprocess.Popen], timeout_s: float = 10.0) -> None:
     """Stop every child still running: SIGINT, then kill after ``timeout_s``."""
     for p in procs.values():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import faulthandler
 import importlib
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -79,6 +80,7 @@ def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> N
     (a bad method switch, an unknown method, no or a bad scene file, a missing module: :data:`STARTUP_ERRORS`)
     prints one line and exits with status :data:`~coteam_ros.CANNOT_START`, which stops the launch."""
     rclpy.init(args=argv)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1` a node that seems hung: its stacks
     node = None
     name, status = getattr(make_node, "__name__", "node"), 0
     try:
