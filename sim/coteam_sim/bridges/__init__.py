@@ -9,7 +9,7 @@ with the Unity build installed the same code drives the real one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, get_args
 
 from coteam.world import Benchmark, Scene
 from coteam_sim.bridges.external import BridgedSimulator, BridgeError, ExternalEngine
@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from coteam_sim.suites import EpisodeSpec
 
 __all__ = ["ENGINES", "Bridge", "BridgeError", "BridgedSimulator", "ExternalEngine", "bridge_for"]
-ENGINES = ("unity", "fake")  # the real Unity build, or the stand-in that answers in its format
+Engine = Literal["unity", "fake"]  # the real Unity build, or the stand-in that answers in its format
+ENGINES: tuple[str, ...] = get_args(Engine)
 
 
 class Bridge(Protocol):
@@ -38,7 +39,7 @@ class Bridge(Protocol):
     def start(self, agents: tuple[str, ...], seed: int) -> tuple[Scene, ExternalEngine]: ...
 
 
-def bridge_for(spec: EpisodeSpec, engine: Literal["unity", "fake"], thor: ThorSettings | None = None) -> Bridge:
+def bridge_for(spec: EpisodeSpec, engine: Engine, thor: ThorSettings | None = None) -> Bridge:
     """The bridge episode of a bridge suite's ``spec`` on ``engine``."""
     from coteam_sim.bridges.fake_thor import FakeThorController
     from coteam_sim.bridges.thor import MAP_THOR_TASKS, ThorBridge, ThorSettings, controller_factory
