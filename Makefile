@@ -17,6 +17,8 @@ IFACES_SRC := $(wildcard $(foreach d,$(IFACES) $(PIP_IFACES),$(d)/msg/* $(d)/act
 
 # ai2thor without its dependencies: the AI2-THOR bridge's tests answer with its own event classes (ai2thor.server
 # needs only numpy); the controller's dependencies (a GUI OpenCV among them) come with the ai2thor extra.
+# tdw without its build tools (pyinstaller, pydub, screeninfo): the TDW bridge's tests drive TDW's real controller
+# and Replicant add-on, which import only the packages listed after it, against a stand-in build.
 $(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt requirements/ros-build.txt $(IFACES_SRC)
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need Python 3.11 (python3.11 or python3) on PATH"; exit 1; }
 	@for tool in cmake cc; do command -v $$tool >/dev/null 2>&1 || { echo "need $$tool to build the ROS 2 interfaces (Debian: apt install cmake gcc)"; exit 1; }; done
@@ -28,6 +30,8 @@ $(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt re
 	$(PY) -m pip install -q --no-build-isolation $(PIP_IFACES)
 	$(PY) -m pip install -q -e ".[dev]"
 	$(PY) -m pip install -q --no-deps "ai2thor>=5.0"
+	$(PY) -m pip install -q --no-deps "tdw==1.13.0.0"
+	$(PY) -m pip install -q pyzmq scipy boto3 overrides tqdm requests
 	$(PY) -m pip install -q -e ros2_ws/src/coteam_ros
 	@touch $(STAMP)
 

@@ -69,3 +69,15 @@ def task_scene(directory: Path, suite: str = "cwah-test", episode: int = 0) -> s
     path = directory / f"{suite}-{episode}.json"
     save_scene(get_suite(suite).episodes()[episode].build(), path)
     return str(path)
+
+
+def node_complaints(tmp_path: Path) -> str:
+    """The warnings and errors the nodes of an isolated test logged (under ``tmp_path/ros_log``), for a failure's
+    message: what a node noticed is often why a run parted from the one expected."""
+    lines = [
+        line
+        for log in sorted((tmp_path / "ros_log").glob("*.log"))
+        for line in log.read_text(errors="replace").splitlines()
+        if line.startswith(("[WARN]", "[ERROR]", "[FATAL]"))
+    ]
+    return "\n".join(lines) or "(no node logged a warning)"

@@ -212,6 +212,8 @@ def test_defaults_and_number_coercion(tmp_path: Path) -> None:
         ("sim", "security.keystore", "", "security.keystore", "non-empty string"),
         ("sim", "security.max_age_s", 0, "security.max_age_s", "positive"),
         ("sim", "security.secret", 1, "security.secret", "unknown key"),
+        ("sim", "world.unity", {"tdw_port": 0}, "world.unity.tdw_port", ">= 1"),
+        ("sim", "world.unity", {"tdw_host": "gpu1"}, "world.unity.tdw_host", "unknown key"),
     ],
 )
 def test_strict_errors_name_the_file_and_key(
@@ -289,6 +291,21 @@ def test_node_list_sim() -> None:
     assert specs[4].parameters == {"robot": "bob", "robots": ["alice", "bob"], **episode}  # the map places detections
     assert all(s.remappings == [] for s in specs)
     assert all(_is_ros_value(v) for s in specs for v in s.parameters.values())
+
+
+def test_a_bridge_suites_sim_bridge_starts_the_unity_build_as_the_team_file_says(tmp_path: Path) -> None:
+    world = {"suite": "tdwmat-tdw", "episode": 1, "engine": "unity", "unity": {"tdw_port": 2071, "tdw_launch": False}}
+    cfg = load_config(_write(tmp_path, {**SIM_DOC, "world": world}))
+    (bridge,) = [s for s in node_list(cfg, SCENE) if s.name == "sim_bridge"]
+    assert {k: bridge.parameters[k] for k in ("episode", "engine", "tdw_port", "tdw_launch", "thor_platform")} == {
+        "episode": 1,
+        "engine": "unity",
+        "tdw_port": 2071,
+        "tdw_launch": False,
+        "thor_platform": "",
+    }
+    plain = next(s for s in node_list(load_config(SIM), SCENE) if s.name == "sim_bridge")
+    assert "tdw_port" not in plain.parameters, "only a bridge suite's world runs on an engine"
 
 
 def test_every_node_reads_the_task_from_the_scene_file_the_launch_writes(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from coteam_harness.runner import method_params, run_episode
 from coteam_harness.trace import journal_path
 from coteam_harness.yamlfile import load_yaml
 from coteam_sim.bridges import ENGINES, bridge_for
-from coteam_sim.bridges.thor import ThorSettings
+from coteam_sim.bridges.settings import TdwSettings, UnitySettings
 from coteam_sim.camera import PERCEPTION
 from coteam_sim.suites import SUITES, EpisodeSpec, get_suite
 
@@ -128,14 +128,14 @@ def run_suite(
     safety: SafetyPolicy | None = None,
     approve: bool = False,
     engine: str = "unity",
-    thor: ThorSettings | None = None,
+    unity: UnitySettings | None = None,
 ) -> list[EpisodeResult]:
     """Run ``specs`` and keep their results in ``out`` as each one ends (:class:`ResultsLog`); with ``resume``,
     the episodes an earlier run of the same settings finished there are kept, not run again. SIGTERM / SIGINT
     stop the run with every finished episode saved, ``results.json`` marked incomplete and the running episode's
     trace journal left in ``traces/``; the process then exits with 128 + the signal number. ``safety``: the home's
     policy in every episode; ``approve``: the answer to each question it asks a person. A bridge suite's episodes
-    run on ``engine`` (``unity``: the simulator's Unity build, with ``thor``'s settings; ``fake``: its stand-in)."""
+    run on ``engine`` (``unity``: the simulator's Unity build, with ``unity``'s settings; ``fake``: its stand-in)."""
     team_obj = make_team(team, params)  # validated once, before any episode; reset (not rebuilt) per episode
     meta = {"team": team, "agents": agents, "params": method_params(team_obj), "seed": seed}
     if safety is not None:
@@ -171,7 +171,7 @@ def run_suite(
                 if spec.name in done:
                     continue
                 running = spec
-                source = bridge_for(spec, engine, thor) if spec.bridge else spec.build()
+                source = bridge_for(spec, engine, unity) if spec.bridge else spec.build()
                 title, horizon = (
                     (source.title, source.horizon) if spec.bridge else (source.task.name, source.task.horizon)
                 )
@@ -327,7 +327,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         safety=safety,
         approve=args.approve == "yes",
         engine=args.engine,
-        thor=ThorSettings(args.thor_executable, args.thor_platform),
+        unity=unity_settings(args),
     )
     console.print(results_table(results, f"{args.suite} · {args.team} · {args.agents} agent(s)"))
     console.print(f"results: {out / 'results.json'}\ntraces:  {out / 'traces'}")
@@ -375,10 +375,18 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     by_count: dict[int, dict[str, list[EpisodeResult]]] = {}
     for n in counts:
         count_out = out if len(counts) == 1 else out / f"x{n}"
-        thor = ThorSettings(args.thor_executable, args.thor_platform)
+        unity = unity_settings(args)
         results = {
             name: run_suite(
-                specs, name, n, own[name], count_out / name, args.seed, quiet=args.quiet, engine=args.engine, thor=thor
+                specs,
+                name,
+                n,
+                own[name],
+                count_out / name,
+                args.seed,
+                quiet=args.quiet,
+                engine=args.engine,
+                unity=unity,
             )
             for name in names
         }
@@ -490,8 +498,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def unity_settings(args: argparse.Namespace) -> UnitySettings:
+    """The Unity simulators' settings of the command line (:func:`_engine_arguments`)."""
+    return UnitySettings.of(args.thor_executable, args.thor_platform, args.tdw_port, not args.tdw_no_launch)
+
+
 def _engine_arguments(p: argparse.ArgumentParser) -> None:
-    """How a bridge suite (``mapthor``) reaches its external simulator (docs/simulator.md)."""
+    """How a bridge suite (``mapthor``, ``tdwmat-tdw``) reaches its external simulator (docs/simulator.md)."""
     p.add_argument(
         "--engine",
         choices=ENGINES,
@@ -500,6 +513,10 @@ def _engine_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--thor-executable", metavar="PATH", help="AI2-THOR: a local Unity build to run")
     p.add_argument("--thor-platform", metavar="NAME", help="AI2-THOR: e.g. CloudRendering (no X display needed)")
+    p.add_argument("--tdw-port", type=int, default=TdwSettings.port, metavar="N", help="TDW: the build's port")
+    p.add_argument(
+        "--tdw-no-launch", action="store_true", help="TDW: connect to a build started by hand instead of launching one"
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:

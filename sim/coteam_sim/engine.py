@@ -228,6 +228,38 @@ class Simulator:
         return limits.grab_failure(agent, w.item(item_id).name, place, held)
 
     # --- TDW-MAT ---------------------------------------------------------------------------------------------
+    def handling_refusal(self, agent: str, prim: Primitive) -> str:
+        """Why TDW-MAT's bookkeeping refuses a grasp, put-in or drop ('' if it allows it): one object per hand,
+        nothing taken from a teammate or out of a container, containers that do not nest and hold three."""
+        w = self.world
+        st = w.agents[agent]
+        k = prim.kind
+        if k == PrimitiveKind.GRASP:
+            target, arm = prim.args
+            if arm not in (0, 1):
+                return "no such arm"
+            if not w.is_item(target):
+                return "not graspable"
+            if st.hands[arm] is not None:
+                return "hand full"
+            if w.held_by(target) is not None:
+                return "object taken"
+            if w.placements[target].relation == Relation.IN:
+                return "inside a container"
+            return ""
+        (arm,) = prim.args
+        if arm not in (0, 1) or st.hands[arm] is None:
+            return "not holding"
+        if k == PrimitiveKind.PUT_INTO_CARRIER:
+            item, carrier = st.hands[arm], st.hands[1 - arm]
+            if carrier is None or not w.item(carrier).is_carrier:
+                return "no container in the other hand"
+            if w.item(item).is_carrier:
+                return "containers do not nest"
+            if len(w.contents(carrier)) >= w.item(carrier).capacity:
+                return "container full"
+        return ""
+
     def _apply_tdw(self, agent: str, prim: Primitive) -> str:
         w = self.world
         st = w.agents[agent]
@@ -249,18 +281,13 @@ class Simulator:
                 return "blocked"
             st.position = new
             return ""
+        if k not in (PrimitiveKind.GRASP, PrimitiveKind.PUT_INTO_CARRIER, PrimitiveKind.DROP):
+            return f"[{k.value}] is not a TDW-MAT primitive"
+        refusal = self.handling_refusal(agent, prim)
+        if refusal:
+            return refusal
         if k == PrimitiveKind.GRASP:
             target, arm = prim.args
-            if arm not in (0, 1):
-                return "no such arm"
-            if not w.is_item(target):
-                return "not graspable"
-            if st.hands[arm] is not None:
-                return "hand full"
-            if w.held_by(target) is not None:
-                return "object taken"
-            if w.placements[target].relation == Relation.IN:
-                return "inside a container"
             if not self._near(agent, target, cfg.tdw_reach_m):
                 return "too far"
             if not self._in_view(st.position, st.heading, w.position_of(target)):
@@ -271,31 +298,15 @@ class Simulator:
             st.hands[arm] = target
             w.placements[target] = Placement.held(agent, arm)
             return ""
+        (arm,) = prim.args
+        item = st.hands[arm]
+        st.hands[arm] = None
         if k == PrimitiveKind.PUT_INTO_CARRIER:
-            (arm,) = prim.args
-            if arm not in (0, 1) or st.hands[arm] is None:
-                return "not holding"
-            item = st.hands[arm]
-            carrier = st.hands[1 - arm]
-            if carrier is None or not w.item(carrier).is_carrier:
-                return "no container in the other hand"
-            if w.item(item).is_carrier:
-                return "containers do not nest"
-            if len(w.contents(carrier)) >= w.item(carrier).capacity:
-                return "container full"
-            st.hands[arm] = None
-            w.placements[item] = Placement(Relation.IN, carrier)
+            w.placements[item] = Placement(Relation.IN, st.hands[1 - arm])
             return ""
-        if k == PrimitiveKind.DROP:
-            (arm,) = prim.args
-            if arm not in (0, 1) or st.hands[arm] is None:
-                return "not holding"
-            item = st.hands[arm]
-            st.hands[arm] = None
-            room = self.scene.floorplan.room_at(st.position)
-            w.placements[item] = Placement(Relation.FLOOR, room.id if room else -1, position=st.position)
-            return ""
-        return f"[{k.value}] is not a TDW-MAT primitive"
+        room = self.scene.floorplan.room_at(st.position)
+        w.placements[item] = Placement(Relation.FLOOR, room.id if room else -1, position=st.position)
+        return ""
 
     def _in_view(self, pos, heading, target) -> bool:
         if distance(pos, target) <= self.config.tdw_near_visible_m:

@@ -119,6 +119,11 @@ def _mapthor() -> list[EpisodeSpec]:
     return [EpisodeSpec("mapthor", i, Benchmark.CWAH, {"task": i}, bridge="ai2thor") for i in range(5)]
 
 
+def _tdwmat_tdw() -> list[EpisodeSpec]:
+    """The tdwmat-test episodes played by TDW (coteam_sim.bridges.tdwmat)."""
+    return [replace(spec, suite="tdwmat-tdw", bridge="tdw") for spec in _tdwmat_test()]
+
+
 _TEST_SETS = {
     "cwah-test": _cwah_test,
     "tdwmat-test": _tdwmat_test,
@@ -127,6 +132,7 @@ _TEST_SETS = {
     "cwah-test-noisy10": lambda: _noisy("cwah-test", 10),
     "cwah-test-noisy20": lambda: _noisy("cwah-test", 20),
     "mapthor": _mapthor,
+    "tdwmat-tdw": _tdwmat_tdw,
 }
 
 
@@ -188,6 +194,13 @@ SUITES: dict[str, Suite] = {
             Benchmark.CWAH,
             "MAP-THOR on AI2-THOR: put bread, lettuce and tomato in the fridge, iTHOR kitchens 1-5 (--engine unity "
             "needs AI2-THOR's Unity build; --engine fake runs its stand-in)",
+            True,
+        ),
+        Suite(
+            "tdwmat-tdw",
+            Benchmark.TDWMAT,
+            "the TDW-MAT test set played by TDW, each robot a Replicant (--engine unity needs TDW's Unity build; "
+            "--engine fake runs its stand-in)",
             True,
         ),
         Suite("cwah", Benchmark.CWAH, "fresh C-WAH episodes from --seed (same task distribution)", False),

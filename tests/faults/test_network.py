@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ros_isolation import isolate_ros
+from ros_isolation import isolate_ros, node_complaints
 from ros_team_run import RUN_TIMEOUT_S, comparable, write_config
 from talking import first_talking_episode
 
@@ -139,9 +139,10 @@ def test_a_lockstep_team_on_separate_hosts_is_the_in_process_run_under_every_lin
     assert (link.dropped > 0) == (PROFILES[profile].loss > 0)
     assert (link.duplicated > 0) == (PROFILES[profile].duplicate > 0)
     got = json.loads((out / "results.json").read_text())["episodes"][0]
+    complaints = node_complaints(tmp_path)
     for key in ("success", "steps", "transport_rate", "messages", "message_chars", "decisions"):
-        assert got[key] == getattr(expected, key), key
+        assert got[key] == getattr(expected, key), f"{key}; the nodes said:\n{complaints}"
     assert got["messages_dropped"] == 0, "no message refused: each believed once, none twice"
     ours, theirs = comparable(load_trace(out / "trace.json")), comparable(load_trace(tmp_path / "in_process.json"))
-    assert ours == theirs
+    assert ours == theirs, f"the nodes said:\n{complaints}"
     assert theirs["messages"], "the episode exercises team messages"

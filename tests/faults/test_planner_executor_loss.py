@@ -3,6 +3,10 @@
 * A planner that has lost its executor: only the executor's answer to a goal sent since the outage began says it is
   back. The answer to a goal sent before may arrive late (the planner was busy, the executor died just after
   answering): counted as a return, it made the planner say twice that one dead executor was not answering.
+* An executor that has not yet answered a first goal is still being discovered: it is given
+  ``executor_startup_timeout_s``, not ``executor_timeout_s`` (over a link losing 30 % of packets, the first answer
+  came after 10 s; the robot was reported without executor, decided once more, and the lockstep run parted from the
+  in-process one).
 * A goal whose answer DDS dropped is sent again, and the executor lets the same action take its skill over (in a
   lockstep run under a flood of forged messages, a lost answer stalled a robot for 10 s and the run parted from the
   in-process one)."""
@@ -146,3 +150,30 @@ def test_a_goal_sent_again_takes_the_running_skill_over_or_gets_the_result_of_th
     assert answer.result.failure_reason == "canceled", "the goal sent again gets the result of the skill that ended"
     assert executor_node.job is None, "and the skill does not run a second time"
     client.destroy()
+
+
+def test_an_executor_not_yet_heard_from_gets_the_startup_patience_then_the_usual_one(
+    nodes: list, alice: list[Parameter], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coteam_ros.nodes.planner import RunningSkill
+
+    planner = _alice_planner(
+        nodes, alice, Parameter("executor_timeout_s", value=2.0), Parameter("executor_startup_timeout_s", value=30.0)
+    )
+    monkeypatch.setattr(planner, "_send_skill", lambda skill, text: None)
+    skill = RunningSkill(HighLevelAction(Verb.EXPLORE, ObjectRef("kitchen", 1)), 0)
+    planner.skill, planner.request = skill, object()  # the turn waits for the executor
+    skill.sent = skill.heard = time.monotonic() - 5.0  # silent for 5 s: past executor_timeout_s
+    planner._on_timer()
+    assert planner.executor_lost is None and skill.outcome is None, "not yet heard from: still being discovered"
+    skill.heard = time.monotonic() - 31.0
+    planner._on_timer()
+    assert planner.executor_lost is not None and skill.outcome.reason == "executor unavailable"
+
+    planner.executor_lost = None
+    planner._on_skill_response(skill, _Answer(), skill.sent)  # the executor answers
+    again = RunningSkill(HighLevelAction(Verb.EXPLORE, ObjectRef("kitchen", 1)), 1)
+    planner.skill, planner.request = again, object()
+    again.sent = again.heard = time.monotonic() - 5.0
+    planner._on_timer()
+    assert planner.executor_lost is not None and again.outcome is not None, "heard from once: the usual patience"

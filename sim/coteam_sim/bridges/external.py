@@ -18,6 +18,18 @@ from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
 
 _WALKS = (PrimitiveKind.WALK, PrimitiveKind.WALK_TO)
+_HANDLING = (PrimitiveKind.GRASP, PrimitiveKind.PUT_INTO_CARRIER, PrimitiveKind.DROP)
+
+
+def unity_yaw(heading: float) -> float:
+    """The simulator's heading (0 = +x, counter-clockwise; map y is Unity's z) as a Unity yaw (0 = +z, clockwise
+    seen from above), as AI2-THOR and TDW turn."""
+    return (90.0 - heading) % 360.0
+
+
+def heading_from_yaw(yaw: float) -> int:
+    """A Unity yaw as the simulator's heading (whole degrees)."""
+    return round(90.0 - yaw) % 360
 
 
 class BridgeError(ValueError):
@@ -33,17 +45,18 @@ class ExternalEngine(Protocol):
         0 = +x, counter-clockwise); '' or the failure reason."""
         ...
 
-    def interact(self, agent: str, kind: PrimitiveKind, target: int, dest: int | None) -> str:
-        """Open, close, grab, or put ``target`` in or on ``dest``; '' or the failure reason (in the simulator's
-        words: ``too far``, ``container closed``, ...)."""
+    def act(self, agent: str, prim: Primitive) -> str:
+        """Play any other primitive (open, grab, put; TDW-MAT's steps, turns, grasps); '' or the failure reason
+        (in the simulator's words: ``too far``, ``container closed``, ...)."""
         ...
 
     def mirror(self, world: WorldState) -> None:
         """Write the engine's state (poses, hands, where every item is, what is open) into ``world``."""
         ...
 
-    def visible_ids(self, agent: str) -> list[int]:
-        """The objects ``agent`` sees now, by the engine's own visibility."""
+    def visible_ids(self, agent: str) -> list[int] | None:
+        """The objects ``agent`` sees now, by the engine's own visibility; None: the embedded simulator's sight on
+        the mirrored poses (an engine the bridge takes no images from)."""
         ...
 
     def close(self) -> None: ...
@@ -77,15 +90,17 @@ class BridgedSimulator(Simulator):
             if not failure and end != start:
                 failure = self.engine.move(agent, end, round(bearing(start, end)) % 360)
         else:
-            dest = prim.args[1] if len(prim.args) > 1 else None
-            failure = self.engine.interact(agent, prim.kind, prim.args[0], dest)
+            # TDW-MAT's bookkeeping (hands, containers) is the benchmark's rule, not the engine's physics
+            refusal = self.handling_refusal(agent, prim) if prim.kind in _HANDLING else ""
+            failure = refusal or self.engine.act(agent, prim)
         self.engine.mirror(self.world)  # the engine's state is the truth
         return failure
 
     def _visible_ids(self, agent: str) -> list[int]:
-        if self.full_observability:  # the oracle: everything, from the mirrored state
+        seen = None if self.full_observability else self.engine.visible_ids(agent)
+        if seen is None:  # the oracle, or an engine without images: the embedded sight on the mirrored state
             return super()._visible_ids(agent)
-        return sorted(self.engine.visible_ids(agent))
+        return sorted(seen)
 
     def observe(self, agent: str) -> Observation:
         return replace(super().observe(agent), complete_fixtures=())

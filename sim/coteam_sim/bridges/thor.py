@@ -44,8 +44,9 @@ from coteam.world_file import (
     WorldFile,
     compile_world,
 )
-from coteam_sim.bridges.external import BridgeError
-from coteam_sim.primitives import PrimitiveKind
+from coteam_sim.bridges.external import BridgeError, heading_from_yaw, unity_yaw
+from coteam_sim.bridges.settings import ThorSettings
+from coteam_sim.primitives import Primitive, PrimitiveKind
 
 GRID_M = 0.25  # AI2-THOR's gridSize: one reachable position per planning cell
 VISIBILITY_M = 1.5  # AI2-THOR's visibilityDistance: how far an agent sees and interacts
@@ -94,16 +95,6 @@ class ThorTask:
     floor_plan: str
     goal: tuple[str, ...]
     horizon: int = 250
-
-
-@dataclass(frozen=True)
-class ThorSettings:
-    """How to start AI2-THOR: a local Unity build (``executable``) or the one ``ai2thor`` downloads, on
-    ``platform`` (``CloudRendering``: no X display needed); ``timeout_s`` per action."""
-
-    executable: str | None = None
-    platform: str | None = None
-    timeout_s: float = 100.0
 
 
 def controller_factory(settings: ThorSettings) -> Callable[..., Any]:
@@ -169,7 +160,7 @@ class ThorEngine:
                 raise BridgeError(f"AI2-THOR: {task.floor_plan} has no reachable position")
             self.scene = self._scene()
             for index, md in enumerate(self.metadata):
-                self._look_round(index, _heading(md["agent"]["rotation"]["y"]))
+                self._look_round(index, heading_from_yaw(md["agent"]["rotation"]["y"]))
         except BaseException:
             self.close()  # a session that cannot be used is not left running
             raise
@@ -244,7 +235,7 @@ class ThorEngine:
             ],
             items=[entry for _, entry in items],
             robots=[
-                RobotEntry(name=agent, start=[*_xz(md["agent"]), _heading(md["agent"]["rotation"]["y"])])
+                RobotEntry(name=agent, start=[*_xz(md["agent"]), heading_from_yaw(md["agent"]["rotation"]["y"])])
                 for agent, md in zip(self.agents, self.metadata, strict=True)
             ],
             task=TaskEntry(name=self.task.name, goal=list(self.task.goal), horizon=self.task.horizon),
@@ -306,13 +297,15 @@ class ThorEngine:
             index,
             "TeleportFull",
             position={"x": spot[0], "y": self.metadata[index]["agent"]["position"]["y"], "z": spot[1]},
-            rotation={"x": 0.0, "y": _yaw(heading), "z": 0.0},
+            rotation={"x": 0.0, "y": unity_yaw(heading), "z": 0.0},
             horizon=HORIZON_DEG,
             standing=True,
         )[index]
         return _outcome(md)
 
-    def interact(self, agent: str, kind: PrimitiveKind, target: int, dest: int | None) -> str:
+    def act(self, agent: str, prim: Primitive) -> str:
+        kind, target = prim.kind, prim.args[0]
+        dest = prim.args[1] if len(prim.args) > 1 else None
         index = self.agents.index(agent)
         held = [o["objectId"] for o in self.metadata[index].get("inventoryObjects") or ()]
         if kind in (PrimitiveKind.PUT_IN, PrimitiveKind.PUT_ON):
@@ -338,7 +331,7 @@ class ThorEngine:
         for agent, md in zip(self.agents, self.metadata, strict=True):
             state = world.agents[agent]
             state.position = _xz(md["agent"])
-            state.heading = _heading(md["agent"]["rotation"]["y"])
+            state.heading = heading_from_yaw(md["agent"]["rotation"]["y"])
             inventory = [self.ours.get(o["objectId"]) for o in md.get("inventoryObjects") or ()]
             state.hands = inventory[:1] or [None]  # an AI2-THOR agent holds one object at a time
             holder.update({o["objectId"]: agent for o in md.get("inventoryObjects") or ()})
@@ -389,15 +382,6 @@ def _first_line(exc: BaseException) -> str:
 def _xz(thing: Mapping[str, Any]) -> Vec2:
     """An AI2-THOR position (y up) on the floor plan's plane: (x, z)."""
     return (float(thing["position"]["x"]), float(thing["position"]["z"]))
-
-
-def _yaw(heading: float) -> float:
-    """The simulator's heading (0 = +x, counter-clockwise) as AI2-THOR's yaw (0 = +z, clockwise from above)."""
-    return (90.0 - heading) % 360.0
-
-
-def _heading(yaw: float) -> int:
-    return round(90.0 - yaw) % 360
 
 
 def _names(kinds: list[str]) -> list[str]:

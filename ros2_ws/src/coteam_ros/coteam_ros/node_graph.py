@@ -21,7 +21,7 @@ import yaml
 
 from coteam.registry import method_class, observes_world
 from coteam.scene_io import save_scene
-from coteam_ros.team_config import TeamConfig
+from coteam_ros.team_config import TeamConfig, WorldSection
 
 __all__ = ["NodeSpec", "ParamValue", "model_groups", "node_list", "ros_args", "write_params_file", "write_task_scene"]
 
@@ -68,13 +68,28 @@ def write_task_scene(cfg: TeamConfig, directory: str | os.PathLike[str]) -> Path
     spec = get_suite(ref.suite).episodes()[ref.episode]
     if cfg.world is not None and _on_an_engine(cfg):  # the engine's session gives the scene: read it once
         from coteam_sim.bridges import bridge_for
+        from coteam_sim.bridges.settings import UnitySettings
 
-        scene, engine = bridge_for(spec, cfg.world.engine).start(tuple(cfg.robot_names), ref.seed)
+        unity = UnitySettings.of(**cfg.world.unity.model_dump())
+        scene, engine = bridge_for(spec, cfg.world.engine, unity).start(tuple(cfg.robot_names), ref.seed)
         engine.close()  # (a session that fails to start is closed by the bridge)
         save_scene(scene, path)
         return path
     save_scene(spec.build(), path)
     return path
+
+
+def _engine_parameters(world: WorldSection) -> dict[str, ParamValue]:
+    """The sim_bridge's parameters for a bridge suite: the episode, the engine and how to start its Unity build."""
+    unity = world.unity
+    return {
+        "episode": world.episode,
+        "engine": world.engine,
+        "thor_executable": unity.thor_executable or "",
+        "thor_platform": unity.thor_platform or "",
+        "tdw_port": unity.tdw_port,
+        "tdw_launch": unity.tdw_launch,
+    }
 
 
 def _on_an_engine(cfg: TeamConfig) -> bool:
@@ -133,7 +148,7 @@ def node_list(
                     "method": cfg.team.method,
                     "params_json": json.dumps(cfg.team.switches(), sort_keys=True),
                     "cameras": cfg.perception is not None,
-                    **({"episode": w.episode, "engine": w.engine} if _on_an_engine(cfg) else {}),
+                    **(_engine_parameters(w) if _on_an_engine(cfg) else {}),
                 },
             )
         )

@@ -11,7 +11,8 @@ A file describes one team run::
       tick_hz: 10.0         # realtime only: simulator steps per second
       scene: my_scene.json  # optional: a saved scene (coteam.scene_io) instead of the episode (path relative
                             #   to this file); suite and episode then only label the run
-      engine: unity         # a bridge suite (mapthor: AI2-THOR) only: its Unity build, or fake (its stand-in)
+      engine: unity         # a bridge suite (mapthor: AI2-THOR; tdwmat-tdw: TDW) only: its Unity build, or fake
+      unity: {thor_platform: CloudRendering}  # optional, engine unity: how to start the build (UnitySection)
     task:             # hardware only (forbidden with a world, whose suite/episode define the task):
       world_file: home.world.yaml  # your home and task (coteam.world_file; relative to this file): the robots are
                             #   the file's robots; the run ends when the team's map shows the goal met, or at the
@@ -269,6 +270,17 @@ class ExecutionSection(_Section):
     arm_timeout_s: PositiveNumber = 60.0  # an arm goal without a result this long is canceled
 
 
+class UnitySection(_Section):
+    """``world.unity``: how the sim_bridge starts a bridge suite's Unity build, as ``coteam run``'s options do:
+    AI2-THOR's own build (``thor_executable``) and platform (``thor_platform``); TDW's port (``tdw_port``) and whether
+    the controller launches the build (``tdw_launch``; false: a build started by hand connects to the port)."""
+
+    thor_executable: Text | None = None
+    thor_platform: Text | None = None
+    tdw_port: int = Field(1071, ge=1, le=65535)
+    tdw_launch: bool = True
+
+
 class WorldSection(TaskSection):
     """``world``: the simulator, whose suite episode (or saved ``scene``) is the task."""
 
@@ -283,6 +295,7 @@ class WorldSection(TaskSection):
     tick_hz: PositiveNumber = 10.0
     scene: FileRelativePath | None = None  # a saved scene (coteam.scene_io JSON) run instead of the suite's episode
     engine: Literal["unity", "fake"] = "unity"  # a bridge suite's engine (coteam_sim.bridges)
+    unity: UnitySection = UnitySection()
 
     @field_validator("scene")
     @classmethod

@@ -30,7 +30,8 @@ Parameters: ``robot``, ``robots`` (the team, in simulator order), ``teammates`` 
 methods' seed, see ``coteam_ros.episode``), ``message_wait_s``, ``message_delivery`` (``status``: when the sim
 bridge's status says; ``arrival``: on real robots, at the next status after the message arrived),
 ``executor_timeout_s`` (an executor without a server, or silent about a running goal, this long is reported once as
-an error; its skill fails with ``executor unavailable`` and the robot idles until the executor answers again),
+an error; its skill fails with ``executor unavailable`` and the robot idles until the executor answers again;
+``executor_startup_timeout_s`` until the executor has first answered a goal, as discovery across a lossy link is slow),
 ``goal_answer_timeout_s`` (a goal the executor has not answered this long is sent again with its step: DDS drops a
 goal's answer while the executor's server has not yet discovered this planner; the executor lets it take its skill
 over), ``signing_key`` (the robot's private key; empty: the team does not sign), ``team_keys`` (the team's public
@@ -121,6 +122,9 @@ class PlannerNode(Node):
         self.message_wait_s: float = self.declare_parameter("message_wait_s", 5.0).value
         # the executor is given up on (and the robot idles) after this long without its server or any news of a goal
         self.executor_timeout_s: float = self.declare_parameter("executor_timeout_s", 10.0).value
+        # before the executor's first answer: discovery between two hosts over a lossy link takes a while
+        self.executor_startup_timeout_s: float = self.declare_parameter("executor_startup_timeout_s", 60.0).value
+        self.executor_answered = False  # the executor has answered a goal since this node started
         self.goal_answer_timeout_s: float = self.declare_parameter("goal_answer_timeout_s", 1.0).value
         self.executor_lost: float | None = None  # since when the executor has not been reachable
         self.waiting_since = 0.0  # when the turn last stopped to wait for the executor
@@ -286,8 +290,8 @@ class PlannerNode(Node):
             self._deliver(self.waiting[0], give_up=True)
         skill = self.skill
         waiting = skill is not None and not skill.message and skill.outcome is None and self._waiting_for_executor()
-        if waiting and time.monotonic() - max(skill.heard, self.waiting_since) > self.executor_timeout_s:
-            self._executor_lost(skill, f"no news of the goal for {self.executor_timeout_s:g} s")
+        if waiting and time.monotonic() - max(skill.heard, self.waiting_since) > self._executor_patience():
+            self._executor_lost(skill, f"no news of the goal for {self._executor_patience():g} s")
         elif (
             waiting
             and not self.done
@@ -478,8 +482,8 @@ class PlannerNode(Node):
 
     def _send_skill(self, skill: RunningSkill, text: str) -> None:
         if not self.skill_client.server_is_ready():
-            if self.executor_lost is not None or time.monotonic() - skill.heard > self.executor_timeout_s:
-                self._executor_lost(skill, f"no execute_skill server for {self.executor_timeout_s:g} s")
+            if self.executor_lost is not None or time.monotonic() - skill.heard > self._executor_patience():
+                self._executor_lost(skill, f"no execute_skill server for {self._executor_patience():g} s")
                 return
             self.get_logger().info("waiting for execute_skill", throttle_duration_sec=5.0)
             call_later(self, RETRY_S, lambda: self._send_skill(skill, text) if self.skill is skill else None)
@@ -495,8 +499,13 @@ class PlannerNode(Node):
         skill.answered = False
         future.add_done_callback(lambda f, s=skill: self._on_skill_response(s, f, sent))
 
+    def _executor_patience(self) -> float:
+        """How long the executor may be silent before it is reported lost: longer until it has first answered."""
+        return self.executor_timeout_s if self.executor_answered else self.executor_startup_timeout_s
+
     def _on_skill_response(self, skill: RunningSkill, future: Any, sent: float) -> None:
         skill.heard = time.monotonic()
+        self.executor_answered = True
         # Only the answer to a goal sent since the outage began says the executor is back: one sent before may
         # arrive late, from an executor that died just after answering it.
         if self.executor_lost is not None and sent >= self.executor_lost:

@@ -1,7 +1,9 @@
 """The sim_bridge node: the embedded simulator as the robots' world, over ROS 2.
 
 One per world. It runs the task of the scene file ``scene_path`` (the one every robot's nodes read, see
-``coteam_ros.episode``) with ``seed``; the results name the suite ``suite``. For every robot (namespace from
+``coteam_ros.episode``) with ``seed``; the results name the suite ``suite``. A bridge suite's episode ``episode``
+runs on ``engine`` (``coteam_sim.bridges``: AI2-THOR or TDW, ``unity`` or ``fake``), its Unity build started as
+``thor_executable``, ``thor_platform``, ``tdw_port`` and ``tdw_launch`` say. For every robot (namespace from
 ``namespaces``, default ``/<robot>``) it publishes after every simulation step ``status``
 (``coteam_interfaces/RobotStatus``: the robot's observation as JSON; latched), ``odom`` (``nav_msgs/Odometry``) and
 ``detections`` (``vision_msgs/Detection3DArray``: an oracle detector, what the robot sees but holds), and serves
@@ -108,6 +110,7 @@ from coteam_ros.nodes import STARTUP_ERRORS, cannot_start, navigate_to_pose_acti
 from coteam_ros.qos import CAMERA, DECISIONS, LATCHED, STREAM
 from coteam_ros.tf import CAMERA_LINK_TO_OPTICAL, RigidTransform, TransformPublisher, camera_mount_transform
 from coteam_sim.bridges import ENGINES, Bridge, bridge_for
+from coteam_sim.bridges.settings import TdwSettings, UnitySettings
 from coteam_sim.camera import VisualObservations
 from coteam_sim.env import CoteamParallelEnv
 from coteam_sim.navigator import GoalNavigator, manipulation_primitive
@@ -314,7 +317,14 @@ class SimBridgeNode(Node):
 
     def _bridge(self, episode: int, engine: str) -> Bridge | None:
         """A bridge suite's episode (``suite`` is e.g. mapthor): the external engine the world runs on, whose session
-        gave the robots' scene file (``coteam launch`` read it once)."""
+        gave the robots' scene file (``coteam launch`` read it once), started as the ``thor_*`` / ``tdw_*``
+        parameters say."""
+        unity = UnitySettings.of(
+            self.declare_parameter("thor_executable", "").value,
+            self.declare_parameter("thor_platform", "").value,
+            self.declare_parameter("tdw_port", TdwSettings.port).value,
+            self.declare_parameter("tdw_launch", TdwSettings.launch_build).value,
+        )
         if self.twin or self.suite not in SUITES:
             return None
         spec = get_suite(self.suite).episodes()[episode]
@@ -322,7 +332,7 @@ class SimBridgeNode(Node):
             return None
         if engine not in ENGINES:
             raise ValueError(f"{self.suite} runs on an engine: engine must be one of {', '.join(ENGINES)}")
-        return bridge_for(spec, engine)
+        return bridge_for(spec, engine, unity)
 
     # --- time and world -------------------------------------------------------------------------------------------
     def _stamp(self, clock: int | None = None) -> Time:
