@@ -354,7 +354,8 @@ def network_faults() -> list[str]:
 
 def _run(out: Path, *extra: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "coteam.cli", "run", "--suite", "cwah-test", "--team", "pce"]
-    cmd += ["--episodes", f"0-{EPISODES - 1}", "--out", str(out), "--quiet", *extra]
+    # one worker: the episodes in order, so the second plays once the first is saved
+    cmd += ["--episodes", f"0-{EPISODES - 1}", "--workers", "1", "--out", str(out), "--quiet", *extra]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 

@@ -120,6 +120,8 @@ def timed_run(suite: str, team: str, agents: int) -> dict:
             "--out",
             out,
             "--quiet",
+            "--workers",
+            "1",  # one process: its wall time and peak memory are the run's
         ]
         start = time.perf_counter()
         proc = subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

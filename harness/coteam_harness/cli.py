@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from coteam.llm import backends
@@ -22,11 +22,12 @@ from coteam.reasoning import Team
 from coteam.registry import make_team, method_class, method_names
 from coteam.safety import SafetyPolicy, load_policy
 from coteam.world import MAX_AGENTS, Benchmark
+from coteam_harness.pool import Clock, Event, Finished, Job, RunSettings, Started, default_workers, run_jobs
 from coteam_harness.results import RESULTS_LOG, EpisodeResult, ResultsLog, summarize
-from coteam_harness.runner import method_params, run_episode
+from coteam_harness.runner import method_params
 from coteam_harness.trace import journal_path
 from coteam_harness.yamlfile import load_yaml
-from coteam_sim.bridges import ENGINES, bridge_for
+from coteam_sim.bridges import ENGINES
 from coteam_sim.bridges.settings import TdwSettings, UnitySettings
 from coteam_sim.camera import PERCEPTION
 from coteam_sim.suites import SUITES, EpisodeSpec, get_suite
@@ -129,13 +130,16 @@ def run_suite(
     approve: bool = False,
     engine: str = "unity",
     unity: UnitySettings | None = None,
+    workers: int = 1,
 ) -> list[EpisodeResult]:
     """Run ``specs`` and keep their results in ``out`` as each one ends (:class:`ResultsLog`); with ``resume``,
     the episodes an earlier run of the same settings finished there are kept, not run again. SIGTERM / SIGINT
     stop the run with every finished episode saved, ``results.json`` marked incomplete and the running episode's
     trace journal left in ``traces/``; the process then exits with 128 + the signal number. ``safety``: the home's
     policy in every episode; ``approve``: the answer to each question it asks a person. A bridge suite's episodes
-    run on ``engine`` (``unity``: the simulator's Unity build, with ``unity``'s settings; ``fake``: its stand-in)."""
+    run on ``engine`` (``unity``: the simulator's Unity build, with ``unity``'s settings; ``fake``: its stand-in).
+    ``workers``: processes playing the episodes at once (:mod:`coteam_harness.pool`: the same results); an episode
+    that fails (its worker died, it raised) is listed in ``results.json`` and played again by ``resume``."""
     team_obj = make_team(team, params)  # validated once, before any episode; reset (not rebuilt) per episode
     meta = {"team": team, "agents": agents, "params": method_params(team_obj), "seed": seed}
     if safety is not None:
@@ -148,10 +152,12 @@ def run_suite(
         meta["distractors"] = ",".join(str(n) for n in sorted(noise))
     if any(spec.bridge for spec in specs):
         meta["engine"] = engine
-    log = ResultsLog(out, meta, planned=len(specs), resume=resume)
+    log = ResultsLog(out, meta, planned=len(specs), resume=resume, order=[spec.name for spec in specs])
     check_store(team_obj, log)
     done = log.done
-    running: EpisodeSpec | None = None
+    settings = RunSettings(team, params, agents, seed, safety, approve, engine, unity)
+    jobs = [Job(spec, settings, trace_path_of(out, spec)) for spec in specs if spec.name not in done]
+    bars: dict[str, TaskID] = {}  # the episodes playing now, each with its bar
     with (
         stop_on_signals(),
         Progress(
@@ -165,38 +171,32 @@ def run_suite(
         ) as progress,
     ):
         overall = progress.add_task(f"{team} x{agents}", total=len(specs))
-        progress.advance(overall, sum(1 for spec in specs if spec.name in done))
-        try:
-            for spec in specs:
-                if spec.name in done:
-                    continue
-                running = spec
-                source = bridge_for(spec, engine, unity) if spec.bridge else spec.build()
-                title, horizon = (
-                    (source.title, source.horizon) if spec.bridge else (source.task.name, source.task.horizon)
-                )
-                ep = progress.add_task(f"  {spec.name} {title}", total=horizon)
-                result = run_episode(
-                    source,
-                    team_obj,
-                    n_agents=agents,
-                    seed=seed,
-                    trace_path=trace_path_of(out, spec),
-                    episode_name=spec.name,
-                    on_step=lambda clock, horizon, ep=ep: progress.update(ep, completed=clock),
-                    perception=spec.perception,
-                    safety=safety,
-                    approve=(lambda _question: approve) if safety is not None else None,
-                )
-                running = None
-                progress.update(ep, completed=horizon, visible=False)
+        progress.advance(overall, len(specs) - len(jobs))
+
+        def report(event: Event) -> None:
+            name = event.job.name
+            if isinstance(event, Started):
+                bars[name] = progress.add_task(f"  {name} {event.title}", total=event.horizon)
+            elif isinstance(event, Clock):
+                progress.update(bars[name], completed=event.clock)
+            else:
+                if name in bars:  # (an episode may fail before it starts: its scene could not be made)
+                    progress.remove_task(bars.pop(name))
                 progress.advance(overall)
-                log.add(result)
+                if isinstance(event, Finished):
+                    log.add(event.result)
+                else:
+                    log.fail(name, event.reason)
+                    console.print(f"[red]{name} failed[/red]: {event.reason}")
+
+        try:
+            run_jobs(jobs, workers, report, {settings.team_key: team_obj})
         except RunStopped as stop:
-            interrupted = None
-            if running is not None:
-                journal = journal_path(trace_path_of(out, running))
-                interrupted = {"episode": running.name, "trace": str(journal)}
+            interrupted = [
+                {"episode": name, "trace": str(journal_path(trace_path_of(out, spec)))}
+                for spec in specs
+                if (name := spec.name) in bars
+            ]
             log.write(stopped=stop.signal, interrupted=interrupted)
             console.print(
                 f"stopped by {stop.signal} after {len(log.results)} of {len(specs)} episodes; results so far: "
@@ -328,6 +328,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         approve=args.approve == "yes",
         engine=args.engine,
         unity=unity_settings(args),
+        workers=args.workers,
     )
     console.print(results_table(results, f"{args.suite} · {args.team} · {args.agents} agent(s)"))
     console.print(f"results: {out / 'results.json'}\ntraces:  {out / 'traces'}")
@@ -387,6 +388,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 quiet=args.quiet,
                 engine=args.engine,
                 unity=unity,
+                workers=args.workers,
             )
             for name in names
         }
@@ -503,6 +505,16 @@ def unity_settings(args: argparse.Namespace) -> UnitySettings:
     return UnitySettings.of(args.thor_executable, args.thor_platform, args.tdw_port, not args.tdw_no_launch)
 
 
+def _workers_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=default_workers(),
+        metavar="N",
+        help=f"processes playing episodes at once (default: this machine's {default_workers()} cores; same results)",
+    )
+
+
 def _engine_arguments(p: argparse.ArgumentParser) -> None:
     """How a bridge suite (``mapthor``, ``tdwmat-tdw``) reaches its external simulator (docs/simulator.md)."""
     p.add_argument(
@@ -554,6 +566,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the answer to every action the safety policy asks a person to approve (default: no)",
     )
     _engine_arguments(p)
+    _workers_argument(p)
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("bench", help="compare methods on a suite: paper-style table, JSON and bar chart")
@@ -570,6 +583,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="output directory (default runs/bench-<suite>)")
     p.add_argument("--quiet", action="store_true")
     _engine_arguments(p)
+    _workers_argument(p)
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("suites", help="list episode suites (and export their scenes as JSON)")

@@ -11,7 +11,7 @@ import json
 import os
 import statistics
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,19 +157,22 @@ def write_results(
     meta: Mapping[str, Any],
     *,
     stopped: str | None = None,
-    interrupted: Mapping[str, Any] | None = None,
+    interrupted: Sequence[Mapping[str, Any]] = (),
     planned: int | None = None,
+    failed: Mapping[str, str] | None = None,
 ) -> None:
     """``results.json``: the run's ``meta``, ``complete`` (false when ``stopped``, e.g. by "SIGTERM", or while
-    fewer than ``planned`` episodes are in), the summary and every episode; ``interrupted`` names the episode that
-    was running when the run stopped. ``complete`` false without ``stopped``: the run is still going, or it was
-    killed outright."""
+    fewer than ``planned`` episodes are in), the summary and every episode; ``interrupted`` names the episodes that
+    were running when the run stopped, ``failed`` the episodes that failed and why (``--resume`` plays them again).
+    ``complete`` false without ``stopped``: the run is still going, or it was killed outright."""
     finished = planned is None or len(results) >= planned
     data: dict[str, Any] = {"meta": dict(meta), "complete": stopped is None and finished}
     if stopped is not None:
         data["stopped"] = stopped
     if interrupted:
-        data["interrupted"] = dict(interrupted)
+        data["interrupted"] = [dict(i) for i in interrupted]
+    if failed:
+        data["failed"] = [{"episode": name, "reason": reason} for name, reason in failed.items()]
     data.update(summary=summarize(results), episodes=[asdict(r) for r in results])
     atomic_write_text(path, json.dumps(data, indent=1))
 
@@ -187,10 +190,20 @@ class ResultsLog:
     (:attr:`done`). A last line cut short (the run was killed while writing it) is dropped with a
     warning; anything else unreadable, or a different configuration, is a :class:`ValueError`."""
 
-    def __init__(self, out: str | Path, meta: Mapping[str, Any], *, planned: int, resume: bool = False):
+    def __init__(
+        self,
+        out: str | Path,
+        meta: Mapping[str, Any],
+        *,
+        planned: int,
+        resume: bool = False,
+        order: Sequence[str] = (),
+    ):
         self.out = Path(out)
         self.meta = dict(meta)
         self.planned = planned
+        self.order = {name: i for i, name in enumerate(order)}  # results.json lists the episodes so
+        self.failed: dict[str, str] = {}  # episode -> why it failed (not done: --resume plays it again)
         self.path = self.out / RESULTS_LOG
         self.results: list[EpisodeResult] = self._load() if resume and self.path.exists() else []
         self.out.mkdir(parents=True, exist_ok=True)
@@ -230,15 +243,23 @@ class ResultsLog:
         return out
 
     def add(self, result: EpisodeResult) -> None:
-        """A finished episode: appended to ``episodes.jsonl`` (synced) and ``results.json`` rewritten."""
+        """A finished episode: appended to ``episodes.jsonl`` (synced) and ``results.json`` rewritten (in the run's
+        order, whatever order the episodes ended in)."""
         self.results.append(result)
+        self.results.sort(key=lambda r: self.order.get(r.episode, len(self.order)))
+        self.failed.pop(result.episode, None)
         with self.path.open("a") as f:
             f.write(json.dumps({"episode": asdict(result)}) + "\n")
             f.flush()
             os.fsync(f.fileno())
         self.write()
 
-    def write(self, *, stopped: str | None = None, interrupted: Mapping[str, Any] | None = None) -> None:
+    def fail(self, episode: str, reason: str) -> None:
+        """An episode that failed (its worker died, it raised): said in ``results.json``, not counted as done."""
+        self.failed[episode] = reason
+        self.write()
+
+    def write(self, *, stopped: str | None = None, interrupted: Sequence[Mapping[str, Any]] = ()) -> None:
         write_results(
             self.results,
             self.out / RESULTS_JSON,
@@ -246,4 +267,5 @@ class ResultsLog:
             stopped=stopped,
             interrupted=interrupted,
             planned=self.planned,
+            failed=self.failed,
         )

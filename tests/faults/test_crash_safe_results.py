@@ -41,7 +41,7 @@ def _finished(out: Path) -> int:
 
 
 def _stop_during_second_episode(out: Path, sig: int) -> subprocess.Popen:
-    proc = _run(out)
+    proc = _run(out, "--workers", "1")  # in order: the first episode is finished when the second plays
     journal = journal_path(out / "traces" / "cwah-test-001.json")
     _wait_for(lambda: (journal.exists() and '["step"' in journal.read_text()) or proc.poll() is not None)
     os.kill(proc.pid, sig)
@@ -59,7 +59,7 @@ def test_sigterm_keeps_the_finished_episodes_and_resume_runs_only_the_rest(tmp_p
     assert done and done == [f"cwah-test/{i}" for i in range(len(done))] and len(done) < 4
     assert _finished(out) == len(done)
     # The episode that was running left its trace journal: the steps done, replayable.
-    running = data["interrupted"]
+    (running,) = data["interrupted"]
     assert running["episode"] == f"cwah-test/{len(done)}"
     partial = load_trace(running["trace"])
     assert partial["incomplete"] and partial["steps"]

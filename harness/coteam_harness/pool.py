@@ -1,0 +1,275 @@
+"""A run's episodes on worker processes: ``coteam run`` and ``coteam bench`` play them on a local pool of
+``--workers`` processes (default: the machine's cores), with the results, traces and tables of one process playing
+them in order.
+
+* Every worker builds each team it is given once and resets it for each episode, as a serial run does: an
+  episode's result and trace depend only on the episode, the team's settings and the seed. A team that keeps a
+  store across episodes (a learning method's ``store:`` file) plays its episodes in order in this process: each
+  one learns from the last.
+* The caller gets every event here, in this process (:func:`run_jobs`): an episode started, its clock, its result,
+  or its failure. ``coteam run`` saves each result as it comes (crash-safe results) and shows one progress bar
+  across the workers.
+* A worker that dies (killed, out of memory, a crash in native code) fails the episode it was playing with the
+  reason, and a new worker takes its place; an episode that raises fails with its one-line error the same way. The
+  other episodes go on. A :class:`~coteam_sim.bridges.BridgeError` (a Unity build that cannot be reached) stops the
+  run instead: every episode would meet it.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import json
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from coteam.reasoning import Team
+from coteam.registry import make_team
+from coteam.safety import SafetyPolicy
+from coteam_harness.results import EpisodeResult
+from coteam_harness.runner import run_episode
+from coteam_sim.bridges import BridgeError, bridge_for
+from coteam_sim.bridges.settings import UnitySettings
+from coteam_sim.suites import EpisodeSpec
+
+CLOCK_REPORT_EVERY = 10  # a worker reports an episode's clock this often (each step would flood the queue)
+PR_SET_PDEATHSIG = 1  # Linux prctl: a signal for the worker when its parent dies
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What the episodes of one run share: the team and its switches, the team size, the seed, the safety policy and
+    the engine of bridge suites (picklable: it goes to the workers)."""
+
+    team: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    agents: int = 2
+    seed: int = 0
+    safety: SafetyPolicy | None = None
+    approve: bool = False
+    engine: str = "unity"
+    unity: UnitySettings | None = None
+
+    @property
+    def team_key(self) -> str:
+        """The team a worker builds for these settings (one per method and switches)."""
+        return json.dumps([self.team, dict(self.params)], sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One episode to play, with its run's settings and where its trace goes."""
+
+    spec: EpisodeSpec
+    settings: RunSettings
+    trace_path: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+@dataclass(frozen=True)
+class Started:
+    job: Job
+    title: str
+    horizon: int
+
+
+@dataclass(frozen=True)
+class Clock:
+    job: Job
+    clock: int
+
+
+@dataclass(frozen=True)
+class Finished:
+    job: Job
+    result: EpisodeResult
+
+
+@dataclass(frozen=True)
+class Failed:
+    job: Job
+    reason: str
+
+
+Event = Started | Clock | Finished | Failed
+
+
+def play(job: Job, team: Team, report: Callable[[Event], None]) -> EpisodeResult:
+    """``job``'s episode with ``team`` (reset for it), reporting its start and its clock."""
+    spec, settings = job.spec, job.settings
+    source = bridge_for(spec, settings.engine, settings.unity) if spec.bridge else spec.build()
+    title, horizon = (source.title, source.horizon) if spec.bridge else (source.task.name, source.task.horizon)
+    report(Started(job, title, horizon))
+    approve = settings.approve
+
+    def clock(now: int, _horizon: int) -> None:
+        if now % CLOCK_REPORT_EVERY == 0:
+            report(Clock(job, now))
+
+    return run_episode(
+        source,
+        team,
+        n_agents=settings.agents,
+        seed=settings.seed,
+        trace_path=job.trace_path,
+        episode_name=spec.name,
+        on_step=clock,
+        perception=spec.perception,
+        safety=settings.safety,
+        approve=(lambda _question: approve) if settings.safety is not None else None,
+    )
+
+
+def plays_in_order(team: Team) -> bool:
+    """Whether ``team`` must play a run's episodes in order, in one process: it keeps a store across them."""
+    store = getattr(team, "store", None)
+    return store is not None and store.persisted
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as the one line a failed episode is reported with."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def run_jobs(
+    jobs: Sequence[Job], workers: int, report: Callable[[Event], None], teams: Mapping[str, Team] | None = None
+) -> None:
+    """Play ``jobs`` on ``workers`` processes (1: here, in order) and ``report`` every event here. ``teams`` (by
+    :attr:`RunSettings.team_key`) are the team objects of this process: a job whose team must play in order
+    (:func:`plays_in_order`) is played here with it, after the pool's."""
+    teams = dict(teams or {})
+
+    def team_here(job: Job) -> Team:
+        key = job.settings.team_key
+        if key not in teams:
+            teams[key] = make_team(job.settings.team, dict(job.settings.params))
+        return teams[key]
+
+    here = [j for j in jobs if workers <= 1 or plays_in_order(team_here(j))]
+    pooled = [j for j in jobs if j not in here]
+    if len(pooled) == 1:
+        here, pooled = pooled + here, []
+    if pooled:
+        _Pool(min(workers, len(pooled))).run(pooled, report)
+    for job in here:
+        try:
+            result = play(job, team_here(job), report)
+        except BridgeError:
+            raise
+        except Exception as exc:  # the episode fails with its reason; the run goes on
+            report(Failed(job, one_line(exc)))
+        else:
+            report(Finished(job, result))
+
+
+def default_workers() -> int:
+    """The machine's cores (the ones this process may use)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+# --- the pool ------------------------------------------------------------------------------------------------------
+def _worker(jobs: Connection, events: Connection) -> None:
+    """A worker: each job the parent sends it, until None; the teams built once each. Each worker has its own pipes:
+    a worker killed while writing to a queue shared by all would leave its lock held, and every other worker stuck."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the workers
+    if sys.platform == "linux":  # a parent killed outright takes its workers with it
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    teams: dict[str, Team] = {}
+    while (job := jobs.recv()) is not None:
+        key = job.settings.team_key
+        try:
+            if key not in teams:
+                teams[key] = make_team(job.settings.team, dict(job.settings.params))
+            result = play(job, teams[key], events.send)
+        except BridgeError as exc:
+            events.send(exc)
+        except Exception as exc:  # the episode fails with its reason; the worker goes on
+            events.send(Failed(job, one_line(exc)))
+        else:
+            events.send(Finished(job, result))
+
+
+@dataclass
+class _Worker:
+    process: Any
+    jobs: Connection  # the parent's end: jobs out
+    events: Connection  # the parent's end: events in
+    job: Job | None = None  # the one it plays
+
+
+class _Pool:
+    """``size`` worker processes, each given one job at a time; a worker that dies is replaced."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.context = multiprocessing.get_context("spawn")  # no fork of a process with threads (progress bars)
+        self.workers: list[_Worker] = []
+
+    def _start_worker(self) -> None:
+        jobs_in, jobs_out = self.context.Pipe(duplex=False)
+        events_in, events_out = self.context.Pipe(duplex=False)
+        process = self.context.Process(target=_worker, args=(jobs_in, events_out), daemon=True)
+        process.start()
+        jobs_in.close()
+        events_out.close()
+        self.workers.append(_Worker(process, jobs_out, events_in))
+
+    def run(self, jobs: list[Job], report: Callable[[Event], None]) -> None:
+        pending = collections.deque(jobs)
+        for _ in range(self.size):
+            self._start_worker()
+        done = False
+        try:
+            while pending or any(w.job is not None for w in self.workers):
+                for worker in self.workers:
+                    if worker.job is None and pending:
+                        worker.job = pending.popleft()
+                        worker.jobs.send(worker.job)
+                by_handle = {w.events: w for w in self.workers} | {w.process.sentinel: w for w in self.workers}
+                for ready in wait(list(by_handle), timeout=1.0):
+                    worker = by_handle[ready]
+                    if worker in self.workers:
+                        self._hear(worker, report)
+            done = True
+        finally:
+            for worker in self.workers:
+                if done and worker.process.is_alive():
+                    worker.jobs.send(None)
+                else:
+                    worker.process.terminate()  # stopped (Ctrl-C, an error): no episode is finished
+            for worker in self.workers:
+                worker.process.join(timeout=10)
+
+    def _hear(self, worker: _Worker, report: Callable[[Event], None]) -> None:
+        """Everything ``worker`` said; if it died, its episode fails and another worker takes its place."""
+        try:
+            while worker.events.poll():
+                event = worker.events.recv()
+                if isinstance(event, BridgeError):
+                    raise event
+                if isinstance(event, Finished | Failed):
+                    worker.job = None
+                report(event)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            pass  # it died (mid-message, perhaps): said below
+        if worker.process.is_alive():
+            return
+        worker.process.join()
+        self.workers.remove(worker)
+        if worker.job is not None:
+            report(Failed(worker.job, f"its worker died (exit code {worker.process.exitcode})"))
+        self._start_worker()
