@@ -260,6 +260,14 @@ class Simulator:
                 return "container full"
         return ""
 
+    def grasp_refusal(self, agent: str, target: int) -> str:
+        """Why TDW-MAT's rules refuse ``agent`` a grasp of ``target`` within reach ('' if none does): it is not in
+        view, or the scene's handling limits stop it."""
+        st = self.world.agents[agent]
+        if not self._in_view(st.position, st.heading, self.world.position_of(target)):
+            return "not visible"
+        return self._handling_failure(agent, target)
+
     def _apply_tdw(self, agent: str, prim: Primitive) -> str:
         w = self.world
         st = w.agents[agent]
@@ -290,11 +298,9 @@ class Simulator:
             target, arm = prim.args
             if not self._near(agent, target, cfg.tdw_reach_m):
                 return "too far"
-            if not self._in_view(st.position, st.heading, w.position_of(target)):
-                return "not visible"
-            limit = self._handling_failure(agent, target)
-            if limit:
-                return limit
+            refusal = self.grasp_refusal(agent, target)
+            if refusal:
+                return refusal
             st.hands[arm] = target
             w.placements[target] = Placement.held(agent, arm)
             return ""

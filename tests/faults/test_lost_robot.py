@@ -78,7 +78,10 @@ def test_a_killed_robot_is_found_lost_and_back_once_restarted(tmp_path: Path, mo
         procs = {c.label: start(c, alice_out if c.label == "planner@/alice" else subprocess.DEVNULL) for c in children}
         bridge = procs[BRIDGE]
         try:
-            time.sleep(15.0)  # the robots are up and have heard each other
+            # alice has heard bob (a fixed wait was too short under the whole suite's load: a teammate never heard
+            # is only lost after the 60 s start-up lease)
+            _wait_for(alice_log, "hears bob", bridge)
+            time.sleep(3.0)  # the episode under way
             assert bridge.poll() is None
             for child in bob:
                 procs[child.label].send_signal(signal.SIGKILL)

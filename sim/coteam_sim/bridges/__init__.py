@@ -40,6 +40,11 @@ class Bridge(Protocol):
     @property
     def horizon(self) -> int: ...
 
+    @property
+    def known_scene(self) -> Scene | None:
+        """The scene when it is known without a session (else ``start`` reads it from the engine's)."""
+        ...
+
     def start(self, agents: tuple[str, ...], seed: int) -> tuple[Scene, ExternalEngine]: ...
 
 

@@ -90,8 +90,11 @@ class BridgedSimulator(Simulator):
             if not failure and end != start:
                 failure = self.engine.move(agent, end, round(bearing(start, end)) % 360)
         else:
-            # TDW-MAT's bookkeeping (hands, containers) is the benchmark's rule, not the engine's physics
+            # TDW-MAT's bookkeeping (hands, containers) and a grasp's sight and handling limits are the benchmark's
+            # rules, not the engine's physics (the engine decides the reach)
             refusal = self.handling_refusal(agent, prim) if prim.kind in _HANDLING else ""
+            if not refusal and prim.kind == PrimitiveKind.GRASP:
+                refusal = self.grasp_refusal(agent, prim.args[0])
             failure = refusal or self.engine.act(agent, prim)
         self.engine.mirror(self.world)  # the engine's state is the truth
         return failure

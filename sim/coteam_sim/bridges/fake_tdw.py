@@ -4,8 +4,9 @@ add-on send, plays them by the simple rules below, and answers every frame with 
 format (:mod:`.fake_tdw_output`), which ``tdw.output_data`` and the add-on read as they read the real build's.
 
 * Objects (``add_object``, ``load_primitive_from_resources``) are boxes: 0.3 m wide unless ``scale_object`` says
-  otherwise; kinematic ones (``set_kinematic_state``) not attached to another object are obstacles, except to a
-  Replicant told to pass through them (``ignore_collisions``). ``teleport_object`` moves one,
+  otherwise; kinematic ones (``set_kinematic_state``) that rise above the floor and are not attached to another
+  object are obstacles, except to a Replicant told to pass through them (``ignore_collisions``). ``load_scene``
+  empties the world. ``teleport_object`` moves one,
   ``parent_object_to_object`` makes one follow another.
 * A Replicant (``add_replicant``) turns on the spot (``rotate_object_by``, yaw) and, while a walk animation plays
   (``play_replicant_animation`` until ``stop_replicant_animation``), steps :data:`WALK_M_PER_FRAME` a frame; a step
@@ -24,6 +25,8 @@ Commands it has no rule for are recorded in :attr:`FakeTdwBuild.ignored` and cha
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import socket
@@ -44,6 +47,7 @@ ARM_FRAMES = 2
 DEFAULT_SIZE_M = 0.3
 REPLICANT_RADIUS_M = 0.2
 HAND_HEIGHT_M = 1.0
+FLOOR_TOP_M = 0.05  # what rises no higher is floor, not an obstacle
 TDW_VERSION = "1.13.0.0"
 
 
@@ -90,6 +94,7 @@ class FakeTdwBuild:
         self.frame = 0
         self.ignored: set[str] = set()
         self.unfelt: set[frozenset[int]] = set()  # pairs of objects (Replicants) that pass through each other
+        self.scenes_loaded = 0
         self.commands_seen: list[str] = []
         self._always: set[str] = set()
         self._once: set[str] = set()
@@ -132,6 +137,13 @@ class FakeTdwBuild:
     # --- commands -------------------------------------------------------------------------------------------
     def _do_terminate(self, command: dict[str, Any]) -> None:
         self._terminated = True
+
+    def _do_load_scene(self, command: dict[str, Any]) -> None:
+        """A new, empty scene: every object and Replicant gone."""
+        self.bodies.clear()
+        self.replicants.clear()
+        self.unfelt.clear()
+        self.scenes_loaded += 1
 
     def _do_send_version(self, command: dict[str, Any]) -> None:
         self._once.add("vers")
@@ -251,12 +263,8 @@ class FakeTdwBuild:
             held |= extra  # and what is in what it holds
         for oid, body in self.bodies.items():
             felt = oid not in held and frozenset((rid, oid)) not in self.unfelt
-            if (
-                felt
-                and body.kinematic
-                and body.parent is None
-                and _boxes_meet(spot, REPLICANT_RADIUS_M, body.position, body.size)
-            ):
+            standing = body.kinematic and body.parent is None and body.position[1] + body.size[1] / 2 > FLOOR_TOP_M
+            if felt and standing and _boxes_meet(spot, REPLICANT_RADIUS_M, body.position, body.size):
                 return oid
         for other, rep in self.replicants.items():
             felt = other != rid and frozenset((rid, other)) not in self.unfelt
@@ -359,4 +367,5 @@ class FakeTdwController:
         port = free_port()
         self.build = FakeTdwBuild(port, stall_after=self.stall_after, refuse=self.refuse)
         self.build.start()
-        return Controller(port=port, check_version=False, launch_build=False)
+        with contextlib.redirect_stdout(io.StringIO()):  # "You need to launch your own build": the stand-in is it
+            return Controller(port=port, check_version=False, launch_build=False)

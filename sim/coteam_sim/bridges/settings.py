@@ -18,12 +18,14 @@ class ThorSettings:
 
 @dataclass(frozen=True)
 class TdwSettings:
-    """How to reach TDW: ``launch_build`` (the controller downloads and starts the build) or a build started by
-    hand that connects to ``port``; ``timeout_s`` for the build to connect and for each frame."""
+    """How to reach TDW: ``launch_build`` (the controller downloads its build on first use and starts it) or a build
+    started by hand that connects to ``port`` and serves every episode of the run; ``connect_timeout_s`` for the
+    build to connect (a first download included), ``timeout_s`` for each frame."""
 
     port: int = 1071
     launch_build: bool = True
     timeout_s: float = 60.0
+    connect_timeout_s: float = 900.0
 
 
 @dataclass(frozen=True)

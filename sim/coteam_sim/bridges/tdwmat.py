@@ -2,20 +2,24 @@
 Replicant driven by TDW's own ``Replicant`` add-on, as the engine of
 :class:`~coteam_sim.bridges.external.BridgedSimulator`.
 
-* The house is the episode's (suite ``tdwmat-tdw``: the ``tdwmat-test`` episodes), built in TDW at the start: the
-  walls of its floor plan as kinematic cubes (``load_primitive_from_resources``, ``scale_object``), the bed as
-  TDW's ``bed01`` model and the other furniture as kinematic cubes, every item as a model of TDW's library
-  (:data:`MODELS`), each robot a Replicant where the episode starts it. Map (x, y) is TDW's (x, z).
+* The house is the episode's (suite ``tdwmat-tdw``: the ``tdwmat-test`` episodes), built in an empty scene at the
+  start: a floor and the walls of its floor plan as kinematic cubes (``load_primitive_from_resources``,
+  ``scale_object``), the bed as TDW's ``bed01`` model and the other furniture as kinematic cubes, every item as a
+  model of TDW's library (:data:`MODELS`; items on the same furniture spread over its top), each robot a Replicant
+  where the episode starts it. Map (x, y) is TDW's (x, z). A build the controller launched quits at the episode's
+  end; one started by hand keeps its session for the run's next episode.
 * The primitives are TDW-MAT's, played by the Replicant: ``move_forward`` is ``move_by(0.5)``, the turns
   ``turn_by(∓15)``, ``grasp`` reaches for the object (``reach_for``, 1.5 m at most), grasps it and brings the arm
   back, ``put_in`` drops the held object into the container held in the other hand and parents it to that
   container (``parent_object_to_object``: it travels with it), ``drop`` drops it. Each runs frame by frame until
   the add-on says it ended; its ``ActionStatus`` becomes the simulator's failure reason (:func:`failure_reason`).
 * TDW-MAT's own bookkeeping (one object per hand, no nesting, three items a container, nothing taken from a
-  teammate's hand) is the embedded simulator's (``Simulator.handling_refusal``).
+  teammate's hand; a grasp only of what is in view) is the embedded simulator's (``Simulator.handling_refusal``,
+  ``grasp_refusal``).
 * After every primitive the session's state is mirrored: each Replicant's pose and what it holds (``Replicants``
   output data), where each item is (``Transforms``); an item that has not moved keeps its place (on its
-  furniture), one that moved lies on the floor where TDW put it. Goals are judged on it (within 3 m of the bed).
+  furniture), one that moved or fell lies on the floor where TDW put it. Goals are judged on it (within 3 m of the
+  bed).
 
 Not mapped: images (what a robot sees is the embedded simulator's view cone on TDW's poses), TDW-MAT's own
 floor plans and object placements (the house is the episode's), physics beyond where TDW leaves things.
@@ -24,7 +28,6 @@ floor plans and object placements (the house is the episode's), physics beyond w
 from __future__ import annotations
 
 import contextlib
-import io
 import math
 import threading
 from collections.abc import Callable, Iterator
@@ -48,6 +51,9 @@ from coteam_sim.primitives import Primitive, PrimitiveKind
 
 REPLICANT_IDS = 100_000  # a robot's Replicant id: this plus its index (object ids are the scene's)
 WALL_IDS = 200_000  # the walls' cubes
+FLOOR_ID = 199_999
+FLOOR_M = 0.1  # the floor's thickness (its top at height 0)
+SPREAD_M = 0.2  # items on the same furniture stand this far apart
 WALL_HEIGHT_M = 2.5
 FURNITURE_SIZE_M = (0.8, 0.75, 0.8)  # a stand-in cube for furniture other than the bed
 SURFACE_HEIGHT_M = FURNITURE_SIZE_M[1]
@@ -107,33 +113,37 @@ def controller_factory(settings: TdwSettings) -> Callable[[], Any]:
     return make
 
 
-def _connect(make_controller: Callable[[], Any], timeout_s: float, port: int | None) -> Any:
-    """The controller, once a build has connected to it; a one-line error when none does within ``timeout_s`` (the
-    controller itself waits for ever)."""
+_KEPT: dict[int, Any] = {}  # a build started by hand: its session (by port), kept for the run's next episode
+
+
+def _connect(make_controller: Callable[[], Any], settings: TdwSettings) -> Any:
+    """The controller, once a build has connected to it (a build started by hand: the session its last episode
+    left); a one-line error when none connects within ``settings.connect_timeout_s`` (the controller itself waits
+    for ever)."""
+    if not settings.launch_build and settings.port in _KEPT:
+        return _KEPT.pop(settings.port)
     made: dict[str, Any] = {}
 
     def connect() -> None:
         try:
-            with contextlib.redirect_stdout(io.StringIO()):  # its progress lines are not ours to print
-                made["controller"] = make_controller()
+            made["controller"] = make_controller()
         except BaseException as exc:
             made["error"] = exc
 
     thread = threading.Thread(target=connect, name="tdw-connect", daemon=True)
     thread.start()
-    thread.join(timeout_s)
+    thread.join(settings.connect_timeout_s)
     if "error" in made:
         error = made["error"]
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise BridgeError(f"TDW could not start ({first})")
     if "controller" not in made:
-        where = f"port {port}" if port is not None else "its port"
         raise BridgeError(
-            f"no TDW build connected on {where} within {timeout_s:g} s: it needs TDW's Unity build (downloaded by "
-            "tdw, or started by hand with --tdw-no-launch) and a display (or xvfb-run)"
+            f"no TDW build connected on port {settings.port} within {settings.connect_timeout_s:g} s: it needs "
+            "TDW's Unity build (downloaded by tdw, or started by hand with --tdw-no-launch) and a display (or xvfb-run)"
         )
     controller = made["controller"]
-    controller.socket.setsockopt(zmq.RCVTIMEO, round(timeout_s * 1000))
+    controller.socket.setsockopt(zmq.RCVTIMEO, round(settings.timeout_s * 1000))
     return controller
 
 
@@ -160,12 +170,14 @@ class TdwEngine:
             )
             for index, (name, s) in enumerate(zip(agents, (start.agents[a] for a in agents), strict=True))
         }
-        self.controller = _connect(make_controller, settings.timeout_s, settings.port)
+        self.controller = _connect(make_controller, settings)
         for replicant in self.replicants.values():
             # no look-ahead for obstacles (its box, wider than a robot, stops it in doorways the planner's paths
-            # cross): a Replicant stops when it touches something
+            # cross): a Replicant stops when it touches a wall; items are no obstacle (as in the benchmark's rules)
             replicant.collision_detection.avoid = False
+            replicant.collision_detection.exclude_objects.extend(i.id for i in scene.items)
         try:
+            self.controller.add_ons.clear()  # (a kept session: the last episode's Replicants)
             self.controller.add_ons.extend(self.replicants.values())
             self._communicate(self._house(start), "building the house")
             self._communicate([], "adding the robots")  # the add-ons read their Replicants' static data
@@ -186,7 +198,11 @@ class TdwEngine:
     def _house(self, start: WorldState) -> list[dict[str, Any]]:
         """The commands that build ``start``'s house in TDW (see the module docstring)."""
         fp = self.scene.floorplan
-        commands: list[dict[str, Any]] = []
+        (x0, y0), (x1, y1) = fp.corner_of(0, 0), fp.corner_of(fp.width, fp.height)
+        commands: list[dict[str, Any]] = [
+            {"$type": "load_scene", "scene_name": "ProcGenScene"},  # empty (a kept session: of the last episode)
+            *_cube(FLOOR_ID, ((x0 + x1) / 2, (y0 + y1) / 2), (x1 - x0, FLOOR_M, y1 - y0), base=-FLOOR_M),
+        ]
         for index, (x0, y0, x1, y1) in enumerate(_wall_runs(fp.rows)):
             (ax, ay), (bx, by) = fp.corner_of(x0, y0), fp.corner_of(x1, y1)
             commands += _cube(WALL_IDS + index, ((ax + bx) / 2, (ay + by) / 2), (bx - ax, WALL_HEIGHT_M, by - ay))
@@ -204,11 +220,15 @@ class TdwEngine:
             for i, robot in enumerate(robots)
             for other in [*furniture, *robots[i + 1 :]]
         ]
+        on_each: dict[int, int] = {}  # items placed on each piece of furniture so far
         for item in self.scene.items:
             placement = start.placements[item.id]
-            height = SURFACE_HEIGHT_M if placement.relation == Relation.ON else 0.0
-            position = _position(start.position_of(item.id), height)
-            commands.append(Controller.get_add_object(model_name(item.name), item.id, position))
+            x, y = start.position_of(item.id)
+            height = 0.0
+            if placement.relation == Relation.ON:  # spread over the furniture's top, a grid of 3 x 3 places
+                k = on_each[placement.target] = on_each.get(placement.target, -1) + 1
+                x, y, height = x + SPREAD_M * (k % 3 - 1), y + SPREAD_M * (k // 3 % 3 - 1), SURFACE_HEIGHT_M
+            commands.append(Controller.get_add_object(model_name(item.name), item.id, _position((x, y), height)))
         return commands
 
     def _play(self, agent: str, start: Callable[[Replicant], None], what: str) -> str:
@@ -222,10 +242,16 @@ class TdwEngine:
         raise BridgeError(f"TDW did not end {what} of {agent} in {MAX_FRAMES} frames")
 
     def close(self) -> None:
+        """The end of the episode: a build the controller launched quits; one started by hand stays connected for
+        the run's next episode (it cannot connect to another controller)."""
+        if not self.settings.launch_build:
+            _KEPT[self.settings.port] = self.controller
+            return
         with contextlib.suppress(zmq.ZMQError, BridgeError):
             self.controller.socket.setsockopt(zmq.RCVTIMEO, 2000)
             self.controller.communicate({"$type": "terminate"})
         self.controller.socket.close(linger=0)
+        self.controller.socket.context.term()
 
     # --- ExternalEngine -------------------------------------------------------------------------------------
     def move(self, agent: str, position: Vec2, heading: int) -> str:
@@ -256,18 +282,21 @@ class TdwEngine:
             return failure
         if k == PrimitiveKind.PUT_INTO_CARRIER:
             (arm,) = prim.args
-            held = self.replicants[agent].dynamic.held_objects  # both hands full: handling_refusal saw to it
-            item, carrier = held[ARMS[arm]], held[ARMS[1 - arm]]
+            held = self.replicants[agent].dynamic.held_objects
+            item, carrier = held.get(ARMS[arm]), held.get(ARMS[1 - arm])
+            if item is None or carrier is None:  # TDW's hands, which the world model mirrors: not expected
+                return "not holding"
             inside = self._position_of(carrier)
             failure = self._play(agent, lambda r: r.drop(ARMS[arm], offset=inside), "putting it in")
-            self._communicate(
-                [
-                    {"$type": "parent_object_to_object", "parent_id": carrier, "id": item},
-                    {"$type": "set_kinematic_state", "id": item, "is_kinematic": True, "use_gravity": False},
-                ],
-                "putting it in",
-            )
-            self.carried[item] = carrier
+            if not failure:
+                self._communicate(
+                    [
+                        {"$type": "parent_object_to_object", "parent_id": carrier, "id": item},
+                        {"$type": "set_kinematic_state", "id": item, "is_kinematic": True, "use_gravity": False},
+                    ],
+                    "putting it in",
+                )
+                self.carried[item] = carrier
             return failure
         if k == PrimitiveKind.DROP:
             (arm,) = prim.args
@@ -304,12 +333,16 @@ class TdwEngine:
                 world.placements[item.id] = Placement.held(agent, hand)
             elif item.id in self.carried:
                 world.placements[item.id] = Placement(Relation.IN, self.carried[item.id])
-            elif item.id in self.moved and item.id in where:
+            elif item.id in where and (item.id in self.moved or self._fell(item.id, where[item.id])):
                 xz = (float(where[item.id][0]), float(where[item.id][2]))
                 room = world.scene.floorplan.room_at(xz)
                 world.placements[item.id] = Placement(Relation.FLOOR, room.id if room else -1, position=xz)
             else:
                 world.placements[item.id] = self.scene.placements[item.id]
+
+    def _fell(self, item: int, position: np.ndarray) -> bool:
+        """Whether an item that started on furniture is now down on the floor (knocked off it)."""
+        return self.scene.placements[item].relation == Relation.ON and float(position[1]) < SURFACE_HEIGHT_M / 2
 
     def visible_ids(self, agent: str) -> None:
         """No camera in the bridge: what a robot sees is the embedded simulator's view on TDW's poses."""
@@ -328,14 +361,14 @@ def _position(xy: Vec2, height: float = 0.0) -> dict[str, float]:
     return {"x": float(xy[0]), "y": height, "z": float(xy[1])}
 
 
-def _cube(object_id: int, xy: Vec2, size: tuple[float, float, float]) -> list[dict[str, Any]]:
-    """A kinematic cube of ``size`` (x, height, z) standing on the floor at ``xy``."""
+def _cube(object_id: int, xy: Vec2, size: tuple[float, float, float], base: float = 0.0) -> list[dict[str, Any]]:
+    """A kinematic cube of ``size`` (x, height, z) at ``xy``, its bottom at height ``base``."""
     return [
         {
             "$type": "load_primitive_from_resources",
             "primitive_type": "Cube",
             "id": object_id,
-            "position": _position(xy, size[1] / 2),
+            "position": _position(xy, base + size[1] / 2),
             "orientation": {"x": 0.0, "y": 0.0, "z": 0.0},
         },
         {"$type": "scale_object", "id": object_id, "scale_factor": {"x": size[0], "y": size[1], "z": size[2]}},
@@ -391,6 +424,11 @@ class TdwBridge:
     @property
     def horizon(self) -> int:
         return self.scene.task.horizon
+
+    @property
+    def known_scene(self) -> Scene:
+        """The episode's house, known before any session (TDW is given it)."""
+        return self.scene
 
     def start(self, agents: tuple[str, ...], seed: int) -> tuple[Scene, TdwEngine]:
         engine = TdwEngine(self.scene, agents, self.make_controller, self.settings)

@@ -412,6 +412,11 @@ class ThorBridge:
     def horizon(self) -> int:
         return self.task.horizon
 
+    @property
+    def known_scene(self) -> None:
+        """Unknown until a session is open: the scene is read from AI2-THOR's metadata."""
+        return None
+
     def start(self, agents: tuple[str, ...], seed: int) -> tuple[Scene, ThorEngine]:
         engine = ThorEngine(self.task, agents, self.make_controller)
         return engine.scene, engine

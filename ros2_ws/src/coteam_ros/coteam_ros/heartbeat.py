@@ -56,7 +56,9 @@ class TeamHeartbeat:
         self._thread.start()
 
     def heard(self, teammate: str) -> None:
-        """A sign of life from ``teammate`` (an accepted message, a heartbeat)."""
+        """A sign of life from ``teammate`` (an accepted message, a heartbeat); the first is logged (``hears bob``)."""
+        if self.roster.last_heard.get(teammate, 0.0) is None:
+            self.node.get_logger().info(f"hears {teammate}")
         change = self.roster.heard(teammate, time.monotonic())
         if change is not None:
             self.on_change(change)

@@ -66,13 +66,16 @@ def write_task_scene(cfg: TeamConfig, directory: str | os.PathLike[str]) -> Path
 
     assert ref.suite is not None
     spec = get_suite(ref.suite).episodes()[ref.episode]
-    if cfg.world is not None and _on_an_engine(cfg):  # the engine's session gives the scene: read it once
+    if cfg.world is not None and _on_an_engine(cfg):  # the bridge's scene (AI2-THOR: a session's, read once)
         from coteam_sim.bridges import bridge_for
         from coteam_sim.bridges.settings import UnitySettings
 
         unity = UnitySettings.of(**cfg.world.unity.model_dump())
-        scene, engine = bridge_for(spec, cfg.world.engine, unity).start(tuple(cfg.robot_names), ref.seed)
-        engine.close()  # (a session that fails to start is closed by the bridge)
+        bridge = bridge_for(spec, cfg.world.engine, unity)
+        scene = bridge.known_scene
+        if scene is None:
+            scene, engine = bridge.start(tuple(cfg.robot_names), ref.seed)
+            engine.close()  # (a session that fails to start is closed by the bridge)
         save_scene(scene, path)
         return path
     save_scene(spec.build(), path)
