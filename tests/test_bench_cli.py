@@ -21,8 +21,11 @@ def test_bench_writes_table_json_and_chart(tmp_path, capsys, suite, metric):
     assert set(rows) == {"rhp", "oracle"}
     assert rows["oracle"]["vs_oracle"] == pytest.approx(1.0)
     assert all(r["episodes"] == 2 and metric in r for r in rows.values())
+    assert rows["rhp"]["vs_reference"] is None and rows["oracle"]["vs_reference"][2] == 2, "paired with rhp"
+    assert all(r["se"] >= 0 for r in rows.values())
     table = (out / "comparison.md").read_text()
-    assert ("Total Steps" in table) == (suite == "cwah-test") and "| rhp |" in table and "| oracle |" in table
+    assert ("Total Steps" in table) == (suite == "cwah-test") and "| rhp | 2 |" in table and "| oracle | 2 |" in table
+    assert "Δ vs rhp" in table and " ± " in table and "standard error" in table
     assert (out / "comparison.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "rhp" / "results.json").is_file()
     assert "comparison.md" in capsys.readouterr().out
@@ -74,3 +77,20 @@ def test_a_results_table_never_cuts_an_episode_id():
     console = Console(width=80, record=True)
     console.print(results_table([result], "a narrow terminal"))
     assert "tdwmat-test-visual/23" in console.export_text()
+
+
+def test_the_spread_is_the_standard_error_and_pairs_share_episodes() -> None:
+    from dataclasses import replace
+
+    from coteam_harness.report import mean_se, paired
+    from coteam_harness.runner import run_episode
+    from coteam_sim.suites import get_suite
+
+    assert mean_se([2.0, 4.0, 6.0]) == pytest.approx((4.0, 2.0 / 3**0.5))
+    assert mean_se([5.0]) == (5.0, 0.0)
+    base = run_episode(get_suite("cwah-test").episodes()[0].build(), "rhp", episode_name="e0")
+    ours = [replace(base, episode="e0", steps=10), replace(base, episode="e1", steps=30), replace(base, episode="e2")]
+    theirs = [replace(base, episode="e0", steps=12), replace(base, episode="e1", steps=31)]
+    mean, se, shared = paired(ours, theirs, "steps")
+    assert (mean, shared) == (-1.5, 2) and se == pytest.approx(0.5), "e2 is not shared: left out"
+    assert paired(ours, [replace(base, episode="x")], "steps") is None

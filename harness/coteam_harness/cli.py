@@ -373,6 +373,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if unknown or not names:
         raise KeyError(f"unknown method(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(method_names())}")
     own = split_params(names, params)
+    reference = args.reference or names[0]
+    if reference not in names:
+        raise KeyError(f"--reference {reference} is not one of the methods run ({', '.join(names)})")
     by_count: dict[int, dict[str, list[EpisodeResult]]] = {}
     for n in counts:
         count_out = out if len(counts) == 1 else out / f"x{n}"
@@ -393,7 +396,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             for name in names
         }
         by_count[n] = results
-        report = write_report(results, suite.benchmark, f"{args.suite} x{n}", count_out)
+        report = write_report(results, suite.benchmark, f"{args.suite} x{n}", count_out, reference)
         console.print(Path(report["markdown"]).read_text())
         console.print(f"table: {report['markdown']}\njson:  {report['json']}\nchart: {report['png']}")
     if len(counts) > 1:
@@ -572,6 +575,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="compare methods on a suite: paper-style table, JSON and bar chart")
     p.add_argument("--suite", required=True, choices=sorted(SUITES))
     p.add_argument("--methods", default="pce,coela,mhp,rhp,random,oracle", help="comma-separated methods")
+    p.add_argument(
+        "--reference", metavar="METHOD", help="the method every other is paired against (default: the first)"
+    )
     p.add_argument("--agents", default="2", help="team size, or several for a scaling table (e.g. 2,3,4)")
     p.add_argument("--episodes", help="e.g. 0-4 (default: the whole test set, or 0-9 when generated)")
     p.add_argument("--seed", type=int, default=0)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,15 +14,45 @@ from coteam.world import Benchmark
 from coteam_harness.results import EpisodeResult, summarize
 
 
-def comparison(results: Mapping[str, list[EpisodeResult]], benchmark: Benchmark) -> list[dict[str, Any]]:
-    """One row per method: the papers' metrics plus the ratio to the oracle when it was run."""
+def headline(benchmark: Benchmark) -> str:
+    """The metric a benchmark's tables lead with: total steps (C-WAH) or the transport rate (TDW-MAT)."""
+    return "steps" if benchmark == Benchmark.CWAH else "transport_rate"
+
+
+def mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """The mean of ``values`` and its standard error (the sample standard deviation over the root of their number;
+    0 for a single value)."""
+    mean = statistics.fmean(values)
+    return mean, statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+
+
+def paired(
+    results: Sequence[EpisodeResult], reference: Sequence[EpisodeResult], metric: str
+) -> tuple[float, float, int] | None:
+    """``metric`` of ``results`` minus ``reference``'s over the episodes both ran: the mean difference, its standard
+    error and the number of shared episodes (None when they share none). Pairing removes what the episodes
+    themselves vary by, so a difference is seen on fewer episodes than two means need."""
+    theirs = {r.episode: getattr(r, metric) for r in reference}
+    diffs = [getattr(r, metric) - theirs[r.episode] for r in results if r.episode in theirs]
+    return (*mean_se(diffs), len(diffs)) if diffs else None
+
+
+def comparison(
+    results: Mapping[str, list[EpisodeResult]], benchmark: Benchmark, reference: str | None = None
+) -> list[dict[str, Any]]:
+    """One row per method: the papers' metrics, the headline metric's standard error (``se``), the ratio to the
+    oracle when it was run, and the headline metric's paired difference to ``reference`` (``vs_reference``: mean,
+    standard error, shared episodes)."""
     rows = []
     oracle = summarize(results["oracle"]) if "oracle" in results else None
+    metric = headline(benchmark)
     for method, rs in results.items():
         s = summarize(rs)
         row: dict[str, Any] = {
             "method": method,
             "episodes": len(rs),
+            "se": mean_se([getattr(r, metric) for r in rs])[1],
+            "vs_reference": paired(rs, results[reference], metric) if reference and method != reference else None,
             "comm": s["messages"],
             "chars": s["message_chars"],
             "comm_tokens": s["comm_tokens"],
@@ -61,24 +92,41 @@ def _talk(r: dict[str, Any]) -> str:
     )
 
 
-def markdown(rows: list[dict[str, Any]], benchmark: Benchmark, title: str) -> str:
-    """Comm = messages, Chars = their characters, Comm tokens = their o200k tokens (per episode); Travel m =
-    metres walked by the whole team; Balance = the least busy agent's share of primitives against an even split;
-    Failed = failed primitives; Usages = LLM tokens."""
-    if benchmark == Benchmark.CWAH:
-        head = "| method | Total Steps ↓ " + TALK_HEAD + " × oracle steps |\n|" + "---|" * 10
-        body = [
-            f"| {r['method']} | {_fmt(r['total_steps'])} | " + _talk(r) + f" {_fmt(r['vs_oracle'])} |" for r in rows
-        ]
-    else:
-        head = "| method | Total % ↑ | Food % | Stuff % " + TALK_HEAD + " × oracle rate |\n|" + "---|" * 12
-        body = [
-            f"| {r['method']} | {_fmt(r['total'], True)} | {_fmt(r['food'], True)} | {_fmt(r['stuff'], True)} | "
-            + _talk(r)
-            + f" {_fmt(r['vs_oracle'])} |"
-            for r in rows
-        ]
-    return f"## {title}\n\n{head}\n" + "\n".join(body) + "\n"
+def _paired(r: dict[str, Any], pct: bool) -> str:
+    diff = r["vs_reference"]
+    if diff is None:
+        return "–"
+    scale = 100 if pct else 1
+    return f"{scale * diff[0]:+.2f} ± {scale * diff[1]:.2f} ({diff[2]})"
+
+
+def markdown(rows: list[dict[str, Any]], benchmark: Benchmark, title: str, reference: str | None = None) -> str:
+    """n = episodes; ± = the standard error of the mean over them; Δ = the paired difference to ``reference`` over
+    the episodes both ran (± its standard error, (episodes)). Comm = messages, Chars = their characters, Comm
+    tokens = their o200k tokens (per episode); Travel m = metres walked by the whole team; Balance = the least busy
+    agent's share of primitives against an even split; Failed = failed primitives; Usages = LLM tokens."""
+    cwah = benchmark == Benchmark.CWAH
+    delta = [f"Δ vs {reference}" + ("" if cwah else " (points)")] if reference else []
+    main = ["Total Steps ↓"] if cwah else ["Total % ↑", *delta, "Food %", "Stuff %"]
+    if cwah:
+        main += delta
+    columns = ["method", "n", *main, *TALK_HEAD.strip("| ").split(" | "), "× oracle steps" if cwah else "× oracle rate"]
+    head = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns)
+    body = []
+    for r in rows:
+        cells = [r["method"], str(r["episodes"])]
+        if cwah:
+            cells.append(f"{_fmt(r['total_steps'])} ± {r['se']:.2f}")
+            cells += [_paired(r, False)] if reference else []
+        else:
+            cells.append(f"{_fmt(r['total'], True)} ± {100 * r['se']:.2f}")
+            cells += [_paired(r, True)] if reference else []
+            cells += [_fmt(r["food"], True), _fmt(r["stuff"], True)]
+        body.append("| " + " | ".join(cells) + " | " + _talk(r) + f" {_fmt(r['vs_oracle'])} |")
+    note = "n: episodes; ±: standard error of the mean"
+    if reference:
+        note += f"; Δ: paired difference to {reference} over the episodes both ran (± its standard error, (episodes))"
+    return f"## {title}\n\n{head}\n" + "\n".join(body) + f"\n\n{note}.\n"
 
 
 def scaling_markdown(
@@ -98,15 +146,19 @@ def scaling_markdown(
     )
     body = []
     for m in methods:
+        spread = [mean_se([getattr(r, metric) for r in by_count[n][m]]) for n in counts]
         s = [summarize(list(by_count[n][m])) for n in counts]
+        digits = 3 if metric == "transport_rate" else 1
         body.append(
             f"| {m} | "
-            + " | ".join(f"{x[metric]:.3f}" if metric == "transport_rate" else f"{x[metric]:.1f}" for x in s)
+            + " | ".join(f"{mean:.{digits}f} ± {se:.{digits}f}" for mean, se in spread)
             + " | "
             + " | ".join(f"{x['messages']:.1f}" for x in s)
             + " |"
         )
-    return f"## {suite}: scaling with the number of agents\n\n{head}\n" + "\n".join(body) + "\n"
+    episodes = sorted({len(by_count[n][m]) for n in counts for m in methods})
+    note = f"{'/'.join(map(str, episodes))} episodes per cell; ±: standard error of the mean."
+    return f"## {suite}: scaling with the number of agents\n\n{head}\n" + "\n".join(body) + f"\n\n{note}\n"
 
 
 def bar_chart(rows: list[dict[str, Any]], benchmark: Benchmark, title: str, out: Path) -> Path:
@@ -122,13 +174,19 @@ def bar_chart(rows: list[dict[str, Any]], benchmark: Benchmark, title: str, out:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     values = [r[key] for r in rows]
-    bars = ax.bar([r["method"] for r in rows], values, color="#4c78a8")
-    for bar, v in zip(bars, values, strict=True):
+    errors = [r["se"] for r in rows]
+    bars = ax.bar([r["method"] for r in rows], values, yerr=errors, capsize=3, color="#4c78a8")
+    for bar, v, n in zip(bars, values, (r["episodes"] for r in rows), strict=True):
         ax.annotate(
-            f"{v:.2f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8
+            f"{v:.2f}\nn={n}",
+            (bar.get_x() + bar.get_width() / 2, 0),
+            ha="center",
+            va="bottom",
+            fontsize=7,
+            color="white",
         )
     ax.set_ylabel(label)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(f"{title}\n(error bars: standard error of the mean)", fontsize=9)
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -136,12 +194,20 @@ def bar_chart(rows: list[dict[str, Any]], benchmark: Benchmark, title: str, out:
     return out
 
 
-def write_report(results: Mapping[str, list[EpisodeResult]], benchmark: Benchmark, suite: str, out: Path) -> dict:
-    rows = comparison(results, benchmark)
+def write_report(
+    results: Mapping[str, list[EpisodeResult]],
+    benchmark: Benchmark,
+    suite: str,
+    out: Path,
+    reference: str | None = None,
+) -> dict:
+    """The comparison table (markdown, JSON) and its bar chart, each method paired against ``reference``."""
+    rows = comparison(results, benchmark, reference)
     title = f"{suite}: {', '.join(results)}"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "comparison.md").write_text(markdown(rows, benchmark, title))
-    (out / "comparison.json").write_text(json.dumps({"suite": suite, "rows": rows}, indent=1))
+    (out / "comparison.md").write_text(markdown(rows, benchmark, title, reference))
+    data = {"suite": suite, "metric": headline(benchmark), "reference": reference, "rows": rows}
+    (out / "comparison.json").write_text(json.dumps(data, indent=1))
     bar_chart(rows, benchmark, title, out / "comparison.png")
     return {
         "rows": rows,
