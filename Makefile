@@ -44,11 +44,17 @@ $(LOCAL_LLM): $(STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q -e ".[dev,local-llm]"
 	@touch $(LOCAL_LLM)
 
+# The ray extra for the tests of --ray (a local two-node cluster); `make demo` does not need it.
+RAY := $(VENV)/.ray
+$(RAY): $(STAMP)
+	$(PY) -m pip install -q -e ".[dev,ray]"
+	@touch $(RAY)
+
 demo: venv
 	$(VENV)/bin/coteam launch config/team_sim.yaml --out runs/demo --timeout 600
 	$(VENV)/bin/coteam render runs/demo/trace.json
 
-test: venv $(LOCAL_LLM)
+test: venv $(LOCAL_LLM) $(RAY)
 	$(PY) -m pytest -q -n 2
 
 lint: venv

@@ -18,6 +18,7 @@ import statistics
 import sys
 import time
 
+import episodes  # bench/ is on sys.path when this file runs as a script
 from coteam.kit import MethodTeam, TeamWrapper
 from coteam.reasoning import Decision, DecisionContext, EpisodeInfo
 from coteam.registry import make_team, method_names
@@ -64,8 +65,7 @@ READING = [
 
 
 def _run(specs: list[EpisodeSpec], method: str, params: dict) -> list[EpisodeResult]:
-    team = make_team(method, params or None)
-    return [run_episode(s.build(), team, n_agents=2, episode_name=s.name) for s in specs]
+    return episodes.play(specs, method, params)
 
 
 def _table(benchmark: Benchmark, runs: dict[str, list[EpisodeResult]]) -> list[str]:
@@ -73,16 +73,14 @@ def _table(benchmark: Benchmark, runs: dict[str, list[EpisodeResult]]) -> list[s
     coela = summarize(runs["coela"])
     head = "steps" if cwah else "transport rate"
     lines = [
-        f"| variant | {head} | messages / episode | comm tokens / episode | comm tokens vs coela | p95 ms / decision |",
-        "|---|---|---|---|---|---|",
+        f"| variant | {head} | messages / episode | comm tokens / episode | comm tokens vs coela |",
+        "|---|---|---|---|---|",
     ]
     for label, rs in runs.items():
         s = summarize(rs)
         score = f"{s['steps']:.1f}" if cwah else f"{s['transport_rate']:.3f}"
         share = s["comm_tokens"] / coela["comm_tokens"] if coela["comm_tokens"] else float("nan")
-        lines.append(
-            f"| {label} | {score} | {s['messages']:.2f} | {s['comm_tokens']:.0f} | {share:.0%} | {_p95_ms(rs):.1f} |"
-        )
+        lines.append(f"| {label} | {score} | {s['messages']:.2f} | {s['comm_tokens']:.0f} | {share:.0%} |")
     return lines
 
 
@@ -206,8 +204,8 @@ def section(command: str) -> str:
         TITLE,
         "",
         f"Produced by `{command}`. Two agents, symbolic backend. Comm tokens are the o200k tokens of the message "
-        "texts (the papers' measure of talk); p95 is the 95th percentile over the episodes of each episode's "
-        "95th-percentile decision time.",
+        "texts (the papers' measure of talk). Time per decision is measured in the last table, one episode at a "
+        "time (the others play on --workers processes).",
     ]
     for suite in ("cwah-test", "tdwmat-test"):
         specs = get_suite(suite).episodes()
@@ -243,7 +241,7 @@ def section(command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     from ros_team import section_main  # bench/ is on sys.path when this file runs as a script
 
-    return section_main(argv, "bench/cobel.py", __doc__ or "", section, TITLE)
+    return section_main(argv, "bench/cobel.py", __doc__ or "", section, TITLE, pooled=True)
 
 
 if __name__ == "__main__":

@@ -14,10 +14,9 @@ from __future__ import annotations
 import statistics
 import sys
 
-from coteam.registry import make_team
+import episodes  # bench/ is on sys.path when this file runs as a script
 from coteam.world import Benchmark
 from coteam_harness.results import EpisodeResult
-from coteam_harness.runner import run_episode
 from coteam_sim.suites import EpisodeSpec, fresh_episode, get_suite
 from timing import latency_table
 
@@ -40,10 +39,7 @@ ABLATIONS: tuple[tuple[str, dict, str, str], ...] = (
 
 def _runs(specs: list[EpisodeSpec], method: str, params: dict | None = None) -> list[list[EpisodeResult]]:
     """The episodes run once per run seed."""
-    team = make_team(method, params or None)
-    return [
-        [run_episode(s.build(), team, n_agents=2, seed=seed, episode_name=s.name) for s in specs] for seed in RUN_SEEDS
-    ]
+    return [episodes.play(specs, method, params, seed=seed) for seed in RUN_SEEDS]
 
 
 def _spread(runs: list[list[EpisodeResult]], key: str) -> str:
@@ -141,7 +137,7 @@ def section(command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     from ros_team import section_main  # bench/ is on sys.path when this file runs as a script
 
-    return section_main(argv, "bench/mindmap.py", __doc__ or "", section, TITLE)
+    return section_main(argv, "bench/mindmap.py", __doc__ or "", section, TITLE, pooled=True)
 
 
 if __name__ == "__main__":

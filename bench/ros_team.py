@@ -693,11 +693,22 @@ def emit_section(out: str | None, section: str, title: str = TITLE) -> None:
         print(section)
 
 
-def section_main(argv: list[str] | None, script: str, doc: str, section: Callable[[str], str], title: str) -> int:
-    """The command line of a bench script that writes one section: ``--out FILE`` splices it there, else prints."""
+def section_main(
+    argv: list[str] | None, script: str, doc: str, section: Callable[[str], str], title: str, *, pooled: bool = False
+) -> int:
+    """The command line of a bench script that writes one section: ``--out FILE`` splices it there, else prints.
+    A ``pooled`` script plays its episodes on ``--workers`` processes (:mod:`episodes`)."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--out", help="splice the section into this markdown file (default: print it)")
+    if pooled:
+        import episodes
+
+        parser.add_argument(
+            "--workers", type=int, default=episodes.workers, help="processes playing episodes (default: the cores)"
+        )
     args = parser.parse_args(argv)
+    if pooled:
+        episodes.workers = args.workers
     command = f"python {script}" + (f" --out {args.out}" if args.out else "")
     emit_section(args.out, section(command), title)
     return 0

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import episodes  # bench/ is on sys.path when this file runs as a script
 from coteam.kit import TeamWrapper
 from coteam.registry import make_team
 from coteam.world import Benchmark
@@ -70,7 +71,9 @@ class SeeingAll(TeamWrapper):
 def _run(
     specs: list[EpisodeSpec], method: str, agents: int, params: dict | None = None, *, see_all: bool = False
 ) -> list[EpisodeResult]:
-    team = SeeingAll(make_team(method, params)) if see_all else make_team(method, params)
+    if not see_all:
+        return episodes.play(specs, method, params, agents=agents)
+    team = SeeingAll(make_team(method, params))  # (a wrapped team object: played here, in order)
     return [run_episode(s.build(), team, n_agents=agents, episode_name=s.name) for s in specs]
 
 
@@ -187,7 +190,7 @@ def section(command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     from ros_team import section_main  # bench/ is on sys.path when this file runs as a script
 
-    return section_main(argv, "bench/symbolic_planner.py", __doc__ or "", section, TITLE)
+    return section_main(argv, "bench/symbolic_planner.py", __doc__ or "", section, TITLE, pooled=True)
 
 
 if __name__ == "__main__":

@@ -3,61 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import signal
-import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import yaml
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from coteam.llm import backends
-from coteam.reasoning import Team
-from coteam.registry import make_team, method_class, method_names
+from coteam.registry import method_names
 from coteam.safety import SafetyPolicy, load_policy
 from coteam.world import MAX_AGENTS, Benchmark
-from coteam_harness.pool import Clock, Event, Finished, Job, RunSettings, Started, default_workers, run_jobs
-from coteam_harness.results import RESULTS_LOG, EpisodeResult, ResultsLog, summarize
-from coteam_harness.runner import method_params
-from coteam_harness.trace import journal_path
+from coteam_harness.cells import Cell, console, run_cells, select_episodes, split_params
+from coteam_harness.pool import RunSettings, default_workers
+from coteam_harness.results import RESULTS_LOG, EpisodeResult, summarize
 from coteam_harness.yamlfile import load_yaml
 from coteam_sim.bridges import ENGINES
 from coteam_sim.bridges.settings import TdwSettings, UnitySettings
 from coteam_sim.camera import PERCEPTION
 from coteam_sim.suites import SUITES, EpisodeSpec, get_suite
-
-console = Console(width=None if sys.stdout.isatty() else 132)  # full tables in logs and pipes
-
-
-def parse_episode_range(text: str | None, available: int | None) -> list[int]:
-    """``"0-4"`` → [0..4], ``"1,3,7"`` → [1, 3, 7], ``None`` → all ``available``."""
-    if text is None:
-        if available is None:
-            raise ValueError("--episodes is required for a generated suite")
-        return list(range(available))
-    bad = ValueError(f"bad episode range {text!r}: expected e.g. 0-4 or 1,3,7")
-    out: list[int] = []
-    try:
-        for part in text.split(","):
-            part = part.strip()
-            if "-" in part:
-                lo, hi = part.split("-", 1)
-                out.extend(range(int(lo), int(hi) + 1))
-            elif part:
-                out.append(int(part))
-    except ValueError:
-        raise bad from None
-    if not out or min(out) < 0:
-        raise bad
-    if available is not None and max(out) >= available:
-        raise ValueError(f"episode {max(out)} out of range: the suite has {available} episodes (0-{available - 1})")
-    return out
 
 
 def parse_params(items: list[str], yaml_path: str | None) -> dict[str, Any]:
@@ -78,45 +42,6 @@ def parse_params(items: list[str], yaml_path: str | None) -> dict[str, Any]:
     return params
 
 
-def select_episodes(suite_name: str, episodes: str | None, seed: int) -> list[EpisodeSpec]:
-    suite = get_suite(suite_name)
-    if suite.fixed:
-        specs = suite.episodes()
-        return [specs[i] for i in parse_episode_range(episodes, len(specs))]
-    return [suite.fresh(seed, i) for i in parse_episode_range(episodes or "0-9", None)]
-
-
-class RunStopped(SystemExit):
-    """A run stopped by a signal: the process exits with 128 + the signal's number once the results are saved."""
-
-    def __init__(self, signum: int):
-        self.signal = signal.Signals(signum).name
-        super().__init__(128 + signum)
-
-
-@contextmanager
-def stop_on_signals() -> Iterator[None]:
-    """SIGTERM and SIGINT raise :class:`RunStopped` in the main thread while the block runs (elsewhere, e.g. in a
-    test's worker thread, signals are left alone)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, frame: Any) -> None:
-        raise RunStopped(signum)
-
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def trace_path_of(out: Path, spec: EpisodeSpec) -> Path:
-    return out / "traces" / f"{spec.suite}-{spec.index:03d}.json"
-
-
 def run_suite(
     specs: list[EpisodeSpec],
     team: str,
@@ -131,95 +56,17 @@ def run_suite(
     engine: str = "unity",
     unity: UnitySettings | None = None,
     workers: int = 1,
+    ray_address: str | None = None,
 ) -> list[EpisodeResult]:
-    """Run ``specs`` and keep their results in ``out`` as each one ends (:class:`ResultsLog`); with ``resume``,
-    the episodes an earlier run of the same settings finished there are kept, not run again. SIGTERM / SIGINT
-    stop the run with every finished episode saved, ``results.json`` marked incomplete and the running episode's
-    trace journal left in ``traces/``; the process then exits with 128 + the signal number. ``safety``: the home's
-    policy in every episode; ``approve``: the answer to each question it asks a person. A bridge suite's episodes
-    run on ``engine`` (``unity``: the simulator's Unity build, with ``unity``'s settings; ``fake``: its stand-in).
-    ``workers``: processes playing the episodes at once (:mod:`coteam_harness.pool`: the same results); an episode
-    that fails (its worker died, it raised) is listed in ``results.json`` and played again by ``resume``."""
-    team_obj = make_team(team, params)  # validated once, before any episode; reset (not rebuilt) per episode
-    meta = {"team": team, "agents": agents, "params": method_params(team_obj), "seed": seed}
-    if safety is not None:
-        meta["safety"] = {**safety.model_dump(mode="json", exclude_defaults=True), "approve": approve}
-    seen_by = {spec.perception for spec in specs if spec.perception}
-    if seen_by:
-        meta["perception"] = ",".join(sorted(seen_by))
-    noise = {spec.distractors for spec in specs if spec.distractors}
-    if noise:
-        meta["distractors"] = ",".join(str(n) for n in sorted(noise))
-    if any(spec.bridge for spec in specs):
-        meta["engine"] = engine
-    log = ResultsLog(out, meta, planned=len(specs), resume=resume, order=[spec.name for spec in specs])
-    check_store(team_obj, log)
-    done = log.done
+    """Run ``specs`` with ``team`` and keep their results in ``out`` as each one ends: one cell of
+    :func:`~coteam_harness.cells.run_cells` (results, resume, signals, workers and Ray as documented there).
+    ``safety``: the home's policy in every episode; ``approve``: the answer to each question it asks a person. A
+    bridge suite's episodes run on ``engine`` (``unity``: the simulator's Unity build, with ``unity``'s settings;
+    ``fake``: its stand-in)."""
     settings = RunSettings(team, params, agents, seed, safety, approve, engine, unity)
-    jobs = [Job(spec, settings, trace_path_of(out, spec)) for spec in specs if spec.name not in done]
-    bars: dict[str, TaskID] = {}  # the episodes playing now, each with its bar
-    with (
-        stop_on_signals(),
-        Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            disable=quiet,
-            transient=False,
-        ) as progress,
-    ):
-        overall = progress.add_task(f"{team} x{agents}", total=len(specs))
-        progress.advance(overall, len(specs) - len(jobs))
-
-        def report(event: Event) -> None:
-            name = event.job.name
-            if isinstance(event, Started):
-                bars[name] = progress.add_task(f"  {name} {event.title}", total=event.horizon)
-            elif isinstance(event, Clock):
-                progress.update(bars[name], completed=event.clock)
-            else:
-                if name in bars:  # (an episode may fail before it starts: its scene could not be made)
-                    progress.remove_task(bars.pop(name))
-                progress.advance(overall)
-                if isinstance(event, Finished):
-                    log.add(event.result)
-                else:
-                    log.fail(name, event.reason)
-                    console.print(f"[red]{name} failed[/red]: {event.reason}")
-
-        try:
-            run_jobs(jobs, workers, report, {settings.team_key: team_obj})
-        except RunStopped as stop:
-            interrupted = [
-                {"episode": name, "trace": str(journal_path(trace_path_of(out, spec)))}
-                for spec in specs
-                if (name := spec.name) in bars
-            ]
-            log.write(stopped=stop.signal, interrupted=interrupted)
-            console.print(
-                f"stopped by {stop.signal} after {len(log.results)} of {len(specs)} episodes; results so far: "
-                f"{out / 'results.json'} (finish with --resume)"
-            )
-            raise
-    log.write()
-    by_name = {r.episode: r for r in log.results}
-    return [by_name[spec.name] for spec in specs if spec.name in by_name]
-
-
-def check_store(team: Team, log: ResultsLog) -> None:
-    """A resumed run goes on with the method's persisted store only if the file still holds what the last finished
-    episode left in it (a one-line error otherwise: nothing is overwritten)."""
-    store = getattr(team, "store", None)
-    if store is None or not store.persisted or not log.results:
-        return
-    last = log.results[-1]
-    if last.store_sha256 != store.digest():
-        raise ValueError(
-            f"store {store.path} does not hold what episode {last.episode} left in it (results.json records "
-            f"another content): restore the file, or run afresh with a new --out and store"
-        )
+    cell = Cell(specs, settings, out, f"{team} x{agents}")
+    (results,) = run_cells([cell], workers=workers, ray_address=ray_address, quiet=quiet, resume=resume)
+    return results
 
 
 def results_table(results: list[EpisodeResult], title: str) -> Table:
@@ -329,6 +176,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         engine=args.engine,
         unity=unity_settings(args),
         workers=args.workers,
+        ray_address=args.ray,
     )
     console.print(results_table(results, f"{args.suite} · {args.team} · {args.agents} agent(s)"))
     console.print(f"results: {out / 'results.json'}\ntraces:  {out / 'traces'}")
@@ -344,18 +192,6 @@ def parse_agent_counts(text: str) -> list[int]:
     if not counts or any(not 1 <= n <= MAX_AGENTS for n in counts):
         raise ValueError(f"--agents must be between 1 and {MAX_AGENTS}, got {text!r}")
     return counts
-
-
-def split_params(names: list[str], params: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each method's share of ``params`` (the switches its config declares), validated before anything runs."""
-    declared = {n: set(method_class(n).Config.switch_names()) for n in names}
-    unused = sorted(k for k in params if not any(k in d for d in declared.values()))
-    if unused:
-        raise ValueError(f"no method in {', '.join(names)} has the switch(es) {', '.join(unused)}")
-    own = {n: {k: v for k, v in params.items() if k in declared[n]} for n in names}
-    for n in names:
-        method_class(n).Config.parse_switches(n, own[n])
-    return own
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -376,27 +212,28 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     reference = args.reference or names[0]
     if reference not in names:
         raise KeyError(f"--reference {reference} is not one of the methods run ({', '.join(names)})")
-    by_count: dict[int, dict[str, list[EpisodeResult]]] = {}
-    for n in counts:
-        count_out = out if len(counts) == 1 else out / f"x{n}"
-        unity = unity_settings(args)
-        results = {
-            name: run_suite(
-                specs,
-                name,
-                n,
-                own[name],
-                count_out / name,
-                args.seed,
-                quiet=args.quiet,
-                engine=args.engine,
-                unity=unity,
-                workers=args.workers,
-            )
-            for name in names
-        }
-        by_count[n] = results
-        report = write_report(results, suite.benchmark, f"{args.suite} x{n}", count_out, reference)
+    unity = unity_settings(args)
+
+    def folder(n: int) -> Path:
+        return out if len(counts) == 1 else out / f"x{n}"
+
+    cells = [
+        Cell(specs, RunSettings(name, own[name], n, args.seed, engine=args.engine, unity=unity), folder(n) / name)
+        for n in counts
+        for name in names
+    ]
+    played = iter(
+        run_cells(
+            cells,
+            workers=args.workers,
+            ray_address=args.ray,
+            quiet=args.quiet,
+            title=f"{args.suite}: {', '.join(names)} x{','.join(map(str, counts))}",
+        )
+    )
+    by_count: dict[int, dict[str, list[EpisodeResult]]] = {n: {name: next(played) for name in names} for n in counts}
+    for n, results in by_count.items():
+        report = write_report(results, suite.benchmark, f"{args.suite} x{n}", folder(n), reference)
         console.print(Path(report["markdown"]).read_text())
         console.print(f"table: {report['markdown']}\njson:  {report['json']}\nchart: {report['png']}")
     if len(counts) > 1:
@@ -404,6 +241,26 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         (out / "scaling.md").write_text(text)
         console.print(text)
         console.print(f"scaling table: {out / 'scaling.md'}")
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from coteam_harness.sweep import load_sweep, run_sweep
+
+    sweep = load_sweep(args.file)
+    out = Path(args.out or f"runs/sweep-{Path(args.file).stem}")
+    report = run_sweep(
+        sweep,
+        out,
+        workers=args.workers,
+        ray_address=args.ray,
+        quiet=args.quiet,
+        resume=args.resume,
+        engine=args.engine,
+        unity=unity_settings(args),
+    )
+    console.print(Path(report["markdown"]).read_text())
+    console.print(f"table: {report['markdown']}\njson:  {report['json']}\ncharts: {out}/<suite>/x<n>/comparison.png")
     return 0
 
 
@@ -508,13 +365,22 @@ def unity_settings(args: argparse.Namespace) -> UnitySettings:
     return UnitySettings.of(args.thor_executable, args.thor_platform, args.tdw_port, not args.tdw_no_launch)
 
 
-def _workers_argument(p: argparse.ArgumentParser) -> None:
+def _pool_arguments(p: argparse.ArgumentParser) -> None:
+    """Where the episodes are played (:mod:`coteam_harness.pool`): local worker processes, or a Ray cluster."""
     p.add_argument(
         "--workers",
         type=int,
         default=default_workers(),
         metavar="N",
         help=f"processes playing episodes at once (default: this machine's {default_workers()} cores; same results)",
+    )
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="play the episodes on the Ray cluster at ADDRESS (e.g. 10.0.0.5:6379, or auto); no address: the one "
+        "RAY_ADDRESS names or one running here, else a new one on this machine; needs the ray extra on every node",
     )
 
 
@@ -569,7 +435,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the answer to every action the safety policy asks a person to approve (default: no)",
     )
     _engine_arguments(p)
-    _workers_argument(p)
+    _pool_arguments(p)
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("bench", help="compare methods on a suite: paper-style table, JSON and bar chart")
@@ -589,8 +455,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="output directory (default runs/bench-<suite>)")
     p.add_argument("--quiet", action="store_true")
     _engine_arguments(p)
-    _workers_argument(p)
+    _pool_arguments(p)
     p.set_defaults(func=_cmd_bench)
+
+    p = sub.add_parser(
+        "sweep",
+        help="run a sweep file (methods x suites x seeds x team sizes x switches): one table with its charts",
+        description="Expand a sweep file (its format: harness/coteam_harness/sweep.py) into one run per method, "
+        "switch setting, suite, team size and seed, play them all on one pool (or a Ray cluster), and write one "
+        "comparison table per suite and team size (episode counts, standard errors, paired differences to the "
+        "reference) with a bar chart each.",
+    )
+    p.add_argument("file", help="the sweep file (YAML)")
+    p.add_argument("--out", help="output directory (default runs/sweep-<file name>)")
+    p.add_argument("--resume", action="store_true", help="keep the episodes a stopped run of this sweep finished")
+    p.add_argument("--quiet", action="store_true")
+    _engine_arguments(p)
+    _pool_arguments(p)
+    p.set_defaults(func=_cmd_sweep)
 
     p = sub.add_parser("suites", help="list episode suites (and export their scenes as JSON)")
     p.add_argument("--export", metavar="DIR", help="write the scenes of --export-suite to DIR")

@@ -13,6 +13,9 @@ them in order.
   reason, and a new worker takes its place; an episode that raises fails with its one-line error the same way. The
   other episodes go on. A :class:`~coteam_sim.bridges.BridgeError` (a Unity build that cannot be reached) stops the
   run instead: every episode would meet it.
+* The model endpoint's rate limit (:mod:`coteam.llm.ratelimit`) is kept for the whole pool: a worker's request
+  reserves its slot on this process's clock, through the worker's pipes.
+* ``--ray`` plays the same jobs on a Ray cluster instead (:mod:`coteam_harness.ray_pool`).
 """
 
 from __future__ import annotations
@@ -26,12 +29,14 @@ import os
 import pickle
 import signal
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+from coteam.llm.ratelimit import local_clock, share_reservations
 from coteam.reasoning import Team
 from coteam.registry import make_team
 from coteam.safety import SafetyPolicy
@@ -145,11 +150,17 @@ def one_line(exc: BaseException) -> str:
 
 
 def run_jobs(
-    jobs: Sequence[Job], workers: int, report: Callable[[Event], None], teams: Mapping[str, Team] | None = None
+    jobs: Sequence[Job],
+    workers: int,
+    report: Callable[[Event], None],
+    teams: Mapping[str, Team] | None = None,
+    *,
+    ray_address: str | None = None,
 ) -> None:
-    """Play ``jobs`` on ``workers`` processes (1: here, in order) and ``report`` every event here. ``teams`` (by
+    """Play ``jobs`` on ``workers`` processes (1: here, in order), or on the Ray cluster at ``ray_address``
+    (:func:`coteam_harness.ray_pool.run_on_ray`), and ``report`` every event here. ``teams`` (by
     :attr:`RunSettings.team_key`) are the team objects of this process: a job whose team must play in order
-    (:func:`plays_in_order`) is played here with it, after the pool's."""
+    (:func:`plays_in_order`) is played here with it, after the others."""
     teams = dict(teams or {})
 
     def team_here(job: Job) -> Team:
@@ -158,11 +169,16 @@ def run_jobs(
             teams[key] = make_team(job.settings.team, dict(job.settings.params))
         return teams[key]
 
-    here = [j for j in jobs if workers <= 1 or plays_in_order(team_here(j))]
+    on_ray = ray_address is not None
+    here = [j for j in jobs if (workers <= 1 and not on_ray) or plays_in_order(team_here(j))]
     pooled = [j for j in jobs if j not in here]
-    if len(pooled) == 1:
+    if len(pooled) == 1 and not on_ray:
         here, pooled = pooled + here, []
-    if pooled:
+    if pooled and on_ray:
+        from coteam_harness.ray_pool import run_on_ray
+
+        run_on_ray(ray_address, pooled, report)
+    elif pooled:
         _Pool(min(workers, len(pooled))).run(pooled, report)
     for job in here:
         try:
@@ -173,6 +189,31 @@ def run_jobs(
             report(Failed(job, one_line(exc)))
         else:
             report(Finished(job, result))
+
+
+def play_all(
+    specs: Sequence[EpisodeSpec],
+    team: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    agents: int = 2,
+    seed: int = 0,
+    workers: int = 1,
+) -> list[EpisodeResult]:
+    """``team``'s results on ``specs``, in their order, played on ``workers`` processes (a bench script's loop); an
+    episode that fails raises a :class:`RuntimeError` naming it and why (a measurement must not skip one)."""
+    settings = RunSettings(team, dict(params or {}), agents, seed)
+    jobs = [Job(spec, settings) for spec in specs]
+    results: dict[str, EpisodeResult] = {}
+
+    def keep(event: Event) -> None:
+        if isinstance(event, Failed):
+            raise RuntimeError(f"{event.job.name} failed: {event.reason}")
+        if isinstance(event, Finished):
+            results[event.job.name] = event.result
+
+    run_jobs(jobs, workers, keep)
+    return [results[spec.name] for spec in specs]
 
 
 def default_workers() -> int:
@@ -188,19 +229,41 @@ def _worker(jobs: Connection, events: Connection) -> None:
     if sys.platform == "linux":  # a parent killed outright takes its workers with it
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    speaking = threading.Lock()  # one message at a time on the pipes (a team may call its model from threads)
+
+    def send(event: object) -> None:
+        with speaking:
+            events.send(event)
+
+    def reserve(endpoint: str, interval_s: float, max_wait_s: float) -> float:
+        with speaking:
+            events.send(Reservation(endpoint, interval_s, max_wait_s))
+            return jobs.recv()
+
+    share_reservations(reserve)
     teams: dict[str, Team] = {}
     while (job := jobs.recv()) is not None:
         key = job.settings.team_key
         try:
             if key not in teams:
                 teams[key] = make_team(job.settings.team, dict(job.settings.params))
-            result = play(job, teams[key], events.send)
+            result = play(job, teams[key], send)
         except BridgeError as exc:
-            events.send(exc)
+            send(exc)
         except Exception as exc:  # the episode fails with its reason; the worker goes on
-            events.send(Failed(job, one_line(exc)))
+            send(Failed(job, one_line(exc)))
         else:
-            events.send(Finished(job, result))
+            send(Finished(job, result))
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """A worker asks the parent for a request slot of a rate-limited endpoint; the answer (seconds to wait) comes
+    back on its jobs pipe."""
+
+    endpoint: str
+    interval_s: float
+    max_wait_s: float
 
 
 @dataclass
@@ -261,6 +324,9 @@ class _Pool:
                 event = worker.events.recv()
                 if isinstance(event, BridgeError):
                     raise event
+                if isinstance(event, Reservation):
+                    worker.jobs.send(local_clock().reserve(event.endpoint, event.interval_s, event.max_wait_s))
+                    continue
                 if isinstance(event, Finished | Failed):
                     worker.job = None
                 report(event)

@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError, field_validator
 
 from coteam.actions import HighLevelAction, Verb
+from coteam.validation import first_problem
 from coteam.world import FloorPlan, Vec2
 
 FORMAT = "coteam-safety/1"
@@ -91,9 +92,7 @@ def parse_policy(data: Any, source: str) -> SafetyPolicy:
     try:
         return SafetyPolicy.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "safety"
-        raise SafetyPolicyError(f"{source}: safety.{where}: {first['msg']}") from None
+        raise SafetyPolicyError(f"{source}: {first_problem(exc, 'safety')}") from None
 
 
 def load_policy(path: str | Path) -> SafetyPolicy:

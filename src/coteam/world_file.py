@@ -50,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from coteam.navigation import nearest_free_cell
 from coteam.physics import Physics
 from coteam.safety import SafetyGate, SafetyPolicy, policy_summary
+from coteam.validation import first_problem
 from coteam.world import (
     AgentStart,
     Benchmark,
@@ -212,9 +213,7 @@ def load_world(path: str | Path) -> World:
     try:
         spec = WorldFile.model_validate(data)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        place = ".".join(str(p) for p in error["loc"]) or "the file"
-        raise WorldFileError(f"{path}: {place}: {error['msg']}") from None
+        raise WorldFileError(f"{path}: {first_problem(exc)}") from None
     map_path = path.parent / spec.map if spec.map else None
     try:
         occupancy = load_map_yaml(map_path) if map_path else None

@@ -155,6 +155,9 @@ class RoleMethodConfig(MethodConfig):
     call_deadline_s: float | None = Field(
         None, gt=0, description="seconds one role call may take, retries included (default timeout_s)"
     )
+    requests_per_minute: float | None = Field(
+        None, gt=0, description="the endpoint's rate limit, kept across every worker of a run (default: none)"
+    )
     structured_output: StructuredOutput | None = Field(
         None, description="how answers are held to their JSON schema: auto (detect), a response_format kind, or off"
     )
@@ -186,6 +189,7 @@ class RoleMethodConfig(MethodConfig):
         "backoff_s",
         "structured_output",
         "call_deadline_s",
+        "requests_per_minute",
     )
 
     @model_validator(mode="after")

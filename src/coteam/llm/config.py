@@ -22,7 +22,8 @@ class LLMConfig:
     tries the ``response_format`` variants in turn and keeps the first one the server accepts; a variant's name
     uses only that one; ``off`` sends none (the prompt shows the expected JSON and a repair round fixes slips).
     ``call_deadline_s`` bounds one call, its retries and their waits included (default: ``timeout_s``), so a dead
-    or hanging endpoint costs at most that long per call.
+    or hanging endpoint costs at most that long per call. ``requests_per_minute`` spaces the requests to the
+    endpoint evenly (:mod:`coteam.llm.ratelimit`: across every worker of a run); None: as fast as answers come.
     """
 
     model: str
@@ -36,6 +37,7 @@ class LLMConfig:
     backoff_s: float = 1.0
     structured_output: StructuredOutput = "auto"
     call_deadline_s: float | None = None
+    requests_per_minute: float | None = None
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -48,6 +50,8 @@ class LLMConfig:
                 f"bad limits: max_tokens={self.max_tokens}, timeout_s={self.timeout_s}, "
                 f"call_deadline_s={self.call_deadline_s}"
             )
+        if self.requests_per_minute is not None and self.requests_per_minute <= 0:
+            raise ValueError(f"bad rate limit: requests_per_minute={self.requests_per_minute} (must be above 0)")
         if self.max_retries < 0 or self.backoff_s < 0:
             raise ValueError(f"bad retry settings: max_retries={self.max_retries}, backoff_s={self.backoff_s}")
         if self.structured_output not in get_args(StructuredOutput):

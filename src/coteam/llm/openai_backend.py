@@ -15,6 +15,7 @@ from coteam.llm.accounting import estimate_messages_tokens, estimate_tokens
 from coteam.llm.base import Completion, DeadlineExceeded, LLMError, Usage
 from coteam.llm.cache import ResponseCache, cache_key
 from coteam.llm.config import LLMConfig
+from coteam.llm.ratelimit import reserve_turn
 from coteam.llm.schema import RESPONSE_FORMAT_KINDS, ResponseFormatKind, response_format
 from coteam.llm.transcript import TranscriptRecorder
 
@@ -142,6 +143,8 @@ class OpenAIChatBackend:
                 )
             if call_end - now <= 0:
                 raise self._gave_up(attempt, last)
+            if self.config.requests_per_minute is not None:
+                now = self._wait_turn(deadline, call_end, attempt, last)
             budget = math.inf if deadline is None else deadline - now
             sent["timeout"] = min(self.config.timeout_s, call_end - now, budget)
             if kind is not None:
@@ -187,6 +190,24 @@ class OpenAIChatBackend:
                 continue
             return replace(self._to_completion(response, messages), failed_attempts=attempt)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _wait_turn(self, deadline: float | None, call_end: float, attempt: int, last: str) -> float:
+        """Wait for this request's slot under the endpoint's rate limit; the time then. A slot past the decision's
+        deadline or the call's own gives up now (and is not booked)."""
+        assert self.config.requests_per_minute is not None
+        now = time.monotonic()
+        latest = min(call_end, math.inf if deadline is None else deadline)
+        wait = reserve_turn(self.config.base_url or "openai", self.config.requests_per_minute, latest - now)
+        if deadline is not None and now + wait >= deadline:
+            raise DeadlineExceeded(
+                f"the decision budget runs out before the rate limit of {self.config.describe()} lets a request "
+                f"through (next slot in {wait:.1f} s){last}",
+                failed_attempts=attempt,
+            )
+        if now + wait >= call_end:
+            raise self._gave_up(attempt, last)
+        time.sleep(wait)
+        return now + wait
 
     def _gave_up(self, attempts: int, last: str) -> LLMError:
         return LLMError(

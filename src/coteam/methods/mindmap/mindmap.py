@@ -24,6 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from coteam.validation import first_problem
+
 COMPONENTS = ("inferred_intentions", "cooperative_strategy", "communication_strategy")
 MAX_LINES = 8  # list fields (clarifications, plan steps)
 MAX_TEXT = 300  # text fields; the message draft is held to the message limit by the rules
@@ -161,9 +163,7 @@ def match_keys(raw: Any, previous: MindMap | None, components: tuple[str, ...]) 
     try:
         return MindMap.model_validate(top), repairs
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ValueError(f"mind map not repairable: {where}: {first['msg']}") from None
+        raise ValueError(f"mind map not repairable: {first_problem(exc)}") from None
 
 
 def mind_map_schema(components: tuple[str, ...]) -> dict[str, Any]:

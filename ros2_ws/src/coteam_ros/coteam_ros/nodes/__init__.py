@@ -21,6 +21,7 @@ from coteam_ros import CANNOT_START
 
 RETRY_S = 0.2  # how soon a node tries again to reach an action server that is not up yet
 SHUTDOWN_GRACE_S = 10.0  # a node whose middleware has not shut down this long after its spin ended exits anyway
+BACKSTOP_S = 5.0  # and if that exit cannot run, faulthandler's thread ends the process this much later
 
 
 def wall_timer(node: Node, seconds: float, callback: Callable[[], object]) -> Timer:
@@ -76,7 +77,8 @@ STARTUP_ERRORS = (ValueError, KeyError, ImportError)  # a bad parameter, file or
 
 def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> None:
     """Run one node until Ctrl-C or shutdown, then clean up: exit status 0 on SIGINT, also when the middleware's
-    teardown hangs (after :data:`SHUTDOWN_GRACE_S`, :func:`_exit_if_shutdown_hangs`). A node that cannot start
+    teardown hangs (after :data:`SHUTDOWN_GRACE_S`, :func:`_exit_if_shutdown_hangs`); 1, with every thread's stack
+    on stderr, if it hangs so that no Python thread can run (:data:`BACKSTOP_S` later). A node that cannot start
     (a bad method switch, an unknown method, no or a bad scene file, a missing module: :data:`STARTUP_ERRORS`)
     prints one line and exits with status :data:`~coteam_ros.CANNOT_START`, which stops the launch."""
     rclpy.init(args=argv)
@@ -94,9 +96,13 @@ def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> N
         raise cannot_start(name, exc) from None
     finally:
         watchdog = _exit_if_shutdown_hangs(name, status)
+        # and should the teardown hang holding the interpreter's lock (the timer's thread then never runs): every
+        # thread's stack to stderr and exit status 1, from faulthandler's own thread
+        faulthandler.dump_traceback_later(SHUTDOWN_GRACE_S + BACKSTOP_S, exit=True)
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+        faulthandler.cancel_dump_traceback_later()
         watchdog.cancel()
 
 
