@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from coteam.reasoning import Team
-from coteam.registry import make_team, method_class
-from coteam_harness.pool import Clock, Event, Finished, Job, RunSettings, Started, run_jobs
+from coteam.registry import method_class
+from coteam_harness.pool import Clock, Event, Finished, Job, RunSettings, Started, run_jobs, team_for
 from coteam_harness.results import EpisodeResult, ResultsLog
 from coteam_harness.runner import method_params
 from coteam_harness.stopping import RunStopped, stop_on_signals
@@ -161,9 +161,7 @@ def run_cells(
         raise ValueError(f"two runs of one sweep or bench would write to {clash} (a setting listed twice?)")
     teams: dict[str, Team] = {}
     for cell in cells:  # validated once, before any episode or file; reset (not rebuilt) per episode
-        key = cell.settings.team_key
-        if key not in teams:
-            teams[key] = make_team(cell.settings.team, dict(cell.settings.params))
+        team_for(teams, cell.settings)
     _refuse_shared_stores(cells, teams)
     if ray_address is not None:  # before the signal handlers: joining Ray installs its own for SIGTERM
         from coteam_harness.ray_pool import connect

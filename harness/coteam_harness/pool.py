@@ -111,6 +111,15 @@ class Failed:
 Event = Started | Clock | Finished | Failed
 
 
+def team_for(teams: dict[str, Team], settings: RunSettings) -> Team:
+    """The team ``settings`` name, from ``teams`` (by :attr:`RunSettings.team_key`), built and kept there the first
+    time: a process builds each team once and resets it for each episode."""
+    key = settings.team_key
+    if key not in teams:
+        teams[key] = make_team(settings.team, dict(settings.params))
+    return teams[key]
+
+
 def play(job: Job, team: Team, report: Callable[[Event], None]) -> EpisodeResult:
     """``job``'s episode with ``team`` (reset for it), reporting its start and its clock."""
     spec, settings = job.spec, job.settings
@@ -163,14 +172,8 @@ def run_jobs(
     (:func:`plays_in_order`) is played here with it, after the others."""
     teams = dict(teams or {})
 
-    def team_here(job: Job) -> Team:
-        key = job.settings.team_key
-        if key not in teams:
-            teams[key] = make_team(job.settings.team, dict(job.settings.params))
-        return teams[key]
-
     on_ray = ray_address is not None
-    here = [j for j in jobs if (workers <= 1 and not on_ray) or plays_in_order(team_here(j))]
+    here = [j for j in jobs if (workers <= 1 and not on_ray) or plays_in_order(team_for(teams, j.settings))]
     pooled = [j for j in jobs if j not in here]
     if len(pooled) == 1 and not on_ray:
         here, pooled = pooled + here, []
@@ -182,7 +185,7 @@ def run_jobs(
         _Pool(min(workers, len(pooled))).run(pooled, report)
     for job in here:
         try:
-            result = play(job, team_here(job), report)
+            result = play(job, team_for(teams, job.settings), report)
         except BridgeError:
             raise
         except Exception as exc:  # the episode fails with its reason; the run goes on
@@ -243,11 +246,8 @@ def _worker(jobs: Connection, events: Connection) -> None:
     share_reservations(reserve)
     teams: dict[str, Team] = {}
     while (job := jobs.recv()) is not None:
-        key = job.settings.team_key
         try:
-            if key not in teams:
-                teams[key] = make_team(job.settings.team, dict(job.settings.params))
-            result = play(job, teams[key], send)
+            result = play(job, team_for(teams, job.settings), send)
         except BridgeError as exc:
             send(exc)
         except Exception as exc:  # the episode fails with its reason; the worker goes on

@@ -28,8 +28,7 @@ from typing import Any
 
 from coteam.llm.ratelimit import ReservationClock, share_reservations
 from coteam.reasoning import Team
-from coteam.registry import make_team
-from coteam_harness.pool import Clock, Event, Failed, Finished, Job, one_line, play
+from coteam_harness.pool import Clock, Event, Failed, Finished, Job, one_line, play, team_for
 from coteam_harness.results import EpisodeResult, atomic_write_text
 from coteam_harness.stopping import signals_held
 from coteam_sim.bridges import BridgeError
@@ -64,7 +63,6 @@ def _play_remote(job: Job, events: Any, rate_clock: Any) -> tuple[EpisodeResult 
     """A Ray task: ``job``'s episode on this worker (its team built once per process). Returns the result, the
     trace's text, and the one-line reason when the episode failed."""
     share_reservations(lambda *request: ray.get(rate_clock.reserve.remote(*request)))
-    key = job.settings.team_key
     with tempfile.TemporaryDirectory(prefix="coteam-ray-") as folder:
         local = Job(job.spec, job.settings, Path(folder) / "trace.json" if job.trace_path else None)
 
@@ -79,9 +77,7 @@ def _play_remote(job: Job, events: Any, rate_clock: Any) -> tuple[EpisodeResult 
             events.add.remote(replace(event, job=job))  # the run's job, with its trace path there; not waited on
 
         try:
-            if key not in _TEAMS:
-                _TEAMS[key] = make_team(job.settings.team, dict(job.settings.params))
-            result = play(local, _TEAMS[key], report)
+            result = play(local, team_for(_TEAMS, job.settings), report)
         except BridgeError:
             raise
         except Exception as exc:  # the episode fails with its reason; the worker goes on
