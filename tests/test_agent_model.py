@@ -12,10 +12,11 @@ from coteam.memory import AgentMemory
 from coteam.messages import TeamStatus
 from coteam.navigation import NavGrid
 from coteam.observation import ObjectView
-from coteam.options import RETRY_STEPS, available_actions
+from coteam.options import available_actions
 from coteam.progress import progress_text
 from coteam.reasoning import StartSkill
 from coteam.registry import make_team
+from coteam.retries import RETRY_STEPS
 from coteam.world import Benchmark, ObjectKind, Relation
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
@@ -89,17 +90,65 @@ def test_available_actions_are_annotated_with_distances(cwah_scene):
     assert not any(o.action.is_message for o in available_actions(mem, nav, allow_messages=False))
 
 
-def test_an_unreachable_action_is_not_offered_again_for_a_while(cwah_scene):
+def test_an_action_that_fails_the_same_way_twice_is_not_offered_for_a_while_and_longer_each_time(cwah_scene):
+    """Whatever the reason (nothing reads it): one failure may be bad luck and the action is offered again; the same
+    failure a second time blocks it, a third doubles the wait, a different reason starts over, and every block is
+    counted."""
     sim = Simulator(cwah_scene, ("alice", "bob"))
     mem = _memory(sim, "alice")
     nav = NavGrid(cwah_scene.floorplan)
     explore = next(o for o in available_actions(mem, nav) if o.action.verb == Verb.EXPLORE)
-    mem.record_action(explore.text, "failed: not reachable")
-    assert explore.text not in {o.text for o in available_actions(mem, nav)}
+
+    def offered() -> bool:
+        return explore.text in {o.text for o in available_actions(mem, nav)}
+
+    mem.record_action(explore.text, "failed: the arm says xyzzy")
+    assert offered()
+    mem.record_action(explore.text, "failed: the arm says xyzzy")
+    assert not offered() and mem.retries.retries_blocked == 1
     mem.step += RETRY_STEPS
+    assert offered()
+    mem.record_action(explore.text, "failed: the arm says xyzzy")  # once more: blocked twice as long
+    mem.step += RETRY_STEPS
+    assert not offered()
+    mem.step += RETRY_STEPS
+    assert offered() and mem.retries.retries_blocked == 2
+    mem.record_action(explore.text, "failed: object taken")  # another reason: may be bad luck again
+    assert offered()
+    mem.record_action(explore.text, "done")
+    mem.record_action(explore.text, "failed: object taken")  # a success in between starts over
+    assert offered()
+
+
+def test_on_a_robot_the_block_lasts_seconds_on_its_clock(cwah_scene):
+    from coteam.retries import RETRY_BACKOFF_S
+
+    sim = Simulator(cwah_scene, ("alice", "bob"))
+    mem = _memory(sim, "alice")
+    mem.clock_s = 1000.0
+    nav = NavGrid(cwah_scene.floorplan)
+    explore = next(o for o in available_actions(mem, nav) if o.action.verb == Verb.EXPLORE)
+    for _ in range(2):
+        mem.record_action(explore.text, "failed: not reachable (Nav2 105: failed to make progress)")
+    mem.step += 10 * RETRY_STEPS  # statuses pass; the robot's clock does not
+    assert explore.text not in {o.text for o in available_actions(mem, nav)}
+    mem.clock_s += RETRY_BACKOFF_S
     assert explore.text in {o.text for o in available_actions(mem, nav)}
-    mem.record_action(explore.text, "failed: object taken")  # other failures do not hide it
-    assert explore.text in {o.text for o in available_actions(mem, nav)}
+
+
+def test_a_refused_action_is_never_offered_again_and_a_canceled_one_is_no_failure(cwah_scene):
+    from coteam.safety import REFUSED
+
+    sim = Simulator(cwah_scene, ("alice", "bob"))
+    mem = _memory(sim, "alice")
+    nav = NavGrid(cwah_scene.floorplan)
+    first, second = [o for o in available_actions(mem, nav) if o.action.verb == Verb.EXPLORE][:2]
+    mem.record_action(first.text, "failed: " + REFUSED + "no-go room")
+    for _ in range(3):
+        mem.record_action(second.text, "failed: canceled")
+    mem.step += 1000
+    texts = {o.text for o in available_actions(mem, nav)}
+    assert first.text not in texts and second.text in texts and mem.retries.retries_blocked == 0
 
 
 def test_a_robot_whose_every_way_is_blocked_waits_instead_of_retrying(cwah_scene):
@@ -110,7 +159,8 @@ def test_a_robot_whose_every_way_is_blocked_waits_instead_of_retrying(cwah_scene
     team.reset(info)
     brain = AgentBrain("alice", info, team, NavGrid(cwah_scene.floorplan))
     brain.memory.position = cwah_scene.agent_starts[0].position
-    for option in available_actions(brain.memory, brain.nav):  # a sealed room: every way failed
+    for option in available_actions(brain.memory, brain.nav):  # a sealed room: every way failed twice
+        brain.memory.record_action(option.text, "failed: not reachable")
         brain.memory.record_action(option.text, "failed: not reachable")
     turn = agent_turn(brain, skill_running=False)
     with pytest.raises(StopIteration) as ended:

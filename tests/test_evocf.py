@@ -20,8 +20,9 @@ from coteam.memory import FAILED, AgentMemory
 from coteam.methods.evocf.counterfactual import OPERATORS, Candidate, at_random, guided, swaps, variants
 from coteam.methods.evocf.experience import SCHEMA, ExperienceMemory
 from coteam.methods.evocf.rules import ActionFacts, Rule, RuleKind, induce
-from coteam.options import RETRY_STEPS, ActionOption, available_actions
+from coteam.options import ActionOption, available_actions
 from coteam.registry import make_team
+from coteam.retries import RETRY_STEPS
 from coteam.scene_io import scene_from_dict, scene_to_dict
 from coteam.world import Benchmark, HandlingLimits, Placement, Relation, Scene
 from coteam_harness.runner import run_episode
@@ -99,7 +100,7 @@ def test_strict_limits_travel_with_a_saved_scene_and_plain_suites_have_none() ->
     assert [s.name for s in STRICT[:2]] == ["cwah-strict/0", "cwah-strict/1"]
 
 
-def test_an_action_that_failed_for_a_lasting_reason_is_not_offered_again_for_a_while() -> None:
+def test_an_action_that_failed_twice_for_a_handling_limit_is_not_offered_again_for_a_while() -> None:
     scene = STRICT[0].build()
     sim = Simulator(scene, ("alice", "bob"), seed=0)
     memory = AgentMemory("alice", Benchmark.CWAH, scene.floorplan, scene.task)
@@ -108,6 +109,7 @@ def test_an_action_that_failed_for_a_lasting_reason_is_not_offered_again_for_a_w
 
     nav = NavGrid(scene.floorplan)
     first = next(o for o in available_actions(memory, nav) if not o.action.is_message)
+    memory.record_action(first.text, FAILED + "needs both hands")
     memory.record_action(first.text, FAILED + "needs both hands")
     assert first.text not in {o.text for o in available_actions(memory, nav)}
     memory.step += RETRY_STEPS

@@ -30,6 +30,7 @@ if importlib.util.find_spec("coteam_ros") is None:  # not pip-installed yet: use
 
 from pydantic import Field  # noqa: E402
 
+from coteam.capabilities import RobotCapabilities, team_capabilities  # noqa: E402
 from coteam.kit import MethodConfig, MethodTeam  # noqa: E402
 from coteam.kit.store import StoreSchema  # noqa: E402
 from coteam.registry import register_method, unregister_method  # noqa: E402
@@ -44,7 +45,13 @@ from coteam_ros.node_graph import (  # noqa: E402
     write_params_file,
     write_task_scene,
 )
-from coteam_ros.team_config import ConfigError, LocalModelSection, load_config, parse_config  # noqa: E402
+from coteam_ros.team_config import (  # noqa: E402
+    REMAPPABLE,
+    ConfigError,
+    LocalModelSection,
+    load_config,
+    parse_config,
+)
 
 SIM = ROOT / "config" / "team_sim.yaml"
 HARDWARE = ROOT / "config" / "team_hardware.yaml"
@@ -203,6 +210,10 @@ def test_defaults_and_number_coercion(tmp_path: Path) -> None:
         ("sim", "robots.1.namespace", "bob", "robots[1].namespace", "absolute"),
         ("sim", "robots.1.namespace", "/alice", "robots", "duplicate namespace"),
         ("sim", "robots.1.remap", {"odom": "bad name"}, "robots[1].remap.odom", "not a valid ROS"),
+        ("hw", "robots.1.remap", {"detection": "/d"}, "robots[1].remap.detection", "did you mean detections?"),
+        ("hw", "robots.1.capabilities", {"grippers": 3}, "robots[1].capabilities.grippers", "less than or equal"),
+        ("hw", "robots.1.capabilities", {"hands": 1}, "robots[1].capabilities.hands", "unknown key"),
+        ("sim", "robots.1.capabilities", {"grippers": 1}, "robots", "capabilities only on robots"),
         ("sim", "task", {"suite": "cwah-test"}, "task", "only without a world"),
         ("hw", "navigation", "sim", "navigation", "must be nav2"),
         ("hw", "task", ..., "task", "required without a world"),
@@ -371,6 +382,42 @@ def test_node_list_hardware() -> None:
     assert (planner.parameters["scene_path"], planner.parameters["seed"]) == (SCENE, 0)
     assert executor.parameters["navigation"] == "nav2"
     assert specs[0].parameters["base_frame"] == "robot1/base_link"  # the pose comes from TF
+    # the bodies: the defaults (two grippers), the time limits of an action in seconds
+    assert specs[0].parameters["hands"] == 2 and team_capabilities(executor.parameters["capabilities_json"]) == {
+        "robot1": RobotCapabilities(),
+        "robot2": RobotCapabilities(),
+    }
+    assert (executor.parameters["skill_overhead_s"], executor.parameters["skill_travel_factor"]) == (60.0, 3.0)
+
+
+def test_a_robots_body_comes_from_the_team_file_or_the_world_file_never_both(tmp_path: Path) -> None:
+    one_gripper = {"grippers": 1, "open_needs_free_gripper": True, "speed_mps": 0.2}
+    cfg = load_config(_write(tmp_path, _edit(HW_DOC, "robots.1.capabilities", one_gripper)))
+    specs = {s.label: s for s in node_list(cfg, SCENE)}
+    assert specs["robot_state@/robot2"].parameters["hands"] == 1
+    bodies = team_capabilities(specs["planner@/robot1"].parameters["capabilities_json"])
+    assert bodies["robot2"] == RobotCapabilities(**one_gripper) and bodies["robot1"] == RobotCapabilities()
+
+    world = yaml.safe_load((ROOT / "config" / "flat.world.yaml").read_text())
+    world["robots"][1]["capabilities"] = one_gripper
+    for name in ("flat.map.yaml", "flat.pgm"):
+        shutil.copy(ROOT / "config" / name, tmp_path / name)
+    (tmp_path / "home.world.yaml").write_text(yaml.safe_dump(world))
+    doc = {**HW_DOC, "task": {"world_file": "home.world.yaml"}}
+    assert load_config(_write(tmp_path, doc)).capabilities["robot2"] == RobotCapabilities(**one_gripper)
+    with pytest.raises(ConfigError, match=r"robot2.s capabilities are in home\.world\.yaml too"):
+        load_config(_write(tmp_path, _edit(doc, "robots.1.capabilities", one_gripper)))
+
+
+def test_every_name_a_robots_node_uses_may_be_remapped() -> None:
+    """The remap keys a team file may use are the names the nodes really subscribe, publish, serve and call."""
+    pattern = re.compile(
+        r"(?:create_subscription|create_publisher|ActionClient|ActionServer|create_client)\([^)]*?\"([a-z_/]+)\""
+    )
+    used = set()
+    for source in (PKG / "coteam_ros").rglob("*.py"):
+        used |= set(pattern.findall(source.read_text()))
+    assert used and used <= set(REMAPPABLE), sorted(used - set(REMAPPABLE))
 
 
 def test_perception_from_cameras(tmp_path: Path) -> None:

@@ -189,7 +189,7 @@ def test_near_goals_take_the_tdwmat_rules(tmp_path: Path) -> None:
         ({"task": {**SMALL["task"], "goal": ["book in box"]}}, "goal 'book in box': write RELATION(ITEM, TARGET)"),
         ({"task": {**SMALL["task"], "goal": ["in(book, sofa): 1"]}}, "no fixture is named 'sofa'"),
         ({"task": {**SMALL["task"], "goal": ["in(book, shelf): 1"]}}, "shelf is a surface"),
-        ({"task": {**SMALL["task"], "goal": ["in(cup, box): 1"]}}, "no item is named 'cup'"),
+        ({"task": {**SMALL["task"], "goal": ["in(cup, box): 1"]}}, "no item is named 'cup' (items: book, pen)"),
         ({"task": {**SMALL["task"], "goal": ["in(book, box): 3"]}}, "3 wanted, 2 in items"),
         ({"task": {**SMALL["task"], "goal": ["in(book, box): 1", "near(pen, shelf): 1"]}}, "mixes near"),
         ({"items": [{"name": "book", "where": "in shelf"}]}, "shelf is a surface"),
@@ -197,6 +197,14 @@ def test_near_goals_take_the_tdwmat_rules(tmp_path: Path) -> None:
         ({"items": [{"name": "book", "where": "floor 30 30"}]}, "item 'book' at [30.0, 30.0] is in no room"),
         ({"robots": [{"name": "r1", "start": [9.0, 9.0]}]}, "robot 'r1' at [9.0, 9.0] is in no room"),
         ({"rooms": [*SMALL["rooms"], {"name": "hall", "polygon": [[0, 0], [1, 0], [1, 1]]}]}, "two rooms are named"),
+        (
+            {"rooms": [*SMALL["rooms"], {"name": "closet", "polygon": [[4, 4], [6, 4], [6, 6], [4, 6]]}]},
+            "rooms 'study' and 'closet' overlap (at [4.25, 4.25])",
+        ),
+        (
+            {"robots": [{"name": "r1", "start": [1, 1], "capabilities": {"grippers": 3}}]},
+            "robots.0.capabilities.grippers",
+        ),
         ({"map": "missing.map.yaml"}, "missing.map.yaml: cannot read it (No such file or directory)"),
         ({"rooms": []}, "rooms: give at least one room (or a room_map)"),
         ({"safety": {"no_go": ["cellar"]}}, "safety.no_go: no room named 'cellar' (rooms: hall, study)"),

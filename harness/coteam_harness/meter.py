@@ -66,6 +66,13 @@ class EpisodeMeter:
         """One decision's trace record (tokens, LLM calls and fallbacks, seconds)."""
         self.decisions.append(record)
 
+    def _latest_per_agent(self, key: str) -> int:
+        """A count the decision records carry as each agent's total so far: the team's total."""
+        latest: dict[str, int] = {}
+        for r in self.decisions:
+            latest[r.get("agent", "")] = max(latest.get(r.get("agent", ""), 0), int(r.get(key, 0)))
+        return sum(latest.values())
+
     def reported(self, agent: str, **counts: int) -> None:
         """What ``agent``'s runtime has counted so far (:data:`RUNTIME_COUNTS`): counts only grow, and a restarted
         robot's start again from zero, so the highest report of each stands."""
@@ -117,6 +124,7 @@ class EpisodeMeter:
             primitive_share={a: (n / total_prims if total_prims else 0.0) for a, n in self.primitives.items()},
             **{key: sum(per_robot.values()) for key, per_robot in self.runtime.items()},
             messages_blocked=sum(1 for r in self.decisions if r.get("message_blocked")),
+            retries_blocked=self._latest_per_agent("retries_blocked"),
             message_stalls=sum(1 for r in self.decisions if r.get("message_stall")),
             trace=trace,
             failures=dict(self.failures),

@@ -6,8 +6,10 @@ import math
 from dataclasses import dataclass, field
 
 from coteam.actions import is_message_text
+from coteam.capabilities import DEFAULT_CAPABILITIES, RobotCapabilities
 from coteam.observation import Message, ObjectView, Observation
 from coteam.priors import item_category
+from coteam.retries import RETRY_BACKOFF_S, RetryLedger
 from coteam.safety import SafetyGate
 from coteam.world import Benchmark, FloorPlan, ObjectKind, Relation, Task, Vec2
 
@@ -86,6 +88,10 @@ class AgentMemory:
     # Teammates the runtime found silent past their lease (a dead robot, a cut link): planned without until back.
     lost: set[str] = field(default_factory=set)
     safety: SafetyGate | None = None  # the home's safety policy: what it refuses is never an option
+    capabilities: RobotCapabilities = DEFAULT_CAPABILITIES  # the robot's body: grippers, carrying, speed
+    # Seconds on a robot's clock (its runtime sets it with every status); None in simulation, where steps count
+    clock_s: float | None = None
+    retries: RetryLedger = field(default_factory=RetryLedger)  # failed actions, and which are blocked for now
 
     # --- updating ----------------------------------------------------------------------------------------
     def update(self, obs: Observation) -> None:
@@ -213,6 +219,21 @@ class AgentMemory:
 
     def record_action(self, action: str, outcome: str) -> None:
         self.actions.append(ActionRecord(self.step, action, outcome))
+        if outcome == "done":
+            self.retries.succeeded(action)
+        elif outcome.startswith(FAILED):
+            if self.clock_s is not None:
+                self.retries.first_block = RETRY_BACKOFF_S
+            self.retries.failed(action, outcome.removeprefix(FAILED), self.now())
+
+    def now(self) -> float:
+        """The robot's time: seconds on its clock, or the step in simulation."""
+        return self.clock_s if self.clock_s is not None else self.step
+
+    def blocked_actions(self) -> set[str]:
+        """Actions (in text form) not to offer now: they failed the same way twice lately, or the safety policy
+        refused them (:mod:`coteam.retries`)."""
+        return self.retries.blocked(self.now())
 
     def teammate_placed(self, view: ObjectView) -> None:
         """A teammate's word that an item is where its map shows it in place (real robots tell each other the goal
@@ -291,7 +312,17 @@ class AgentMemory:
         ]
 
     def free_hands(self) -> int:
-        return sum(1 for h in self.holding if h is None)
+        """Grippers free to take an item: the body's limits less what it holds (a payload limit may leave a
+        gripper empty that takes nothing more)."""
+        held = sum(1 for h in self.holding if h is not None)
+        grippers = min(len(self.holding), self.capabilities.grippers)
+        return max(0, min(grippers, self.capabilities.holds) - held)
+
+    def needs_a_free_gripper_to_open(self) -> bool:
+        """Whether opening a door now must wait for a gripper to be freed (the body needs one, and none is)."""
+        return self.capabilities.open_needs_free_gripper and all(
+            h is not None for h in self.holding[: self.capabilities.grippers]
+        )
 
     def held_items(self) -> list[ObjectView]:
         return [self.objects[h] for h in self.holding if h is not None and h in self.objects]

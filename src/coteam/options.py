@@ -7,9 +7,8 @@ from dataclasses import dataclass
 
 from coteam.actions import HighLevelAction, ObjectRef, Verb, format_action
 from coteam.goals import GOAL_RADIUS_M, goal_item_ids, goal_status
-from coteam.memory import FAILED, AgentMemory
+from coteam.memory import AgentMemory
 from coteam.navigation import NavGrid
-from coteam.safety import NOT_APPROVED, REFUSED
 from coteam.world import Benchmark, ObjectKind, Relation, Vec2
 
 
@@ -45,13 +44,6 @@ def target_position(action: HighLevelAction, memory: AgentMemory) -> Vec2 | None
     return None
 
 
-# An action whose skill failed for a reason that a retry would meet again is not offered again for this many steps
-# (the way may open up: a teammate moves out of a doorway, a door is opened on a real robot; the robot's hands may
-# be empty by then).
-RETRY_STEPS = 20
-LASTING_FAILURES = ("not reachable", "out of reach", "needs both hands", "hands busy with a heavy object")
-
-
 def available_actions(memory: AgentMemory, nav: NavGrid, *, allow_messages: bool = True) -> list[ActionOption]:
     """Every action the agent may choose now, in a stable order, with distance annotations."""
     actions = (
@@ -60,15 +52,15 @@ def available_actions(memory: AgentMemory, nav: NavGrid, *, allow_messages: bool
         else _tdw_actions(memory, allow_messages)
     )
     mate = _closest_teammate_position(memory)
-    failed = recently_failed(memory)
+    blocked = memory.blocked_actions()
     claimed = memory.claimed_by_teammates()
     gate = memory.safety
     places = memory.known_places() if gate is not None else ({}, {})
     out = []
     for action in actions:
         text = format_action(action, memory.benchmark)
-        if text in failed:
-            continue
+        if text in blocked:
+            continue  # it failed the same way twice lately (coteam.retries), or the safety policy refused it
         if gate is not None and gate.check_action(action, *places).refused:
             continue  # the home's safety policy forbids it: never an option, so every plan goes round it
         if action.verb in (Verb.CHECK, Verb.GRAB) and action.target is not None and action.target.id in claimed:
@@ -78,19 +70,6 @@ def available_actions(memory: AgentMemory, nav: NavGrid, *, allow_messages: bool
         theirs = None if (pos is None or mate is None) else nav.path_length(mate, pos)
         out.append(ActionOption(action, text, mine, theirs))
     return out
-
-
-def recently_failed(memory: AgentMemory) -> set[str]:
-    """Actions (in text form) that failed within the last :data:`RETRY_STEPS` for one of the
-    :data:`LASTING_FAILURES` (the simulator's reasons, or a real Nav2's "not reachable" with its error), and those
-    the safety policy refused or a person did not approve (never tried again as they were)."""
-    lasting = tuple(f"{FAILED}{reason}" for reason in LASTING_FAILURES)
-    refused = (f"{FAILED}{REFUSED}", f"{FAILED}{NOT_APPROVED}")
-    return {
-        r.action
-        for r in memory.actions
-        if (r.outcome.startswith(lasting) and memory.step - r.step < RETRY_STEPS) or r.outcome.startswith(refused)
-    }
 
 
 def _closest_teammate_position(memory: AgentMemory) -> Vec2 | None:

@@ -27,6 +27,7 @@ from coteam.actions import (
     truncate_message,
     validate_action,
 )
+from coteam.capabilities import DEFAULT_CAPABILITIES, RobotCapabilities
 from coteam.goals import goal_status
 from coteam.memory import FAILED, STARTED, AgentMemory
 from coteam.message_guard import MessageGuard
@@ -46,7 +47,7 @@ EPISODE_OVER = "episode over"  # the reason of a skill the episode's end cut sho
 
 
 class NothingToDo(Exception):
-    """The agent has no action it can take now: every one failed lately for a lasting reason (options.py). It waits."""
+    """The agent has no action it can take now: each failed the same way twice lately (coteam.retries). It waits."""
 
 
 @dataclass(frozen=True)
@@ -209,14 +210,25 @@ class AgentBrain:
     :class:`Decision` objects whose actions are validated against the options it offered.
     """
 
-    def __init__(self, agent: str, info: EpisodeInfo, team: Team, nav: NavGrid, *, allow_messages: bool = True):
+    def __init__(
+        self,
+        agent: str,
+        info: EpisodeInfo,
+        team: Team,
+        nav: NavGrid,
+        *,
+        allow_messages: bool = True,
+        capabilities: RobotCapabilities = DEFAULT_CAPABILITIES,
+    ):
         self.agent = agent
         self.info = info
         self.team = team
         self.nav = nav
         # a centralised team is one mind: its robots have nothing to tell each other
         self.allow_messages = allow_messages and len(info.agents) > 1 and not team.centralised
-        self.memory = AgentMemory(agent, info.benchmark, info.floorplan, info.task, safety=info.safety)
+        self.memory = AgentMemory(
+            agent, info.benchmark, info.floorplan, info.task, safety=info.safety, capabilities=capabilities
+        )
         self.memory.objects.update({v.id: v for v in info.landmarks})
         team.join(agent, self.memory)
         self.decision_seconds: list[float] = []
@@ -284,7 +296,7 @@ class AgentBrain:
     def _decide(self, allow_messages: bool) -> tuple[Decision, list[ActionOption]]:
         options = available_actions(self.memory, self.nav, allow_messages=allow_messages)
         if not any(not o.action.is_message for o in options):
-            raise NothingToDo(f"{self.agent}: every action failed lately for a lasting reason; waiting")
+            raise NothingToDo(f"{self.agent}: every action failed the same way twice lately; waiting")
         decision = self.team.decide(DecisionContext(self.agent, self.memory, options, self.nav))
         action = validate_action(decision.action, self.memory.known_names(), [o.action for o in options])
         if action.verb == Verb.SEND_MESSAGE:
@@ -326,6 +338,7 @@ class AgentBrain:
             "rejected_lines": decision.rejected_lines,
             "seconds": self.decision_seconds[-1] if self.decision_seconds else 0.0,
             "payloads_dropped": self.payloads_dropped,
+            "retries_blocked": m.retries.retries_blocked,
             **self._guarded,
             "previous": [previous.action, previous.outcome] if previous else None,
         }

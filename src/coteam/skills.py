@@ -28,7 +28,7 @@ from enum import IntEnum
 from coteam.actions import HighLevelAction, Verb
 from coteam.goals import delivery_target
 from coteam.memory import AgentMemory, angle_between, bearing
-from coteam.navigation import nearest_free_cell
+from coteam.navigation import NavGrid, nearest_free_cell
 from coteam.observation import ObjectView
 from coteam.physics import Physics
 from coteam.safety import NOT_APPROVED, REFUSED, SafetyGate
@@ -104,6 +104,29 @@ class SkillOutcome:
     primitives: int = 0  # steps in which the skill made the robot act
 
 
+@dataclass(frozen=True)
+class TimeLimit:
+    """A robot's limit on one skill, in seconds: ``overhead_s`` (grasps, doors, turns, a re-plan) plus the drive to
+    the action's target at the robot's own speed times ``travel_factor`` (detours, a teammate to wait for). A slow
+    robot gets the time its drive takes; a skill still running past its limit fails as ``timeout``."""
+
+    clock: Callable[[], float]  # the robot's clock, seconds
+    nav: NavGrid  # path lengths on the robot's map
+    overhead_s: float = 60.0
+    travel_factor: float = 3.0
+
+    def seconds(self, memory: AgentMemory, action: HighLevelAction) -> float:
+        from coteam.options import target_position
+
+        goal = target_position(action, memory)
+        if goal is None:
+            return self.overhead_s
+        metres = self.nav.path_length(memory.position, goal)
+        if not math.isfinite(metres):  # no way on the map: what the straight line takes, and Nav2 says why
+            metres = math.dist(memory.position, goal)
+        return self.overhead_s + self.travel_factor * memory.capabilities.travel_s(metres)
+
+
 class SkillFailed(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
@@ -116,12 +139,22 @@ Skill = Generator[SkillRequest, NavResult | None, None]
 class SkillRunner:
     """Runs one high-level action at a time for one agent, reading the agent's memory."""
 
-    def __init__(self, benchmark: Benchmark, config: Physics | None = None, *, safety: SafetyGate | None = None):
+    def __init__(
+        self,
+        benchmark: Benchmark,
+        config: Physics | None = None,
+        *,
+        safety: SafetyGate | None = None,
+        time_limit: TimeLimit | None = None,
+    ):
         self.benchmark = benchmark
         self.config = config or Physics()
         self.safety = safety  # the home's safety policy: checked before an action starts and before each of its goals
         self._asking = ""  # the question put to a person, until the :class:`Approval` comes
+        # Simulation: a skill gets this many steps (the benchmark's unit of time). A robot: ``time_limit``'s seconds.
         self.max_steps = 80 if benchmark == Benchmark.CWAH else 600
+        self.time_limit = time_limit
+        self._deadline = math.inf
         self._skill: Skill | None = None
         self._action: HighLevelAction | None = None
         self._steps = 0
@@ -141,6 +174,8 @@ class SkillRunner:
         self._action = action
         self._steps = 0
         self._started = False
+        if self.time_limit is not None:
+            self._deadline = self.time_limit.clock() + self.time_limit.seconds(memory, action)
         self._skill = self._make_skill(action)
 
     def cancel(self) -> SkillOutcome | None:
@@ -157,7 +192,7 @@ class SkillRunner:
     def advance(self, reply: NavResult | Approval | None = None) -> SkillRequest | AskApproval | SkillOutcome:
         assert self._skill is not None and self._action is not None, "no skill running"
         try:
-            if self._steps >= self.max_steps:
+            if self._out_of_time():
                 raise SkillFailed("timeout")
             if not self._started:
                 self._started = True
@@ -177,6 +212,11 @@ class SkillRunner:
             outcome = SkillOutcome(self._action, False, exc.reason, self._steps)
         self._skill, self._action = None, None
         return outcome
+
+    def _out_of_time(self) -> bool:
+        if self.time_limit is not None:
+            return self.time_limit.clock() > self._deadline
+        return self._steps >= self.max_steps
 
     def _check_policy(self, action: HighLevelAction) -> str:
         """Refuse ``action`` before anything moves when the safety policy forbids it; the question for a person
@@ -306,8 +346,34 @@ class SkillRunner:
     def _cwah_open_if_closed(self, container_id: int) -> Skill:
         view = self._mem().objects.get(container_id)
         if view is not None and view.kind == ObjectKind.CONTAINER and not view.is_open:
+            if self._mem().needs_a_free_gripper_to_open():
+                raise SkillFailed("no free gripper to open with")
             yield from self._cwah_walk(container_id)
             yield from self._act(Manipulation(ManipulationKind.OPEN, container_id))
+
+    def _closed(self, container_id: int) -> bool:
+        view = self._mem().objects.get(container_id)
+        return view is not None and view.kind == ObjectKind.CONTAINER and not view.is_open
+
+    def _cwah_set_down_for(
+        self, container_id: int, to_put: list[int]
+    ) -> Generator[SkillRequest, NavResult | None, int | None]:
+        """Free a gripper to open the container with, when the robot's body needs one and every gripper is full:
+        set a held item down on the nearest known surface of the room (one that goes elsewhere if any). Returns the
+        item set down when it is one of ``to_put`` (to be fetched again after), else None."""
+        m = self._mem()
+        if not (self._closed(container_id) and m.needs_a_free_gripper_to_open()):
+            return None
+        held = [v.id for v in m.held_items()]
+        item = next((i for i in held if i not in to_put), held[-1] if held else None)
+        room = m.objects[container_id].room
+        surfaces = [v for v in m.objects.values() if v.kind == ObjectKind.SURFACE and v.room == room]
+        if item is None or not surfaces:
+            raise SkillFailed("no free gripper to open with, and no surface to set an item down on")
+        surface = min(surfaces, key=lambda v: math.dist(v.position, m.position)).id
+        yield from self._cwah_walk(surface)
+        yield from self._act(Manipulation(ManipulationKind.PUT, item, surface))
+        return item if item in to_put else None
 
     def _cwah_check(self, container_id: int) -> Skill:
         yield from self._cwah_walk(container_id)
@@ -350,13 +416,20 @@ class SkillRunner:
         ]
         if not to_put:
             raise SkillFailed("not holding anything for this target")
-        yield from self._cwah_walk(target_id)
         is_container = target.kind == ObjectKind.CONTAINER
+        set_down = (yield from self._cwah_set_down_for(target_id, to_put)) if is_container else None
+        yield from self._cwah_walk(target_id)
         if is_container:
             yield from self._cwah_open_if_closed(target_id)
         kind = ManipulationKind.PUT_IN if is_container else ManipulationKind.PUT
         for item_id in to_put:
-            yield from self._act(Manipulation(kind, item_id, target_id))
+            if item_id != set_down:
+                yield from self._act(Manipulation(kind, item_id, target_id))
+        if set_down is not None:  # fetch the item set down to open the door, and put it where it goes too
+            yield from self._cwah_walk(set_down)
+            yield from self._act(Manipulation(ManipulationKind.GRASP, set_down))
+            yield from self._cwah_walk(target_id)
+            yield from self._act(Manipulation(kind, set_down, target_id))
 
     # TDW-MAT -------------------------------------------------------------------------------------------------
     def _turn_to(self, heading: float, stop: Callable[[], bool] = lambda: False) -> Skill:

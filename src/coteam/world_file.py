@@ -21,6 +21,9 @@ offers a real robot's interfaces. The format (YAML, ``format: coteam-world/1``; 
       - {name: apple, category: food, count: 2, where: on kitchentable}  # on SURFACE | in CONTAINER | floor X Y
     robots:                     # start poses (x, y metres, heading degrees); the twin starts them there
       - {name: robot1, start: [1.0, 1.0, 0]}
+      - name: robot2            # optional capabilities (coteam.capabilities; defaults: two grippers, doors opened
+        start: [2.0, 1.0, 0]    #   with full hands, 0.5 m/s); a team file may give them instead
+        capabilities: {grippers: 1, open_needs_free_gripper: true, speed_mps: 0.3}
     task:
       name: put the apples in the fridge
       goal: ["in(apple, fridge): 2"]   # RELATION(ITEM, TARGET): COUNT -- on / in (C-WAH rules), near (TDW-MAT rules)
@@ -47,6 +50,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from coteam.capabilities import RobotCapabilities
 from coteam.navigation import nearest_free_cell
 from coteam.physics import Physics
 from coteam.safety import SafetyGate, SafetyPolicy, policy_summary
@@ -115,6 +119,7 @@ class ItemEntry(_Strict):
 class RobotEntry(_Strict):
     name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
     start: list[float] = Field(min_length=2, max_length=3)
+    capabilities: RobotCapabilities | None = None  # the robot's body (coteam.capabilities); None: the defaults
 
 
 class TaskEntry(_Strict):
@@ -150,6 +155,7 @@ class World:
         map_path: Path | None,
         occupancy: OccupancyMap | None,
         safety: SafetyPolicy | None = None,
+        capabilities: dict[str, RobotCapabilities] | None = None,
     ) -> None:
         self.path = path
         self.scene = scene
@@ -157,6 +163,7 @@ class World:
         self.map_path = map_path
         self.occupancy = occupancy
         self.safety = safety  # the home's safety policy, if the file has one
+        self.capabilities = capabilities or {}  # the robots whose bodies the file describes
 
 
 class OccupancyMap:
@@ -226,7 +233,8 @@ def load_world(path: str | Path) -> World:
             SafetyGate(spec.safety, scene.floorplan)  # its rooms are the home's
     except ValueError as exc:  # a SafetyPolicyError too
         raise WorldFileError(f"{path}: {exc}") from None
-    return World(path, scene, spec.task.time_limit_s, map_path, occupancy, spec.safety)
+    bodies = {r.name: r.capabilities for r in spec.robots if r.capabilities is not None}
+    return World(path, scene, spec.task.time_limit_s, map_path, occupancy, spec.safety, bodies)
 
 
 def parse_goal(text: str) -> tuple[Relation, str, str, int]:
@@ -246,8 +254,8 @@ def compile_world(spec: WorldFile, occupancy: OccupancyMap | None) -> Scene:
     if Relation.NEAR in relations and relations != {Relation.NEAR}:
         raise ValueError("task.goal mixes near (TDW-MAT rules) with on / in (C-WAH rules)")
     benchmark = Benchmark.TDWMAT if Relation.NEAR in relations else Benchmark.CWAH
-    floorplan = _floorplan(spec, occupancy)
     _unique("room", [r.name for r in spec.rooms])
+    floorplan = _floorplan(spec, occupancy)
     _unique("fixture", [f.name for f in spec.fixtures])
     _unique("robot", [r.name for r in spec.robots])
 
@@ -286,7 +294,8 @@ def compile_world(spec: WorldFile, occupancy: OccupancyMap | None) -> Scene:
         if (relation, kind) in ((Relation.IN, "surface"), (Relation.ON, "container")):
             raise ValueError(f"goal {relation.value}({item}, {target}): {target} is a {kind}")
         if item not in names:
-            raise ValueError(f"goal {relation.value}({item}, {target}): no item is named {item!r} (items:)")
+            known = ", ".join(sorted(names)) or "none"
+            raise ValueError(f"goal {relation.value}({item}, {target}): no item is named {item!r} (items: {known})")
         available = sum(1 for i in items if i.name == item)
         if available < count:
             raise ValueError(f"goal {relation.value}({item}, {target}): {count} wanted, {available} in items:")
@@ -448,6 +457,7 @@ def _floorplan(spec: WorldFile, occupancy: OccupancyMap | None) -> FloorPlan:
         if not room.cells():
             raise ValueError(f"room {entry.name!r} holds no cell of the {cs} m grid (outside the map, or too small)")
         rooms.append(room)
+    _no_overlap(rooms, origin, cs)
     rows = []
     for cy in range(height):
         row = []
@@ -460,6 +470,17 @@ def _floorplan(spec: WorldFile, occupancy: OccupancyMap | None) -> FloorPlan:
             row.append("." if free else "#")
         rows.append("".join(row))
     return FloorPlan(cs, tuple(rows), tuple(rooms), origin)
+
+
+def _no_overlap(rooms: list[Room], origin: Vec2, cs: float) -> None:
+    """Every grid cell belongs to one room at most: a robot in two rooms at once would search, and count, both."""
+    owner: dict[tuple[int, int], Room] = {}
+    for room in rooms:
+        for cell in room.cells():
+            other = owner.setdefault(cell, room)
+            if other is not room:
+                where = [round(origin[0] + (cell[0] + 0.5) * cs, 2), round(origin[1] + (cell[1] + 0.5) * cs, 2)]
+                raise ValueError(f"rooms {other.name!r} and {room.name!r} overlap (at {where}): a place is in one room")
 
 
 def _cell_free_on_map(occupancy: OccupancyMap, origin: Vec2, cs: float, cx: int, cy: int) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from coteam.capabilities import capabilities_json
 from coteam.registry import method_class, observes_world
 from coteam.scene_io import save_scene
 from coteam_ros.team_config import TeamConfig, WorldSection
@@ -133,6 +134,9 @@ def node_list(
     ``{"base_url", "model"}``) point each planner at its model server."""
     episode: dict[str, ParamValue] = {"scene_path": str(scene_path), "seed": cfg.episode_ref.seed}
     names = cfg.robot_names
+    bodies = cfg.capabilities
+    # real robots' bodies (a simulated world's robots are the benchmark's)
+    team_bodies: dict[str, ParamValue] = {} if cfg.world else {"capabilities_json": capabilities_json(bodies)}
     specs: list[NodeSpec] = []
     if cfg.world is not None:
         w = cfg.world
@@ -174,6 +178,7 @@ def node_list(
                     "params_json": json.dumps(cfg.team.switches(), sort_keys=True),
                     "time_limit_s": cfg.time_limit_s or 0.0,
                     "faults_json": json.dumps(cfg.twin.faults),
+                    **team_bodies,
                     "cameras": cfg.perception is not None,  # the robots' perception nodes detect in its images
                 },
             )
@@ -181,9 +186,15 @@ def node_list(
     lockstep = cfg.world is not None and cfg.world.mode == "lockstep"
     # the home's safety policy: the planners leave out what it refuses, the executors refuse it and ask for approvals
     safety: dict[str, ParamValue] = {"safety_path": cfg.safety_path} if cfg.safety_path else {}
-    executor: dict[str, ParamValue] = {"robots": list(names), "navigation": cfg.navigation, **episode, **safety}
-    if cfg.world is None:  # a real robot's Nav2 and arm: when to give up on a goal
-        executor.update(no_progress_s=cfg.execution.no_progress_s, arm_timeout_s=cfg.execution.arm_timeout_s)
+    executor: dict[str, ParamValue] = {
+        "robots": list(names),
+        "navigation": cfg.navigation,
+        **episode,
+        **safety,
+        **team_bodies,
+    }
+    if cfg.world is None:  # a real robot's Nav2 and arm: when to give up on a goal, and on a whole action
+        executor.update(cfg.execution.model_dump())
     centralised = method_class(cfg.team.method).centralised
     if centralised:  # one planner for the whole team: the robots' planners relay
         specs.append(
@@ -201,6 +212,7 @@ def node_list(
                     "lockstep": lockstep,
                     **episode,
                     **safety,
+                    **team_bodies,
                 },
             )
         )
@@ -237,6 +249,7 @@ def node_list(
             params_json=json.dumps(_planner_switches(cfg, robot.name, endpoints), sort_keys=True),
             **episode,
             **safety,
+            **team_bodies,
         )
         if cfg.security.sign:
             planner.update(
@@ -253,7 +266,13 @@ def node_list(
                     "robot_state",
                     "robot_state",
                     robot.namespace,
-                    {"robot": robot.name, "robots": list(names), "base_frame": robot.base_frame, **episode},
+                    {
+                        "robot": robot.name,
+                        "robots": list(names),
+                        "base_frame": robot.base_frame,
+                        "hands": bodies[robot.name].grippers,  # the arm's grippers, in its state
+                        **episode,
+                    },
                     list(remappings),
                 )
             )

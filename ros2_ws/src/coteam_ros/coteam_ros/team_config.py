@@ -25,7 +25,9 @@ A file describes one team run::
       faults: []            #   what their Nav2 and arms do wrong: [{robot, kind, goal, code}] (coteam_ros.faults)
     execution:        # optional, real robots: when the executor gives up on a goal (a failed action; the method
       no_progress_s: 20     #   decides again): a Nav2 goal whose remaining distance has not shrunk this long,
-      arm_timeout_s: 60     #   an arm goal without a result this long
+      arm_timeout_s: 60     #   an arm goal without a result this long,
+      skill_overhead_s: 60  #   a whole action after this plus skill_travel_factor times its drive at the robot's
+      skill_travel_factor: 3  #  speed (robots[].capabilities.speed_mps)
     team:
       method: pce           # `coteam methods`
       backend: symbolic     # symbolic | llm
@@ -41,6 +43,9 @@ A file describes one team run::
         namespace: /alice   # default "/" + name
         remap: {}           # node-level remappings, e.g. {camera/image_raw: /alice/camera/color/image_raw}
         base_frame: alice/base_link   # hardware: the robot's base frame on /tf (default "<name>/base_link")
+        capabilities:       # optional (coteam.capabilities), or in the world file's robots (not both): the body
+          grippers: 2       #   1 or 2; open_needs_free_gripper: false; carry_limit: items held at once;
+          speed_mps: 0.5    #   the speed it drives at (the executor's time limits come from it)
     perception:       # optional: each robot's perception node detects items in its RGB-D camera (a visual suite's
       detector: aruco       #   world turns it on by default; the shorthand `perception: aruco` names only the detector)
       markers: markers.yaml #   hardware: the printed markers (YAML, marker id: class name; relative to this file);
@@ -67,6 +72,7 @@ relative paths made absolute.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -89,6 +95,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from coteam.capabilities import RobotCapabilities
 from coteam.signing import DEFAULT_MAX_AGE_S, PUBLIC_KEYS
 from coteam.world_file import World
 
@@ -119,6 +126,35 @@ DETECTOR_KEYS = {  # the perception keys of each detector
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # a robot name: one ROS name token
 _NAMESPACE = re.compile(r"^/([A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*)?$")
 _TOPIC = re.compile(r"^(~/|/)?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
+# The names the robots' nodes use, the keys a remap may have (a test reads the nodes' sources against it)
+REMAPPABLE = (
+    "detections",
+    "navigate_to_pose",
+    "manipulate",
+    "odom",
+    "speed_limit",
+    "camera/image_raw",
+    "camera/depth/image_raw",
+    "camera/camera_info",
+    "arm_state",
+    "status",
+    "execute_skill",
+    "decision",
+    "step_tick",
+    "semantic_map",
+    "semantic_markers",
+    "sim_status",
+    "turn_command",
+    "turn_report",
+    "/tf",
+    "/tf_static",
+    "/clock",
+    "/map",
+    "/team/messages",
+    "/team/intents",
+    "/team/heartbeat",
+    "/approve_action",
+)
 
 
 class ConfigError(ValueError):
@@ -268,6 +304,10 @@ class ExecutionSection(_Section):
 
     no_progress_s: PositiveNumber = 20.0  # a Nav2 goal whose remaining distance has not shrunk this long is canceled
     arm_timeout_s: PositiveNumber = 60.0  # an arm goal without a result this long is canceled
+    skill_overhead_s: PositiveNumber = 60.0  # an action's time limit: this, plus
+    skill_travel_factor: PositiveNumber = (
+        3.0  # this many times its drive at the robot's speed (coteam.skills.TimeLimit)
+    )
 
 
 class UnitySection(_Section):
@@ -413,6 +453,7 @@ class RobotSection(_Section):
     namespace: Text  # default "/" + name
     remap: dict[str, str] = {}
     base_frame: Text  # default "<name>/base_link"
+    capabilities: RobotCapabilities | None = None  # the robot's body; None: the world file's, or the defaults
 
     @classmethod
     def _defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -443,6 +484,10 @@ class RobotSection(_Section):
             for name in (src, dst):
                 if not _TOPIC.match(name):
                     raise _ProblemAt(src, f"{name!r} is not a valid ROS topic/action name")
+            if src not in REMAPPABLE:
+                close = difflib.get_close_matches(src, REMAPPABLE, n=1)
+                hint = f"did you mean {close[0]}?" if close else f"the robots' nodes use {', '.join(REMAPPABLE)}"
+                raise _ProblemAt(src, f"no node of a robot uses {src!r}: {hint}")
         return remap
 
     @field_validator("base_frame")
@@ -617,6 +662,11 @@ class TeamConfig(_Section):
         task = info.data.get("task")
         world_file = task.world if task is not None else None
         if world_file is not None:
+            twice = [r.name for r in robots if r.capabilities is not None and r.name in world_file.capabilities]
+            if twice:
+                raise ValueError(
+                    f"{twice[0]}'s capabilities are in {Path(task.world_file).name} too: describe each body once"
+                )
             names = {r.name for r in robots}
             expected = {a.name for a in world_file.scene.agent_starts}
             if names != expected:
@@ -624,6 +674,8 @@ class TeamConfig(_Section):
                     f"the robots of {Path(task.world_file).name} are {', '.join(sorted(expected))}; "
                     f"got {', '.join(sorted(names))}"
                 )
+        if info.data.get("world") is not None and any(r.capabilities is not None for r in robots):
+            raise ValueError("capabilities only on robots (a simulated world's robots are the benchmark's)")
         twin_of_a_suite = info.data.get("twin") is not None and task is not None and task.suite is not None
         if info.data.get("world") is not None or twin_of_a_suite:
             from coteam.world import AGENT_NAMES
@@ -681,6 +733,13 @@ class TeamConfig(_Section):
     @property
     def robot_names(self) -> list[str]:
         return [r.name for r in self.robots]
+
+    @property
+    def capabilities(self) -> dict[str, RobotCapabilities]:
+        """Every robot's body: the team file's ``capabilities``, else its world file's, else the defaults."""
+        world = self.task.world if self.task is not None else None
+        described = world.capabilities if world is not None else {}
+        return {r.name: r.capabilities or described.get(r.name) or RobotCapabilities() for r in self.robots}
 
     @property
     def time_limit_s(self) -> float | None:

@@ -45,6 +45,7 @@ from rclpy.publisher import Publisher
 from std_msgs.msg import Header
 
 from coteam.actions import HighLevelAction, format_action
+from coteam.capabilities import DEFAULT_CAPABILITIES, team_capabilities
 from coteam.navigation import NavGrid
 from coteam.observation import Observation, observation_from_dict
 from coteam.reasoning import AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
@@ -109,12 +110,13 @@ class CoordinatorNode(Node):
         self.info = load_episode(scene_path, seed, robots, self.declare_parameter("safety_path", "").value).info
         self.team.reset(self.info)
         nav = NavGrid(self.info.floorplan)
+        bodies = team_capabilities(self.declare_parameter("capabilities_json", "{}").value)
         self.shared = not self.team.full_observability  # each robot's memory takes in what its teammates see
         self.robots: dict[str, TeamRobot] = {}
         for name, ns in zip(robots, namespaces, strict=True):
             robot = TeamRobot(
                 name,
-                AgentBrain(name, self.info, self.team, nav),
+                AgentBrain(name, self.info, self.team, nav, capabilities=bodies.get(name, DEFAULT_CAPABILITIES)),
                 self.create_publisher(TurnCommand, f"{ns}/turn_command", TURNS),
                 self.create_publisher(Decision, f"{ns}/decision", DECISIONS),
             )

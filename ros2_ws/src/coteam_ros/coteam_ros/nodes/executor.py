@@ -43,9 +43,15 @@ no answer within the policy's ``approval_timeout_s``, or a no, and the action fa
 With Nav2 (``navigation: nav2``) the policy's ``max_speed_mps`` goes to Nav2's controller on ``speed_limit``
 (``nav2_msgs/SpeedLimit``, in m/s) before every navigation goal and whenever a new controller subscribes.
 
+Real robots (``navigation: nav2``) have limits in seconds: a Nav2 goal without progress for ``no_progress_s``, an
+arm goal without a result for ``arm_timeout_s``, and a whole action past ``skill_overhead_s`` plus
+``skill_travel_factor`` times its drive at the robot's speed (:class:`coteam.skills.TimeLimit`); in simulation a
+skill's limit is in the benchmark's steps.
+
 Parameters: ``robot``, ``navigation`` (sim | nav2), ``scene_path`` / ``seed`` (the task; see
 ``coteam_ros.episode``), ``robots`` (the team, in simulator order), ``teammate_status``, ``teammate_wait_s``,
-``safety_path``.
+``safety_path``, ``capabilities_json`` (the team's bodies, :func:`coteam.capabilities.team_capabilities`: the
+skills keep to this robot's), ``no_progress_s``, ``arm_timeout_s``, ``skill_overhead_s``, ``skill_travel_factor``.
 """
 
 from __future__ import annotations
@@ -66,7 +72,9 @@ from rclpy.node import Node
 from std_msgs.msg import Header
 
 from coteam.actions import ActionError, HighLevelAction, Verb, format_action, parse_action
+from coteam.capabilities import team_capabilities
 from coteam.memory import AgentMemory
+from coteam.navigation import NavGrid
 from coteam.observation import ObjectView, Observation, observation_from_dict
 from coteam.skills import (
     Approval,
@@ -77,6 +85,7 @@ from coteam.skills import (
     NavResult,
     SkillOutcome,
     SkillRunner,
+    TimeLimit,
 )
 from coteam.world import HANDS
 from coteam_ros.approval import SERVICE as APPROVAL_SERVICE
@@ -218,11 +227,22 @@ class ExecutorNode(Node):
         self.benchmark = info.benchmark
         self.memory = AgentMemory(self.robot, info.benchmark, info.floorplan, info.task, safety=info.safety)
         self.memory.objects.update({v.id: v for v in info.landmarks})
-        self.skills = SkillRunner(info.benchmark, info.physics, safety=info.safety)
+        bodies = team_capabilities(self.declare_parameter("capabilities_json", "{}").value)
+        if self.robot in bodies:
+            self.memory.capabilities = bodies[self.robot]
+        self.stepwise = self.navigation == "sim"  # the simulator's navigator plans one step at a time
+        time_limit = None
+        if not self.stepwise:  # a real robot: an action's limit is in seconds, from its speed and way
+            time_limit = TimeLimit(
+                time.monotonic,
+                NavGrid(info.floorplan),
+                self.declare_parameter("skill_overhead_s", 60.0).value,
+                self.declare_parameter("skill_travel_factor", 3.0).value,
+            )
+        self.skills = SkillRunner(info.benchmark, info.physics, safety=info.safety, time_limit=time_limit)
         self.approval_timeout_s = info.safety.policy.approval_timeout_s if info.safety is not None else 0.0
         self.approval_client = self.create_client(ApproveAction, APPROVAL_SERVICE)
         self.approval_requests = 0  # numbers the questions put to a person
-        self.stepwise = self.navigation == "sim"  # the simulator's navigator plans one step at a time
         self.step = -1
         self.ready = False
         self.stamp: tuple[int, int] = (0, 0)

@@ -41,7 +41,10 @@ and ``teammate_lease_s`` (a decentralised team's planners beat on ``/team/heartb
 lease is lost: my memory plans without it, its claims lapse and what it held is out of reach, until it is heard
 again; each change is logged once and counted in the step tick and the end report, ``coteam_ros.heartbeat``),
 ``memory_journal`` (a file keeping every observation taken in; a planner started again in the same episode takes
-them in again first, so it remembers what it had seen and heard: ``coteam_ros.memory_journal``).
+them in again first, so it remembers what it had seen and heard: ``coteam_ros.memory_journal``), ``capabilities_json``
+(the team's bodies, :func:`coteam.capabilities.team_capabilities`: the options keep to this robot's). On a real robot
+(``ends_task``) the memory keeps the robot's clock, so an action that failed the same way twice is blocked for
+seconds (:mod:`coteam.retries`).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from rclpy.node import Node
 from std_msgs.msg import Header
 
 from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, parse_action, truncate_message
+from coteam.capabilities import DEFAULT_CAPABILITIES, team_capabilities
 from coteam.navigation import NavGrid
 from coteam.observation import Message, Observation, observation_from_dict
 from coteam.perception import ObservationAssembler
@@ -150,7 +154,9 @@ class PlannerNode(Node):
         if not self.coordinated:
             team.reset(info)
             self.team = team
-            self.brain = AgentBrain(self.robot, info, team, NavGrid(info.floorplan))
+            bodies = team_capabilities(self.declare_parameter("capabilities_json", "{}").value)
+            body = bodies.get(self.robot, DEFAULT_CAPABILITIES)
+            self.brain = AgentBrain(self.robot, info, team, NavGrid(info.floorplan), capabilities=body)
             journal_path = self.declare_parameter("memory_journal", "").value
             if journal_path:
                 self.journal = MemoryJournal(journal_path, self.robot, info.episode, seed)
@@ -360,6 +366,8 @@ class PlannerNode(Node):
         self.missing = (self.missing - set(late)) | set(absent)
         texts = tuple(self.inbox.pop(k) for k in [*late, *keys] if k in self.inbox)
         taken = replace(obs, messages=texts)
+        if self.ends_task:  # a real robot: its limits are in seconds on its clock (failed actions' back-off)
+            self.brain.memory.clock_s = self.get_clock().now().nanoseconds / 1e9
         self.brain.observe(taken)
         if self.journal is not None:
             self.journal.keep(taken)
