@@ -1,5 +1,6 @@
 """Test helpers for runs of the ROS 2 team over real DDS: a team file, the comparable part of a trace, watching a
-robot's steps, starting the team once the test hears its simulator, and stopping a test's node and children."""
+robot's steps, starting the team once the test hears its simulator, stopping a test's node and children, and
+checking that no robot loops on a failing action."""
 
 from __future__ import annotations
 
@@ -106,3 +107,19 @@ def stop_all(procs: dict[str, subprocess.Popen], timeout_s: float = 10.0) -> Non
             p.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             p.kill()
+
+
+def assert_never_a_third_identical_failure(decisions: list[dict]) -> None:
+    """No robot tries an action again at once after it failed the same way twice in a row (coteam.retries): one
+    retry of a failure may be bad luck, never a loop."""
+    by_robot: dict[str, list[dict]] = {}
+    for d in decisions:
+        by_robot.setdefault(d["agent"], []).append(d)
+    for robot, mine in by_robot.items():
+        for before, last, now in zip(mine, mine[1:], mine[2:], strict=False):
+            failed_twice = (
+                last["previous"] == now["previous"]
+                and before["action"] == last["action"] == now["previous"][0]
+                and now["previous"][1].startswith("failed: ")
+            )
+            assert not (failed_twice and now["action"] == last["action"]), f"{robot} tried {now['action']} a third time"

@@ -129,6 +129,27 @@ def test_printed_markers_default_to_the_world_files_ids(tmp_path: Path) -> None:
         parse_config({**HW_DOC, "perception": {"detector": "aruco"}}, str(tmp_path / "team.yaml"))
 
 
+def test_the_twins_robots_are_documented_profiles_named_per_robot(tmp_path: Path) -> None:
+    from coteam_ros.twin_robots import TWIN_ROBOTS
+
+    doc = {**HW_DOC, "twin": {"robots": {"robot1": "stretch3"}}, "robots": [{"name": "robot1"}, {"name": "robot2"}]}
+    doc["task"] = {"world_file": "flat.world.yaml"}
+    for home in ("flat.world.yaml", "flat.map.yaml", "flat.pgm"):
+        shutil.copy(ROOT / "config" / home, tmp_path)
+    twin = next(s for s in node_list(parse_config(doc, str(tmp_path / "team.yaml")), SCENE) if s.name == "twin")
+    assert json.loads(twin.parameters["robot_profiles_json"]) == {"robot1": "stretch3"}
+    with pytest.raises(ConfigError, match=r"twin\.robots\.robot1: no twin robot 'roomba' \(one of generic, tiago"):
+        parse_config({**doc, "twin": {"robots": {"robot1": "roomba"}}}, str(tmp_path / "team.yaml"))
+    with pytest.raises(ConfigError, match="twin.robots names robot3, who is not in robots"):
+        parse_config({**doc, "twin": {"robots": {"robot3": "tiago"}}}, str(tmp_path / "team.yaml"))
+    # what each arm driver answers: one gripper full, a door with every gripper full on a robot that needs one free
+    stretch, generic, dual = TWIN_ROBOTS["stretch3"], TWIN_ROBOTS["generic"], TWIN_ROBOTS["tiago_dual"]
+    assert (stretch.grasp_refusal(0), stretch.grasp_refusal(1)) == ("", "gripper occupied")
+    assert stretch.open_refusal(1) == "no free gripper to open or close with" and stretch.open_refusal(0) == ""
+    assert (dual.open_refusal(1), dual.open_refusal(2)) == ("", "no free gripper to open or close with")
+    assert generic.open_refusal(2) == "" and generic.speed_mps is None
+
+
 def test_a_twin_runs_a_world_file_or_a_suite_episode(tmp_path: Path) -> None:
     """The twin's robots are the task's: a world file's names, or a suite episode's agents (alice, bob, ...)."""
     from coteam.scene_io import load_scene

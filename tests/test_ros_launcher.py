@@ -83,6 +83,13 @@ elif mode == "node":        # stands in for coteam_ros.nodes.*: reads its --ros-
         with open(params["results_path"], "w") as f:
             f.write(os.environ["FAKE_RESULTS"])
         sys.exit(0)
+    if name == "planner" and params.get("end_report"):  # a robot's planner: ends its task as FAKE_GOAL_MET says
+        met = os.environ["FAKE_GOAL_MET"] == "1"
+        report = {"robot": params["robot"], "ended": "goal met on my map" if met else "time limit",
+                  "goal_met": met, "goal_items": [3 if met else 1, 3], "wall_s": 1.0, "statuses": 2, "decisions": 1}
+        with open(params["end_report"], "w") as f:
+            json.dump(report, f)
+        sys.exit(0)
     signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
     idle()
 """
@@ -228,7 +235,7 @@ def test_timeout(fake: Callable[..., list[str]]) -> None:
     with_bridge = Background([Child("sim_bridge@/", fake("bridge", 0, 60), bridge=True)], timeout=1.0, sigint_grace=2.0)
     hardware = Background([Child("planner@/r1", fake("polite"))], timeout=1.0, sigint_grace=2.0)
     assert with_bridge.join() == launcher.TIMEOUT_EXIT  # the episode did not finish
-    assert hardware.join() == 0  # no bridge: the timeout is the ordinary end of a session
+    assert hardware.join() == launcher.TIMEOUT_EXIT  # robots too: a task that did not end is no success
     assert "timeout after 1 s" in with_bridge.out.text and "timeout after 1 s" in hardware.out.text
     assert with_bridge.elapsed < 10.0 and hardware.elapsed < 10.0
 
@@ -390,6 +397,27 @@ def test_coteam_launch_end_to_end_with_fake_nodes(
     assert "sim_bridge@/ exited with code 0" in printed
     assert "setup_table" in printed and "cwah-test · pce (ROS)" in printed  # the results table
     assert (out / "results.json").is_file()
+
+
+@pytest.mark.parametrize(("goal_met", "code"), [(True, 0), (False, launcher.TASK_UNFINISHED)])
+def test_a_robot_team_exits_0_only_when_the_task_ended_with_the_goal_met(
+    tmp_path: Path, fake: Callable[..., list[str]], monkeypatch: pytest.MonkeyPatch, capsys, goal_met: bool, code: int
+) -> None:
+    """`coteam launch config/team_hardware.yaml` with fake nodes whose planners end the task: every planner ended
+    its task, but only a goal met exits 0; a time limit without it is 3. Discovery on this machine only is said."""
+    from coteam.cli import main
+
+    monkeypatch.setattr(launcher, "node_command", lambda spec: fake("node"))
+    monkeypatch.setenv("FAKE_GOAL_MET", "1" if goal_met else "0")
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    for name in ("team_hardware.yaml", "flat.world.yaml", "flat.map.yaml", "flat.pgm"):
+        shutil.copy(ROOT / "config" / name, tmp_path)
+    init_keystore(tmp_path / "keys", ["robot1", "robot2"])
+    assert main(["launch", str(tmp_path / "team_hardware.yaml"), "--out", str(tmp_path / "out")]) == code
+    printed = capsys.readouterr().out
+    assert "DDS discovery stays on this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST)" in printed
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["episodes"][0]["success"] is goal_met
 
 
 def test_print_results_is_tolerant(tmp_path: Path) -> None:

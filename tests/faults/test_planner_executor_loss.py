@@ -149,6 +149,9 @@ def test_a_goal_sent_again_takes_the_running_skill_over_or_gets_the_result_of_th
     answer = wait(repeat.get_result_async())
     assert answer.result.failure_reason == "canceled", "the goal sent again gets the result of the skill that ended"
     assert executor_node.job is None, "and the skill does not run a second time"
+    decided_again = wait(client.send_goal_async(ExecuteSkill.Goal(action=explore, step=0, seq=1)))
+    assert decided_again.accepted and executor_node.job is not None, "the same action decided again runs again"
+    wait(decided_again.cancel_goal_async())
     client.destroy()
 
 

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 EPILOG = """\
-The run ends when the simulator bridge exits (its exit code is returned), at --timeout (exit 124 with a
-world, 0 on hardware), on Ctrl-C / SIGTERM (exit 130 / 143; the results are marked incomplete) or when a node
-cannot start (exit 2, after its one line saying why). A node that dies during the run is reported and the
-team goes on, but the exit code is then 1 at least. Children are stopped with SIGINT, then SIGTERM, then
-SIGKILL. Without a world (robots, or their twin) the run ends when every robot's planner has ended its task
-(its map shows the goal met, a teammate said so, or the task's time limit), and results.json is made of their
-end reports.
+The run ends when the simulator bridge exits (its exit code is returned), at --timeout (exit 124), on
+Ctrl-C / SIGTERM (exit 130 / 143; the results are marked incomplete) or when a node cannot start (exit 2,
+after its one line saying why). A node that dies during the run is reported and the team goes on, but the
+exit code is then 1 at least. Children are stopped with SIGINT, then SIGTERM, then SIGKILL. Without a world
+(robots, or their twin) the run ends when every robot's planner has ended its task (its map shows the goal
+met, a teammate said so, or the task's time limit), results.json is made of their end reports, and the exit
+code is 0 only when the goal was met (3: the task ended unfinished).
 """
 
 

@@ -12,10 +12,11 @@ later is reported (``planner@/bob exited with code 1``) and the rest keep runnin
 the team, but the run's exit code says it died.
 
 Exit codes of :func:`run`: 2 when a node cannot start; the bridge's exit code when it ends the run (128 + N when
-it died of signal N); 128 + N when stopped by signal N (130 for Ctrl-C); 124 when a run with a bridge reaches its
-timeout (the episode did not finish); 0 when every robot's planner has ended its task, and when a run without a
-bridge (hardware) reaches its timeout or is stopped by its caller; without a bridge, when every child has exited: 0
-if all exited with 0, else 1. A run that would end with 0 ends with 1 when a node died during it.
+it died of signal N); 128 + N when stopped by signal N (130 for Ctrl-C); 124 when the run reaches its timeout (the
+task did not end); 0 when every robot's planner has ended its task, and when it is stopped by its caller; without a
+bridge, when every child has exited: 0 if all exited with 0, else 1. A run that would end with 0 ends with 1 when a
+node died during it. :func:`launch` of robots (no ``world:``) turns a 0 into :data:`TASK_UNFINISHED` (3) when no
+robot's map showed the goal met (the task's time limit): only a task done exits 0.
 
 This module does not import rclpy or the node modules: process management works with any command line.
 """
@@ -42,6 +43,7 @@ from coteam_ros.task_end import END_REPORT, EndReport
 from coteam_ros.team_config import TeamConfig, load_config
 
 TIMEOUT_EXIT = 124
+TASK_UNFINISHED = 3  # robots: every planner ended its task, but no map showed the goal met (the time limit)
 TWIN_RESULTS = "twin.json"  # the twin's own results: what really happened in the simulated home
 MEMORY_JOURNAL = "{robot}.memory.jsonl"  # a planner's memory (coteam_ros.memory_journal), in the run's output folder
 TIME_LIMIT_GRACE_S = 90.0  # past a task's time limit (counted by each robot from its first status: start-up comes
@@ -241,7 +243,7 @@ def run(
                 result = 128 + signalled[0] if signalled else 0
             elif deadline is not None and time.monotonic() >= deadline:
                 out(f"[{SELF}] timeout after {timeout:g} s")
-                result = TIMEOUT_EXIT if has_bridge else 0
+                result = TIMEOUT_EXIT
             elif planners and all(r.returncode is not None for r in planners):
                 out(f"[{SELF}] every robot ended its task: the run ends")
                 result = 0
@@ -318,6 +320,12 @@ def launch(
         *results_dir.glob(MEMORY_JOURNAL.format(robot="*")),
     ):
         old.unlink(missing_ok=True)  # never show a previous run's table, nor recall its memories
+    if cfg.world is None and cfg.twin is None and env.get("ROS_AUTOMATIC_DISCOVERY_RANGE") == "LOCALHOST":
+        print(
+            f"[{SELF}] DDS discovery stays on this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST): "
+            "export ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET to reach robots on the network",
+            flush=True,
+        )
     if timeout is None and cfg.time_limit_s is not None:  # the robots stop at the time limit; a hung node does not
         timeout = cfg.time_limit_s + TIME_LIMIT_GRACE_S
     with local_models(cfg) as endpoints:
@@ -325,7 +333,10 @@ def launch(
         code = run(children, timeout=timeout, env=env, sigint_grace=sigint_grace)
     if cfg.world is None:  # stopped by a person (Ctrl-C, SIGTERM): the robots' end reports say how far they got
         stopped_by_signal = code - 128 in (signal.SIGINT, signal.SIGTERM)
-        write_team_results(cfg, results_dir, stopped=None if code == 0 or stopped_by_signal else f"exit {code}")
+        done = write_team_results(cfg, results_dir, stopped=None if code == 0 or stopped_by_signal else f"exit {code}")
+        if code == 0 and not done:
+            print(f"[{SELF}] the task ended without the goal met (exit {TASK_UNFINISHED})", flush=True)
+            code = TASK_UNFINISHED
     return code, results
 
 
@@ -368,13 +379,14 @@ def team_result(reports: list[EndReport], episode: str, task: str, benchmark: st
         teammates_returned=sum(r.teammates_returned for r in reports),
         items_out_of_reach=sum(r.items_out_of_reach for r in reports),
         safety_refusals=sum(r.safety_refusals for r in reports),
+        retries_blocked=sum(r.retries_blocked for r in reports),
         failures=failures,
     )
 
 
-def write_team_results(cfg: TeamConfig, directory: Path, stopped: str | None) -> None:
+def write_team_results(cfg: TeamConfig, directory: Path, stopped: str | None) -> bool:
     """A run on robots (or their twins): ``results.json`` from the planners' end reports (``coteam_ros.task_end``);
-    a robot without one (stopped, or died) makes the results incomplete."""
+    a robot without one (stopped, or died) makes the results incomplete. Whether a robot's map showed the goal met."""
     reports = []
     for robot in cfg.robot_names:
         path = directory / END_REPORT.format(robot=robot)
@@ -393,6 +405,7 @@ def write_team_results(cfg: TeamConfig, directory: Path, stopped: str | None) ->
     meta = {"suite": ref.world_file or ref.suite, "team": cfg.team.method, "robots": cfg.robot_names}
     meta["ended"] = {r.robot: r.ended for r in reports}
     write_results([result], directory / RESULTS_JSON, meta, stopped=stopped)
+    return result.success
 
 
 @contextlib.contextmanager

@@ -178,6 +178,7 @@ def node_list(
                     "params_json": json.dumps(cfg.team.switches(), sort_keys=True),
                     "time_limit_s": cfg.time_limit_s or 0.0,
                     "faults_json": json.dumps(cfg.twin.faults),
+                    "robot_profiles_json": json.dumps(cfg.twin.robots, sort_keys=True),
                     **team_bodies,
                     "cameras": cfg.perception is not None,  # the robots' perception nodes detect in its images
                 },

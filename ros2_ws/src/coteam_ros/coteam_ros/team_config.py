@@ -23,6 +23,7 @@ A file describes one team run::
     twin:             # optional, hardware only: simulated robots with a real robot's interfaces (Nav2's
       tick_hz: 5.0          #   navigate_to_pose, an arm, a detector, TF, odometry) run the task instead of real ones
       faults: []            #   what their Nav2 and arms do wrong: [{robot, kind, goal, code}] (coteam_ros.faults)
+      robots: {robot1: tiago}  # the real robot each plays (coteam_ros.twin_robots; default generic)
     execution:        # optional, real robots: when the executor gives up on a goal (a failed action; the method
       no_progress_s: 20     #   decides again): a Nav2 goal whose remaining distance has not shrunk this long,
       arm_timeout_s: 60     #   an arm goal without a result this long,
@@ -289,6 +290,19 @@ class TwinSection(_Section):
 
     tick_hz: PositiveNumber = 5.0  # simulator steps per second: C-WAH walks 0.27 m a step
     faults: list[dict[str, Any]] = []  # coteam_ros.faults.TwinFault: what the twin's Nav2 and arms do wrong
+    robots: dict[str, str] = {}  # robot -> the real robot it plays (coteam_ros.twin_robots); default generic
+
+    @field_validator("robots")
+    @classmethod
+    def _known_robots(cls, robots: dict[str, str]) -> dict[str, str]:
+        from coteam_ros.twin_robots import twin_robot
+
+        for robot, profile in robots.items():
+            try:
+                twin_robot(profile)
+            except ValueError as exc:
+                raise _ProblemAt(robot, str(exc)) from None
+        return robots
 
     @field_validator("faults")
     @classmethod
@@ -674,6 +688,10 @@ class TeamConfig(_Section):
                     f"the robots of {Path(task.world_file).name} are {', '.join(sorted(expected))}; "
                     f"got {', '.join(sorted(names))}"
                 )
+        twin = info.data.get("twin")
+        unknown = sorted(set(twin.robots) - {r.name for r in robots}) if twin is not None else []
+        if unknown:
+            raise ValueError(f"twin.robots names {', '.join(unknown)}, who is not in robots")
         if info.data.get("world") is not None and any(r.capabilities is not None for r in robots):
             raise ValueError("capabilities only on robots (a simulated world's robots are the benchmark's)")
         twin_of_a_suite = info.data.get("twin") is not None and task is not None and task.suite is not None

@@ -6,10 +6,10 @@ Topics and actions, relative to the robot's namespace:
   ``[gocheck] <fridge> (31)``; feedback every step the robot acts for it (phase ``navigating`` / ``manipulating``,
   progress = the share of the current navigation goal's distance covered, and the step), result
   success / failure reason / steps taken; cancel stops the robot and answers ``canceled``. A goal for another
-  action while one runs is rejected. The planner sends a goal again (same action and step) when our answer to it
-  was lost (DDS can drop a goal response while it is still discovering the planner): that goal takes the running
-  skill over, the older goal being aborted, or, when the skill has ended since, gets its result at once. The goal
-  carries the planner's view of the target (``target_view``), which the executor's memory takes when it has not
+  action while one runs is rejected. The planner sends a goal again (same action, step and number, ``seq``) when our
+  answer to it was lost (DDS can drop a goal response while it is still discovering the planner): that goal takes the
+  running skill over, the older goal being aborted, or, when the skill has ended since, gets its result at once. The
+  goal carries the planner's view of the target (``target_view``), which the executor's memory takes when it has not
   seen the object since: a target the planner knows only from a teammate's message is where the planner thinks;
 * calls ``navigate_to_pose`` (``nav2_msgs/NavigateToPose``) -- the simulator's navigator (``navigation: sim``) or
   the robot's Nav2 (``navigation: nav2``): the same client code. The skill re-checks its stop condition at every
@@ -203,6 +203,7 @@ class Job:
     handle: ServerGoalHandle
     action: HighLevelAction
     step: int
+    seq: int  # the planner's number of the action (ExecuteSkill.seq)
     target: tuple[ObjectView, int] | None = None  # the planner's view of the target, and when it was seen
     started: bool = False
     request: Any = None  # the skill's current request (None: advance the skill)
@@ -211,6 +212,17 @@ class Job:
     feedback: ExecuteSkill.Feedback | None = None  # the one of the armed step
     outcome: SkillOutcome | None = None  # the skill ended; the job ends once navigation has stopped
     asked: bool = False  # its question is out to a person (the safety policy's approval)
+
+
+@dataclass(frozen=True)
+class EndedJob:
+    """A job that ended, and how: a goal for it sent again gets its result."""
+
+    action: HighLevelAction
+    step: int
+    seq: int
+    result: ExecuteSkill.Result
+    state: str
 
 
 class ExecutorNode(Node):
@@ -247,8 +259,8 @@ class ExecutorNode(Node):
         self.ready = False
         self.stamp: tuple[int, int] = (0, 0)
         self.job: Job | None = None
-        # The last job that ended (action, step, result, final state): a goal for it sent again gets its result.
-        self.ended: tuple[HighLevelAction, int, ExecuteSkill.Result, str] | None = None
+        # The last job that ended: a goal for it sent again gets its result.
+        self.ended: EndedJob | None = None
         self.nav: NavigationState | None = None
         self.manipulating = False
         self.manipulation: Any = None  # a real arm's running goal (ClientGoalHandle)
@@ -355,22 +367,22 @@ class ExecutorNode(Node):
         if action.verb == Verb.SEND_MESSAGE:
             self.get_logger().warning("rejected a message: the planner sends messages on /team/messages")
             return GoalResponse.REJECT
-        if self.job is not None and not self._sent_again(action, goal.step, self.job.action, self.job.step):
+        if self.job is not None and not self._sent_again(goal, action, self.job):
             self.get_logger().warning(f"rejected {goal.action!r}: still running {self.job.action}")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
     @staticmethod
-    def _sent_again(action: HighLevelAction, step: int, earlier: HighLevelAction, earlier_step: int) -> bool:
-        """Whether a goal repeats an earlier one: the planner sends a goal again (same action, same step) when our
-        answer to it was lost."""
-        return action == earlier and step == earlier_step
+    def _sent_again(goal: ExecuteSkill.Goal, action: HighLevelAction, earlier: Job | EndedJob) -> bool:
+        """Whether a goal repeats an earlier one: the planner sends a goal again (same action, step and number) when
+        our answer to it was lost."""
+        return (action, goal.step, goal.seq) == (earlier.action, earlier.step, earlier.seq)
 
     def _on_accepted(self, handle: ServerGoalHandle) -> None:
         goal = handle.request
         action = parse_action(goal.action, self.benchmark)
         job = self.job
-        if job is not None and self._sent_again(action, goal.step, job.action, job.step):  # it takes the skill over
+        if job is not None and self._sent_again(goal, action, job):  # it takes the skill over
             old, job.handle = job.handle, handle
             result = ExecuteSkill.Result(success=False, failure_reason="superseded by the same action sent again")
             self.goals.finish(old, result, "abort")
@@ -378,15 +390,15 @@ class ExecutorNode(Node):
                 handle.publish_feedback(job.feedback)
             return
         ended = self.ended
-        if ended is not None and self._sent_again(action, goal.step, ended[0], ended[1]):  # already done: its result
-            self.goals.finish(handle, ended[2], ended[3])
+        if ended is not None and self._sent_again(goal, action, ended):  # already done: its result
+            self.goals.finish(handle, ended.result, ended.state)
             return
         try:
             target = target_view_from_json(goal.target_view)
         except ValueError as exc:
             self.get_logger().warning(f"{goal.action}: {exc}; the skill goes by my own memory")
             target = None
-        self.job = Job(handle, action, goal.step, target)
+        self.job = Job(handle, action, goal.step, goal.seq, target)
         self._drive()
 
     def _on_cancel(self, handle: ServerGoalHandle) -> CancelResponse:
@@ -522,7 +534,7 @@ class ExecutorNode(Node):
             success=outcome.success, failure_reason=outcome.reason, steps_taken=outcome.primitives
         )
         state = "succeed" if outcome.success else ("canceled" if outcome.reason == "canceled" else "abort")
-        self.ended = (job.action, job.step, result, state)
+        self.ended = EndedJob(job.action, job.step, job.seq, result, state)
         self.goals.finish(job.handle, result, state)
 
     # --- navigation goals ---------------------------------------------------------------------------------------

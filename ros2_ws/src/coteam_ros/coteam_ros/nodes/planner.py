@@ -106,6 +106,7 @@ class RunningSkill:
     heard: float = field(default_factory=time.monotonic)  # when the executor last said anything about it
     sent: float = 0.0  # when its goal was last sent to the executor
     goal_step: int = -1  # the step of its goal (the step it was first sent at)
+    seq: int = 0  # my number of the action (ExecuteSkill.seq): the same action decided again is a new goal
     target_view: str = ""  # my memory's view of its target when it was decided (ExecuteSkill.target_view)
     answered: bool = False  # the executor has answered that goal
     handle: Any = None  # the executor's goal (ClientGoalHandle), to cancel it
@@ -167,6 +168,7 @@ class PlannerNode(Node):
         self.done = False
         self.verdict: tuple[bool, int, float] | None = None  # the episode's end (success, steps, transport rate)
         self.skill: RunningSkill | None = None
+        self.actions_started = 0  # numbers the actions (ExecuteSkill.seq)
         self.turn: Any = None
         self.request: Any = None
         teammates = [r for r in robots if r != self.robot]
@@ -475,7 +477,7 @@ class PlannerNode(Node):
         text = format_action(action, self.benchmark)
         # a coordinated robot's action comes from the team's view, which its executor takes in too: mine adds nothing
         target_view = "" if self.coordinated else target_view_json(self.brain.memory, action)
-        self.skill = RunningSkill(action, self.step, target_view=target_view)
+        self.skill = self._running(action, target_view)
         if action.is_message:  # the brain has cut it to the 500-character limit, with a warning
             self.skill.message = action.text
             self._send_team_message(action.text, action.payload, receiver=action.receiver)
@@ -500,12 +502,17 @@ class PlannerNode(Node):
             skill.goal_step = self.step
         future = self.skill_client.send_goal_async(
             # a goal sent again keeps its step
-            ExecuteSkill.Goal(action=text, step=skill.goal_step, target_view=skill.target_view),
+            ExecuteSkill.Goal(action=text, step=skill.goal_step, seq=skill.seq, target_view=skill.target_view),
             feedback_callback=lambda f, s=skill: self._on_skill_feedback(s, f),
         )
         sent = skill.sent = time.monotonic()
         skill.answered = False
         future.add_done_callback(lambda f, s=skill: self._on_skill_response(s, f, sent))
+
+    def _running(self, action: HighLevelAction, target_view: str) -> RunningSkill:
+        """A new action to run, numbered."""
+        self.actions_started += 1
+        return RunningSkill(action, self.step, target_view=target_view, seq=self.actions_started)
 
     def _executor_patience(self) -> float:
         """How long the executor may be silent before it is reported lost: longer until it has first answered."""
@@ -600,6 +607,7 @@ class PlannerNode(Node):
                 message_chars=sum(len(m.text) for m in memory.sent) + len(said),
                 messages_dropped=self.inbox.dropped,
                 failures=dict(self.failures),
+                retries_blocked=memory.retries.retries_blocked,
                 **self._runtime_counts(),
             ).write(self.end_report)
         if shut_down:
@@ -706,7 +714,7 @@ class PlannerNode(Node):
             return
         # a coordinated robot's action comes from the team's view, which its executor takes in too: mine adds nothing
         target_view = "" if self.coordinated else target_view_json(self.brain.memory, action)
-        self.skill = RunningSkill(action, self.step, target_view=target_view)
+        self.skill = self._running(action, target_view)
         self.waiting_since = time.monotonic()
         self._send_skill(self.skill, command.action)
 

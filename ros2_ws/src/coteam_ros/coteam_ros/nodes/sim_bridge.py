@@ -46,7 +46,10 @@ starts once every robot's ``detections`` and ``odom`` have a subscriber (or afte
 goes on past the goal (the team must see for itself that it is done) until the bridge is stopped or the task's
 ``time_limit_s`` passes; ``results_path`` then holds what really happened (complete, with every robot's Nav2 and arm
 goals by how they ended under ``meta.goals``), and each decision in the trace carries ``twin_step``, the bridge's step
-when it arrived (the robots count their own). ``faults_json`` (``coteam_ros.faults.TwinFault``) makes it play a real
+when it arrived (the robots count their own). ``robot_profiles_json`` (robot -> a ``coteam_ros.twin_robots`` profile,
+default ``generic``) says which real robot each plays: its grippers (a grasp with every gripper full, or a door with
+every gripper full on a robot that needs a free one, fails at once as its arm driver says), and its top speed (kept as a
+speed limit is; ``meta.robots`` in the results). ``faults_json`` (``coteam_ros.faults.TwinFault``) makes it play a real
 robot's faults: Nav2 refusing or aborting a goal, a robot that never moves, an arm that never answers, odometry or
 detections falling silent. With ``cameras`` (a team file with ``perception:``) a twin offers camera images instead of
 detections: every ``1 / camera_hz`` s (default 1) each robot's head looks round once, its views published as above
@@ -109,6 +112,7 @@ from coteam_ros.goals import DeferredGoals, goal_key
 from coteam_ros.nodes import STARTUP_ERRORS, cannot_start, navigate_to_pose_action, speed_limit_message
 from coteam_ros.qos import CAMERA, DECISIONS, LATCHED, STREAM
 from coteam_ros.tf import CAMERA_LINK_TO_OPTICAL, RigidTransform, TransformPublisher, camera_mount_transform
+from coteam_ros.twin_robots import TWIN_ROBOTS, TwinRobot, twin_robot
 from coteam_sim.bridges import ENGINES, Bridge, bridge_for
 from coteam_sim.bridges.settings import TdwSettings, UnitySettings
 from coteam_sim.camera import VisualObservations
@@ -171,6 +175,12 @@ class RobotSlot:
     speed_limit: float = 0.0  # a twin's: m/s from the robot's speed_limit (Nav2's controller keeps to it); 0: none
     still_until: int = 0  # a twin's: under a speed limit, the step before which the robot does not move again
     top_speed: float = 0.0  # a twin's: the fastest it drove (m/s, one move over the steps it took)
+    robot: TwinRobot = TWIN_ROBOTS["generic"]  # a twin's: the real robot it plays (coteam_ros.twin_robots)
+
+    def drive_speed(self) -> float:
+        """A twin's top speed now: its robot's, under the speed limit it was given (0: one move a step)."""
+        speeds = [v for v in (self.speed_limit, self.robot.speed_mps or 0.0) if v > 0]
+        return min(speeds, default=0.0)
 
 
 class SimBridgeNode(Node):
@@ -195,6 +205,9 @@ class SimBridgeNode(Node):
         camera_hz: float = self.declare_parameter("camera_hz", 1.0).value
         time_limit_s: float = self.declare_parameter("time_limit_s", 0.0).value
         self.faults = TwinFault.parse(json.loads(self.declare_parameter("faults_json", "[]").value or "[]"))
+        # a twin's robots: robot -> the real robot it plays (coteam_ros.twin_robots; default generic)
+        profiles = json.loads(self.declare_parameter("robot_profiles_json", "{}").value or "{}")
+        playing = {robot: twin_robot(profile) for robot, profile in profiles.items()}
         self.nav_type = navigate_to_pose_action()
         if self.mode not in ("lockstep", "realtime"):
             raise ValueError(f"mode must be lockstep or realtime, not {self.mode!r}")
@@ -266,6 +279,7 @@ class SimBridgeNode(Node):
                     self.create_publisher(Image, f"{ns}/camera/depth/image_raw", CAMERA),
                     self.create_publisher(CameraInfo, f"{ns}/camera/camera_info", CAMERA),
                 )
+            slot.robot = playing.get(self.frame_of[name], slot.robot)
             self.robots[name] = slot
             self.create_subscription(StepTick, f"{ns}/step_tick", lambda m, s=slot: self._on_tick(s, m), LATCHED)
             self.create_subscription(Decision, f"{ns}/decision", lambda m, s=slot: self._on_decision(s, m), DECISIONS)
@@ -555,7 +569,8 @@ class SimBridgeNode(Node):
         move took no less than its distance at that speed."""
         if metres <= 0.0:
             return
-        steps = max(1, math.ceil(metres * self.tick_hz / slot.speed_limit - 1e-9)) if slot.speed_limit else 1
+        speed = slot.drive_speed()
+        steps = max(1, math.ceil(metres * self.tick_hz / speed - 1e-9)) if speed else 1
         slot.still_until = step + steps
         slot.top_speed = max(slot.top_speed, metres * self.tick_hz / steps)
 
@@ -683,9 +698,23 @@ class SimBridgeNode(Node):
             old = slot.manipulation
             self.goals.finish(old.handle, Manipulate.Result(success=False, failure_reason="preempted"), "abort")
         slot.counts["manipulation goals"] += 1
+        refusal = self._arm_refusal(slot, ManipulationKind(handle.request.operation))
+        if refusal:  # the robot's own arm cannot: its driver says so at once
+            slot.counts["manipulations refused"] += 1
+            self.goals.finish(handle, Manipulate.Result(success=False, failure_reason=refusal), "abort")
+            return
         silent = self._fault(slot, ("arm_silent",), slot.counts["manipulation goals"]) is not None
         slot.counts["manipulations unanswered"] += silent
         slot.manipulation = PendingManipulation(handle, self._manipulation_primitive(handle.request), silent)
+
+    def _arm_refusal(self, slot: RobotSlot, operation: ManipulationKind) -> str:
+        """What the twin's robot's arm answers to ``operation`` with what it holds ('' when it can try)."""
+        held = sum(h is not None for h in self.sim.world.agents[slot.name].hands)
+        if operation == ManipulationKind.GRASP:
+            return slot.robot.grasp_refusal(held)
+        if operation in (ManipulationKind.OPEN, ManipulationKind.CLOSE):
+            return slot.robot.open_refusal(held)
+        return ""
 
     def _cancel_manipulation(self, slot: RobotSlot, handle: ServerGoalHandle) -> CancelResponse:
         pending = slot.manipulation
@@ -739,6 +768,7 @@ class SimBridgeNode(Node):
             }
             if self.twin:  # what the robots asked of their navigation and arms, and how it went; how fast they drove
                 meta["goals"] = {self.frame_of[n]: dict(sorted(slot.counts.items())) for n, slot in self.robots.items()}
+                meta["robots"] = {self.frame_of[n]: slot.robot.name for n, slot in self.robots.items()}
                 meta["speeds"] = {
                     self.frame_of[n]: {"top_mps": round(slot.top_speed, 3), "limit_mps": slot.speed_limit}
                     for n, slot in self.robots.items()
