@@ -140,7 +140,7 @@ def test_the_twins_robots_are_documented_profiles_named_per_robot(tmp_path: Path
     assert json.loads(twin.parameters["robot_profiles_json"]) == {"robot1": "stretch3"}
     with pytest.raises(ConfigError, match=r"twin\.robots\.robot1: no twin robot 'roomba' \(one of generic, tiago"):
         parse_config({**doc, "twin": {"robots": {"robot1": "roomba"}}}, str(tmp_path / "team.yaml"))
-    with pytest.raises(ConfigError, match="twin.robots names robot3, who is not in robots"):
+    with pytest.raises(ConfigError, match=r"twin\.robots names robot3, who is not in robots"):
         parse_config({**doc, "twin": {"robots": {"robot3": "tiago"}}}, str(tmp_path / "team.yaml"))
     # what each arm driver answers: one gripper full, a door with every gripper full on a robot that needs one free
     stretch, generic, dual = TWIN_ROBOTS["stretch3"], TWIN_ROBOTS["generic"], TWIN_ROBOTS["tiago_dual"]

@@ -106,6 +106,7 @@ NODE_NAME = "executor"
 WATCHDOG_S = 0.5  # how often a real robot's goals are checked for progress
 PROGRESS_M = 0.1  # a Nav2 goal makes progress when its remaining distance shrinks by this much
 NAV2_REFUSED = "not reachable (Nav2 refused the goal)"
+STOP_WAIT_S = 5.0  # a real robot: the longest wait for a canceled Nav2 goal to end before the skill goes on
 APPROVAL_RESEND_S = 1.0  # a question not answered this long is sent again (until the policy's approval_timeout_s)
 # Nav2's error codes (nav2_msgs, Kilted): NavigateToPose's own, and those of its planner (ComputePathToPose) and
 # controller (FollowPath), which its behaviour tree passes on
@@ -598,6 +599,9 @@ class ExecutorNode(Node):
     def _on_nav_result(self, state: NavigationState, future: Any) -> None:
         wrapped = future.result()
         result = wrapped.result
+        if state.canceling and not self.stepwise:  # the canceled goal has ended: the base stands
+            self._stopped(state)
+            return
         if state.result is not None:  # given up on already (no progress): its cancel's answer changes nothing
             return
         if result.error_code == 0 and wrapped.status == 4:  # GoalStatus.STATUS_SUCCEEDED
@@ -619,13 +623,21 @@ class ExecutorNode(Node):
             self.executor.create_task(self._drive)
             return
         nav.canceling = True
+        if not self.stepwise:  # a real robot: its base has stopped when Nav2 ends the goal (its result), not before
+            nav.handle.cancel_goal_async()
+            call_later(self, STOP_WAIT_S, lambda: self._stopped(nav))  # a Nav2 that never ends the goal
+            return
 
         def done(_: Any) -> None:
-            if self.nav is nav:
-                self.nav = None
-            self._drive()
+            self._stopped(nav)
 
         nav.handle.cancel_goal_async().add_done_callback(done)
+
+    def _stopped(self, nav: NavigationState) -> None:
+        """A canceled navigation goal is over: the skill goes on (an arm goal is sent only now)."""
+        if self.nav is nav:
+            self.nav = None
+            self._drive()
 
     def _watch_goals(self) -> None:
         """Real robots: a Nav2 goal whose remaining distance has not shrunk for ``no_progress_s`` is canceled and

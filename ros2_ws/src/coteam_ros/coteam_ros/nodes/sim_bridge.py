@@ -49,12 +49,14 @@ goals by how they ended under ``meta.goals``), and each decision in the trace ca
 when it arrived (the robots count their own). ``robot_profiles_json`` (robot -> a ``coteam_ros.twin_robots`` profile,
 default ``generic``) says which real robot each plays: its grippers (a grasp with every gripper full, or a door with
 every gripper full on a robot that needs a free one, fails at once as its arm driver says), and its top speed (kept as a
-speed limit is; ``meta.robots`` in the results). ``faults_json`` (``coteam_ros.faults.TwinFault``) makes it play a real
-robot's faults: Nav2 refusing or aborting a goal, a robot that never moves, an arm that never answers, odometry or
-detections falling silent. With ``cameras`` (a team file with ``perception:``) a twin offers camera images instead of
-detections: every ``1 / camera_hz`` s (default 1) each robot's head looks round once, its views published as above
-(RGB-D, camera info, the mount on TF; a world file's map draws walls high and the furniture inside rooms table-high),
-and the robots' own perception nodes detect the items; a ``detections_stop`` fault stops its images.
+speed limit is; ``meta.robots`` in the results). As Nav2, it ends a canceled navigation goal once the base has stopped
+(:data:`BRAKING_S` later), and its arm refuses a goal while the base still moves (``the base is moving``, counted as
+``manipulations while driving``). ``faults_json`` (``coteam_ros.faults.TwinFault``) makes it play a real robot's faults:
+Nav2 refusing or aborting a goal, a robot that never moves, an arm that never answers, odometry or detections falling
+silent. With ``cameras`` (a team file with ``perception:``) a twin offers camera images instead of detections: every ``1
+/ camera_hz`` s (default 1) each robot's head looks round once, its views published as above (RGB-D, camera info, the
+mount on TF; a world file's map draws walls high and the furniture inside rooms table-high), and the robots' own
+perception nodes detect the items; a ``detections_stop`` fault stops its images.
 
 Messages: a ``MESSAGE`` tick spends the robot's step sending; the simulator times delivery by the benchmark's
 rules and the receivers' status lists the delivered messages (sender, step) without their text, which robots
@@ -124,6 +126,7 @@ from coteam_sim.suites import SUITES, get_suite
 NODE_NAME = "sim_bridge"
 HANDS = {"": -1, "left": 0, "right": 1}
 VIEW_STAMP_NS = 1000  # a step's camera views are stamped this far apart, the first this far after the step's stamp
+BRAKING_S = 0.4  # a twin's canceled Nav2 goal ends this long after the cancel: the controller stops the base first
 RESULTS_GRACE_S = 2.0  # after the last step, time for in-flight decisions to arrive (0.5 s was too short under load)
 
 
@@ -141,6 +144,7 @@ class ActiveNavigation:
     planned: Primitive | None = None  # this step's primitive
     planned_step: int = -1
     stalled: bool = False  # a twin's fault: accepted, but the robot never moves
+    stopped_at: int | None = None  # a twin's canceled goal: the step its base has stopped by (then the goal ends)
 
 
 @dataclass
@@ -638,10 +642,14 @@ class SimBridgeNode(Node):
     def _plan_navigation(self, slot: RobotSlot) -> None:
         nav = slot.navigation
         assert nav is not None
+        if nav.stopped_at is not None and self.sim.steps >= nav.stopped_at:  # canceled, and the base has stopped
+            slot.navigation = None
+            self.goals.finish(nav.handle, self.nav_type.Result(error_msg="canceled"), "canceled")
+            return
         state = self.sim.world.agents[slot.name]
         planned = (
             Primitive(PrimitiveKind.WAIT)
-            if nav.stalled
+            if nav.stalled or nav.stopped_at is not None
             else nav.navigator.plan(state.position, state.heading, self.sim.last_failure[slot.name])
         )
         if isinstance(planned, NavResult):
@@ -673,10 +681,13 @@ class SimBridgeNode(Node):
 
     def _cancel_navigation(self, slot: RobotSlot, handle: ServerGoalHandle) -> CancelResponse:
         nav = slot.navigation
-        if nav is None or goal_key(nav.handle) != goal_key(handle):
+        if nav is None or goal_key(nav.handle) != goal_key(handle) or nav.stopped_at is not None:
             return CancelResponse.REJECT
-        slot.navigation = None
         slot.counts["navigation canceled"] += 1
+        if self.twin:  # as Nav2 does: the goal ends once the controller has brought the base to a stop
+            nav.stopped_at = self.sim.steps + math.ceil(BRAKING_S * self.tick_hz)
+            return CancelResponse.ACCEPT
+        slot.navigation = None
         self.executor.create_task(self.goals.finish, handle, self.nav_type.Result(error_msg="canceled"), "canceled")
         return CancelResponse.ACCEPT
 
@@ -699,6 +710,9 @@ class SimBridgeNode(Node):
             self.goals.finish(old.handle, Manipulate.Result(success=False, failure_reason="preempted"), "abort")
         slot.counts["manipulation goals"] += 1
         refusal = self._arm_refusal(slot, ManipulationKind(handle.request.operation))
+        if slot.navigation is not None and self.twin:  # the base still drives (or brakes): the arm will not move
+            slot.counts["manipulations while driving"] += 1
+            refusal = "the base is moving"
         if refusal:  # the robot's own arm cannot: its driver says so at once
             slot.counts["manipulations refused"] += 1
             self.goals.finish(handle, Manipulate.Result(success=False, failure_reason=refusal), "abort")
