@@ -94,7 +94,8 @@ def test_a_killed_run_leaves_readable_results_and_resume_finishes_it(tmp_path):
 
 def test_a_run_killed_before_its_first_episode_ends_says_so(tmp_path):
     out = tmp_path / "run"
-    proc = _run(out)
+    # one episode at a time, each of many seconds (a deep search per decision): none can end before the kill
+    proc = _run(out, "--workers", "1", "--set", "iterations=20000", team="mhp")
     journal = journal_path(out / "traces" / "cwah-test-000.json")
     _wait_for(lambda: (journal.exists() and '["step"' in journal.read_text()) or proc.poll() is not None)
     proc.kill()

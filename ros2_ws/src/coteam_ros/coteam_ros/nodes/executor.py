@@ -637,7 +637,7 @@ class ExecutorNode(Node):
         """A canceled navigation goal is over: the skill goes on (an arm goal is sent only now)."""
         if self.nav is nav:
             self.nav = None
-            self._drive()
+        self._drive()
 
     def _watch_goals(self) -> None:
         """Real robots: a Nav2 goal whose remaining distance has not shrunk for ``no_progress_s`` is canceled and
