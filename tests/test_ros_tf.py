@@ -4,6 +4,8 @@ conversions, and the camera sightings the perception node adds to a status."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -21,6 +23,7 @@ from coteam_ros.convert import (
     camera_info_to_msg,
     depth_from_msg,
     depth_to_msg,
+    detections_to_msg,
     intrinsics_from_msg,
     rgb_from_msg,
     rgb_to_msg,
@@ -171,3 +174,39 @@ def test_camera_sightings_add_the_map_items_of_the_announced_frames_only() -> No
     assert (views[b.id].location, views[b.id].holder, views[b.id].room) == (Relation.IN, container.id, room.id)
     assert camera.fusion.get(b.id).container == container.name
     assert sightings.frames == {} and sightings.merged(obs) == obs, "frames are used once"
+
+
+def test_detections_wait_a_bounded_time_for_a_late_transform_and_every_drop_is_counted_by_cause() -> None:
+    """As tf2's message filter: an array stamped after TF's newest transform waits for it (and is placed at its own
+    stamp once it comes), one whose wait runs out is dropped, one older than the history is dropped at once; each
+    cause is reported the first time only, with the frame named, and counted every time."""
+    from coteam_ros.observations import DetectionsAwaitingTf
+
+    tf = _robot_tree()  # r/base_link known at 1 s and 2 s
+
+    def array(sec: int, nanosec: int = 0) -> Any:
+        seen = Detection("apple", 7, "food", "", "", (1.0, 0.0), 1.0, 0)
+        return detections_to_msg([seen], Header(stamp=_t(sec, nanosec), frame_id="r/base_link"))
+
+    def to_map(message: Any) -> list:  # what robot_state does with an array, as far as TF is concerned
+        return [tf.lookup("map", message.header.frame_id, message.header.stamp).translation[0]]
+
+    waiting = DetectionsAwaitingTf(wait_s=0.5)
+    waiting.add(array(2, 300_000_000), now_s=10.0)  # 0.3 s after TF's newest: the transform is late
+    assert waiting.place(to_map, now_s=10.1) == ([], []) and len(waiting.waiting) == 1
+    tf.set_transform(RigidTransform.of(7.0, 0.0).stamped("r/odom", "r/base_link", _t(2, 400_000_000)))
+    placed, causes = waiting.place(to_map, now_s=10.2)
+    assert len(placed) == 1 and causes == [] and not waiting.drops  # placed at 2.3 s: the pose of 2 s
+
+    waiting.add(array(9), now_s=11.0)  # far ahead of TF: it never comes
+    waiting.add(array(9, 1), now_s=11.0)
+    assert waiting.place(to_map, now_s=11.2) == ([], [])
+    placed, causes = waiting.place(to_map, now_s=11.6)
+    assert placed == [] and len(causes) == 1 and "no transform from r/base_link within 0.5 s" in causes[0]
+    waiting.add(array(0, 1), now_s=12.0)  # before the oldest transform kept: it will never be there
+    placed, causes = waiting.place(to_map, now_s=12.0)
+    assert len(causes) == 1 and "r/base_link at the array's stamp, nor will there be" in causes[0]
+    assert sum(waiting.drops.values()) == 3 and len(waiting.drops) == 2
+    waiting.add(array(9, 2), now_s=13.0)
+    assert waiting.place(to_map, now_s=14.0) == ([], [])  # the same cause again: counted, not said again
+    assert sum(waiting.drops.values()) == 4

@@ -380,6 +380,7 @@ def team_result(reports: list[EndReport], episode: str, task: str, benchmark: st
         items_out_of_reach=sum(r.items_out_of_reach for r in reports),
         safety_refusals=sum(r.safety_refusals for r in reports),
         retries_blocked=sum(r.retries_blocked for r in reports),
+        travel_m={r.robot: r.travel_m for r in reports},
         failures=failures,
     )
 

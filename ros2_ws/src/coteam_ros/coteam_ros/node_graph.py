@@ -179,6 +179,9 @@ def node_list(
                     "time_limit_s": cfg.time_limit_s or 0.0,
                     "faults_json": json.dumps(cfg.twin.faults),
                     "robot_profiles_json": json.dumps(cfg.twin.robots, sort_keys=True),
+                    "tf_lag_s": cfg.twin.tf_lag_s,
+                    "detections_frame": cfg.twin.detections_frame,
+                    "detections_delay_s": cfg.twin.detections_delay_s,
                     **team_bodies,
                     "cameras": cfg.perception is not None,  # the robots' perception nodes detect in its images
                 },
@@ -272,6 +275,7 @@ def node_list(
                         "robots": list(names),
                         "base_frame": robot.base_frame,
                         "hands": bodies[robot.name].grippers,  # the arm's grippers, in its state
+                        "wiring_timeout_s": cfg.execution.wiring_timeout_s,
                         **episode,
                     },
                     list(remappings),

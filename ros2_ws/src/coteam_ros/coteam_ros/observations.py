@@ -13,15 +13,16 @@ so it is tested without DDS.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import replace
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 
 from vision_msgs.msg import Detection3DArray
 
 from coteam.observation import Observation
 from coteam.perception import CameraPerception, Detection, FusedFrame, ObservationAssembler
 from coteam_ros.convert import detections_from_msg
-from coteam_ros.tf import TransformLookup
+from coteam_ros.tf import TransformLookup, TransformUnavailable
 
 FIXTURE_REACH_M = 0.6  # an object detected this close to a fixture stands on or in it
 
@@ -53,6 +54,63 @@ def detector_output_on_map(
         placed = replace(detection, position=position, height_m=height, room=room.name, container=container)
         out.append(replace(placed, category=category))
     return out
+
+
+TF_WAIT_S = 0.5  # how long a detection array waits for a transform that is late
+TF_QUEUE = 32  # detection arrays waiting at most
+
+
+@dataclass
+class _Waiting:
+    message: Detection3DArray
+    arrived_s: float
+
+
+class DetectionsAwaitingTf:
+    """Detection arrays held until TF can place them at their own stamp, as tf2's message filter holds messages (rclpy
+    has none): an array whose transform may still come (a frame not heard of yet, nothing that recent yet) waits up
+    to ``wait_s``; one whose transform cannot come (too old for the history, frames not connected), one that waited
+    too long, and the oldest when more than ``queue`` wait, are dropped. Drops are counted by cause, the cause
+    naming the frame (:attr:`drops`); :meth:`place` returns the causes seen for the first time (with an example of
+    TF's answer), to be said once."""
+
+    def __init__(self, wait_s: float = TF_WAIT_S, queue: int = TF_QUEUE) -> None:
+        self.wait_s, self.queue = wait_s, queue
+        self.waiting: deque[_Waiting] = deque()
+        self.drops: Counter[str] = Counter()
+
+    def add(self, message: Detection3DArray, now_s: float) -> None:
+        self.waiting.append(_Waiting(message, now_s))
+
+    def place(
+        self, to_map: Callable[[Detection3DArray], list[Detection]], now_s: float
+    ) -> tuple[list[list[Detection]], list[str]]:
+        """The detections of every array TF can place now (``to_map``: e.g. :func:`detector_output_on_map`), an array
+        a list, in the order they came; and the causes of drops not seen before."""
+        placed: list[list[Detection]] = []
+        new: list[str] = []
+
+        def drop(cause: str, detail: str = "") -> None:
+            if cause not in self.drops:
+                new.append(f"{cause} ({detail})" if detail else cause)
+            self.drops[cause] += 1
+
+        while len(self.waiting) > self.queue:
+            drop(f"more than {self.queue} arrays waiting for TF ({self.waiting.popleft().message.header.frame_id})")
+        kept: deque[_Waiting] = deque()
+        for item in self.waiting:
+            try:
+                placed.append(to_map(item.message))
+            except TransformUnavailable as exc:
+                frame = item.message.header.frame_id or "(no frame)"
+                if not exc.late:
+                    drop(f"no transform from {frame} at the array's stamp, nor will there be", str(exc))
+                elif now_s - item.arrived_s >= self.wait_s:
+                    drop(f"no transform from {frame} within {self.wait_s:g} s of the array", str(exc))
+                else:
+                    kept.append(item)
+        self.waiting = kept
+        return placed, new
 
 
 KEPT_FRAMES = 256  # frames whose sightings are kept while their status is awaited

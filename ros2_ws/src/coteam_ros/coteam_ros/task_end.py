@@ -105,6 +105,7 @@ class EndReport:
     items_out_of_reach: int = 0  # items lost teammates held when they were found lost
     safety_refusals: int = 0  # my actions the safety policy refused, or a person did not approve
     retries_blocked: int = 0  # times one of my actions failed the same way again and was blocked (coteam.retries)
+    travel_m: float = 0.0  # metres driven, from the robot's pose at each status
 
     def write(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(asdict(self), indent=1))

@@ -24,11 +24,14 @@ A file describes one team run::
       tick_hz: 5.0          #   navigate_to_pose, an arm, a detector, TF, odometry) run the task instead of real ones
       faults: []            #   what their Nav2 and arms do wrong: [{robot, kind, goal, code}] (coteam_ros.faults)
       robots: {robot1: tiago}  # the real robot each plays (coteam_ros.twin_robots; default generic)
+      tf_lag_s: 0.3         #   poses on /tf this late; detections_frame: optical (the camera's) or map, stamped
+      detections_delay_s: 0.08  # this long before they are sent
     execution:        # optional, real robots: when the executor gives up on a goal (a failed action; the method
       no_progress_s: 20     #   decides again): a Nav2 goal whose remaining distance has not shrunk this long,
       arm_timeout_s: 60     #   an arm goal without a result this long,
       skill_overhead_s: 60  #   a whole action after this plus skill_travel_factor times its drive at the robot's
-      skill_travel_factor: 3  #  speed (robots[].capabilities.speed_mps)
+      skill_travel_factor: 3  #  speed (robots[].capabilities.speed_mps); the robot's detector, Nav2 and arm
+      wiring_timeout_s: 30  #   must be found within this after start, or the run stops with one line naming them
     team:
       method: pce           # `coteam methods`
       backend: symbolic     # symbolic | llm
@@ -291,6 +294,9 @@ class TwinSection(_Section):
     tick_hz: PositiveNumber = 5.0  # simulator steps per second: C-WAH walks 0.27 m a step
     faults: list[dict[str, Any]] = []  # coteam_ros.faults.TwinFault: what the twin's Nav2 and arms do wrong
     robots: dict[str, str] = {}  # robot -> the real robot it plays (coteam_ros.twin_robots); default generic
+    tf_lag_s: float = Field(0.0, ge=0, le=5.0)  # each pose on /tf this long after its stamp (a localisation behind)
+    detections_frame: Literal["map", "optical"] = "map"  # optical: the camera's frame, as a camera's detector says
+    detections_delay_s: float = Field(0.0, ge=0, le=5.0)  # optical: arrays stamped this long before they are sent
 
     @field_validator("robots")
     @classmethod

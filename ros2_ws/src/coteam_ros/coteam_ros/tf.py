@@ -48,7 +48,12 @@ HISTORY_S = 10.0  # how long a dynamic edge's past transforms are kept
 
 
 class TransformUnavailable(LookupError):
-    """No transform between the frames at that time (not connected, not yet received, or too old)."""
+    """No transform between the frames at that time (not connected, not yet received, or too old). ``late``: it may
+    still come (a frame not heard of yet, or nothing that recent yet), so waiting for it makes sense."""
+
+    def __init__(self, message: str, late: bool = False) -> None:
+        super().__init__(message)
+        self.late = late
 
 
 @dataclass(frozen=True)
@@ -167,7 +172,8 @@ class TransformBuffer:
         if t > times[-1]:
             raise TransformUnavailable(
                 f"{self._parent[child]} -> {child}: nothing at {t / 1e9:.6f} s yet (the newest is at "
-                f"{times[-1] / 1e9:.6f} s)"
+                f"{times[-1] / 1e9:.6f} s)",
+                late=True,
             )
         i = bisect.bisect_right(times, t)
         if i == 0:
@@ -194,7 +200,8 @@ class TransformBuffer:
         target, source = target.lstrip("/"), source.lstrip("/")
         for frame in (target, source):
             if frame not in self.frames():
-                raise TransformUnavailable(f"frame {frame!r} is unknown (known: {', '.join(sorted(self.frames()))})")
+                known = ", ".join(sorted(self.frames())) or "none yet"
+                raise TransformUnavailable(f"frame {frame!r} is unknown (known: {known})", late=True)
         t = None if stamp is None or stamp_ns(stamp) == 0 else stamp_ns(stamp)
         source_path, source_to_root = self._to_root(source, t)
         target_path, target_to_root = self._to_root(target, t)
@@ -237,13 +244,19 @@ class _Tf2RosLookup:
         self.buffer = tf2_ros.Buffer()
         self.listener = tf2_ros.TransformListener(self.buffer, node)
         self._errors = (tf2_ros.LookupException, tf2_ros.ConnectivityException, tf2_ros.ExtrapolationException)
+        self._may_come = (tf2_ros.LookupException,)  # a frame not heard of yet
+        self._extrapolation = tf2_ros.ExtrapolationException
 
     def lookup(self, target: str, source: str, stamp: Time | None = None) -> RigidTransform:
         at = self._time() if stamp is None else self._time.from_msg(stamp)
         try:
             found = self.buffer.lookup_transform(target, source, at)
         except self._errors as exc:
-            raise TransformUnavailable(str(exc)) from exc
+            # tf2 says "extrapolation into the future" when the stamp is newer than what it has yet
+            late = isinstance(exc, self._may_come) or (
+                isinstance(exc, self._extrapolation) and "into the future" in str(exc)
+            )
+            raise TransformUnavailable(str(exc), late=late) from exc
         return RigidTransform.from_msg(found.transform)
 
 

@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import rclpy
 from rclpy.clock import Clock, ClockType
@@ -73,6 +74,31 @@ def speed_limit_message() -> type:
 
 
 STARTUP_ERRORS = (ValueError, KeyError, ImportError)  # a bad parameter, file or method; a missing module
+
+
+@dataclass(frozen=True)
+class Wire:
+    """A topic or action a node needs another node for: its name as the node uses it (remaps apply), what must be at
+    the other end, and whether it is there now."""
+
+    name: str
+    needs: str  # e.g. "an action server (nav2_msgs/action/NavigateToPose)"
+    live: Callable[[], bool]
+
+
+def require_wiring(node: Node, within_s: float, wires: list[Wire]) -> None:
+    """Wrong wiring is said, never waited on quietly: ``within_s`` after start, every wire must be live; otherwise
+    the node stops with one line naming the resolved name and what is missing there, and status
+    :data:`~coteam_ros.CANNOT_START` (which stops the launch). 0: no check."""
+    if within_s <= 0:
+        return
+
+    def check() -> None:
+        missing = [f"no {w.needs} on {node.resolve_topic_name(w.name)} ({w.name})" for w in wires if not w.live()]
+        if missing:
+            raise cannot_start(node.get_name(), ValueError(f"{'; '.join(missing)} within {within_s:g} s"))
+
+    call_later(node, within_s, check)
 
 
 def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> None:

@@ -48,10 +48,12 @@ arm goal without a result for ``arm_timeout_s``, and a whole action past ``skill
 ``skill_travel_factor`` times its drive at the robot's speed (:class:`coteam.skills.TimeLimit`); in simulation a
 skill's limit is in the benchmark's steps.
 
-Parameters: ``robot``, ``navigation`` (sim | nav2), ``scene_path`` / ``seed`` (the task; see
-``coteam_ros.episode``), ``robots`` (the team, in simulator order), ``teammate_status``, ``teammate_wait_s``,
-``safety_path``, ``capabilities_json`` (the team's bodies, :func:`coteam.capabilities.team_capabilities`: the
-skills keep to this robot's), ``no_progress_s``, ``arm_timeout_s``, ``skill_overhead_s``, ``skill_travel_factor``.
+Parameters: ``robot``, ``navigation`` (sim | nav2), ``scene_path`` / ``seed`` (the task; see ``coteam_ros.episode``),
+``robots`` (the team, in simulator order), ``teammate_status``, ``teammate_wait_s``, ``safety_path``,
+``capabilities_json`` (the team's bodies, :func:`coteam.capabilities.team_capabilities`: the skills keep to this
+robot's), ``no_progress_s``, ``arm_timeout_s``, ``skill_overhead_s``, ``skill_travel_factor``, ``wiring_timeout_s``
+(real robots: no Nav2 or arm server this long after start stops the node, and the launch, with one line naming the
+resolved action name; 0: no check).
 """
 
 from __future__ import annotations
@@ -94,8 +96,10 @@ from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
 from coteam_ros.nodes import (
     RETRY_S,
+    Wire,
     call_later,
     navigate_to_pose_action,
+    require_wiring,
     speed_limit_message,
     spin_node,
     wall_timer,
@@ -303,6 +307,14 @@ class ExecutorNode(Node):
             self.speed_limit_heard_by = 0  # subscribers the limit was last sent to
         if not self.stepwise:  # a real robot's Nav2 and arm may stall: give up on their goals in time
             wall_timer(self, WATCHDOG_S, self._watch_goals)
+            require_wiring(
+                self,
+                self.declare_parameter("wiring_timeout_s", 0.0).value,
+                [
+                    Wire("navigate_to_pose", "Nav2 action server", self.nav_client.server_is_ready),
+                    Wire("manipulate", "arm action server", self.manipulate_client.server_is_ready),
+                ],
+            )
         limit = f", top speed {self.max_speed:g} m/s on speed_limit" if self.max_speed is not None else ""
         self.get_logger().info(
             f"executor for {self.robot}: navigation {self.navigation}, {self.benchmark.value}{limit}"

@@ -50,6 +50,7 @@ seconds (:mod:`coteam.retries`).
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -203,6 +204,8 @@ class PlannerNode(Node):
         self.tick_publisher = self.create_publisher(StepTick, "step_tick", LATCHED)
         self.heartbeat: TeamHeartbeat | None = None  # decentralised teams: which teammates I still hear
         self.items_out_of_reach = 0
+        self.travel_m = 0.0  # real robots: metres driven, from the pose at each status
+        self.last_position: tuple[float, float] | None = None
         self.safety_refusals = 0  # my actions the safety policy refused, or a person did not approve
         if not self.coordinated and teammates:
             self.heartbeat = TeamHeartbeat(
@@ -370,6 +373,9 @@ class PlannerNode(Node):
         taken = replace(obs, messages=texts)
         if self.ends_task:  # a real robot: its limits are in seconds on its clock (failed actions' back-off)
             self.brain.memory.clock_s = self.get_clock().now().nanoseconds / 1e9
+            if self.last_position is not None:  # the way it drove, from its pose at each status
+                self.travel_m += math.dist(self.last_position, taken.position)
+            self.last_position = taken.position
         self.brain.observe(taken)
         if self.journal is not None:
             self.journal.keep(taken)
@@ -608,6 +614,7 @@ class PlannerNode(Node):
                 messages_dropped=self.inbox.dropped,
                 failures=dict(self.failures),
                 retries_blocked=memory.retries.retries_blocked,
+                travel_m=round(self.travel_m, 3),
                 **self._runtime_counts(),
             ).write(self.end_report)
         if shut_down:

@@ -9,7 +9,9 @@ In simulation the sim bridge publishes each robot's status; on a real robot this
   perception node): per detection the class name (``class_id``), score and position in any frame TF can take to the
   map (at the message's stamp), and ``id`` the task's object id when the detector knows the instance (ArUco
   markers), else empty: a class-only detection is fused and stands for one of the task's objects of its class
-  (``coteam.perception.CameraPerception``). An item detected within reach of a fixture is in or on it;
+  (``coteam.perception.CameraPerception``). An item detected within reach of a fixture is in or on it. An array
+  whose transform is not there yet waits up to ``tf_wait_s`` for it; drops are counted by cause, each cause said
+  once (``coteam_ros.observations.DetectionsAwaitingTf``);
 * subscribes ``arm_state`` (``coteam_interfaces/ArmState``, latched; the executor's): what the grippers hold, the
   containers the robot opened or closed, and where it put objects down;
 * publishes ``status`` (``coteam_interfaces/RobotStatus``, latched): step = number of statuses so far, clock = the
@@ -28,7 +30,8 @@ the status (the planner waits; said once, and once when it is back); no detectio
 
 Parameters: ``robot``, ``robots``, ``scene_path`` / ``seed`` (the task, see ``coteam_ros.episode``), ``rate_hz``
 (default 2.0), ``hands`` (default 2), ``map_frame`` (default ``map``), ``base_frame`` (default
-``<robot>/base_link``).
+``<robot>/base_link``), ``wiring_timeout_s`` (no publisher of ``detections`` this long after start stops the node, and
+the launch, with one line naming the resolved topic; 0: no check).
 """
 
 from __future__ import annotations
@@ -47,12 +50,13 @@ from vision_msgs.msg import Detection3DArray
 from coteam.observation import observation_to_dict
 from coteam.perception import CameraPerception, ObservationAssembler
 from coteam_ros.episode import load_episode
-from coteam_ros.nodes import spin_node, wall_timer
-from coteam_ros.observations import detector_output_on_map
+from coteam_ros.nodes import Wire, require_wiring, spin_node, wall_timer
+from coteam_ros.observations import TF_WAIT_S, DetectionsAwaitingTf, detector_output_on_map
 from coteam_ros.qos import LATCHED, SENSOR
 from coteam_ros.tf import TransformUnavailable, transform_lookup
 
 NODE_NAME = "robot_state"
+TF_RETRY_S = 0.05  # how often waiting detection arrays are tried against TF again
 
 
 class RobotStateNode(Node):
@@ -88,6 +92,15 @@ class RobotStateNode(Node):
         self.stale: set[str] = set()  # what is stale now (each is said once when it goes stale, once when back)
         self.create_subscription(Odometry, "odom", self._on_odom, SENSOR)
         wall_timer(self, 1.0 / rate_hz, self._publish)
+        # detection arrays wait (a bounded time) for TF to place them at their own stamp
+        self.awaiting_tf = DetectionsAwaitingTf(self.declare_parameter("tf_wait_s", TF_WAIT_S).value)
+        wall_timer(self, TF_RETRY_S, self._place_detections)
+        detections = self.resolve_topic_name("detections")
+        require_wiring(
+            self,
+            self.declare_parameter("wiring_timeout_s", 0.0).value,
+            [Wire("detections", "detector publishing", lambda: self.count_publishers(detections) > 0)],
+        )
         self.get_logger().info(
             f"robot_state for {self.robot}: status at {rate_hz} Hz, pose {self.map_frame} -> {self.base_frame}"
         )
@@ -110,14 +123,22 @@ class RobotStateNode(Node):
         self.heard_detections = time.monotonic()
         self.ever_detected = True
         self._fresh("detections")
-        try:
-            detections = detector_output_on_map(message, self.step, self.assembler, self.transforms, self.map_frame)
-        except TransformUnavailable as exc:
-            self.get_logger().warning(f"detections ignored: {exc}", throttle_duration_sec=10.0)
-            return
-        self.detections.extend(d for d in detections if d.object_id >= 0)
-        class_only = [d for d in detections if d.object_id < 0]
-        self.confirmed += self.camera.frame(class_only, self.room).confirmed
+        self.awaiting_tf.add(message, time.monotonic())
+        self._place_detections()
+
+    def _place_detections(self) -> None:
+        """Put on the map every waiting detection array TF can place now (at its own stamp); say each new cause of a
+        dropped array once (tf2's message filter would drop them quietly)."""
+        arrays, causes = self.awaiting_tf.place(
+            lambda m: detector_output_on_map(m, self.step, self.assembler, self.transforms, self.map_frame),
+            time.monotonic(),
+        )
+        for cause in causes:
+            self.get_logger().warning(f"detections dropped: {cause}; each drop is counted")
+        for detections in arrays:
+            self.detections.extend(d for d in detections if d.object_id >= 0)
+            class_only = [d for d in detections if d.object_id < 0]
+            self.confirmed += self.camera.frame(class_only, self.room).confirmed
 
     def _on_arm_state(self, message: ArmState) -> None:
         if message.robot == self.robot:

@@ -73,7 +73,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -96,6 +96,7 @@ from coteam.observation import Message, Observation, observation_to_dict
 from coteam.perception import detection_from_view
 from coteam.registry import method_config, observes_world
 from coteam.skills import Manipulation, ManipulationKind, NavGoal, NavResult
+from coteam.vision import CameraMount
 from coteam.world import AGENT_NAMES, Scene
 from coteam_harness.meter import RUNTIME_COUNTS, EpisodeMeter
 from coteam_harness.results import EpisodeResult, write_results
@@ -113,7 +114,13 @@ from coteam_ros.faults import TwinFault
 from coteam_ros.goals import DeferredGoals, goal_key
 from coteam_ros.nodes import STARTUP_ERRORS, cannot_start, navigate_to_pose_action, speed_limit_message
 from coteam_ros.qos import CAMERA, DECISIONS, LATCHED, STREAM
-from coteam_ros.tf import CAMERA_LINK_TO_OPTICAL, RigidTransform, TransformPublisher, camera_mount_transform
+from coteam_ros.tf import (
+    CAMERA_LINK_TO_OPTICAL,
+    RigidTransform,
+    TransformPublisher,
+    camera_mount_transform,
+    stamp_ns,
+)
 from coteam_ros.twin_robots import TWIN_ROBOTS, TwinRobot, twin_robot
 from coteam_sim.bridges import ENGINES, Bridge, bridge_for
 from coteam_sim.bridges.settings import TdwSettings, UnitySettings
@@ -127,6 +134,7 @@ NODE_NAME = "sim_bridge"
 HANDS = {"": -1, "left": 0, "right": 1}
 VIEW_STAMP_NS = 1000  # a step's camera views are stamped this far apart, the first this far after the step's stamp
 BRAKING_S = 0.4  # a twin's canceled Nav2 goal ends this long after the cancel: the controller stops the base first
+POSE_HISTORY = 64  # a twin's robot poses kept (by stamp), to stamp its detections in the past
 RESULTS_GRACE_S = 2.0  # after the last step, time for in-flight decisions to arrive (0.5 s was too short under load)
 
 
@@ -180,6 +188,8 @@ class RobotSlot:
     still_until: int = 0  # a twin's: under a speed limit, the step before which the robot does not move again
     top_speed: float = 0.0  # a twin's: the fastest it drove (m/s, one move over the steps it took)
     robot: TwinRobot = TWIN_ROBOTS["generic"]  # a twin's: the real robot it plays (coteam_ros.twin_robots)
+    poses: deque[tuple[int, RigidTransform]] = field(default_factory=lambda: deque(maxlen=POSE_HISTORY))  # by stamp
+    poses_unsent: deque[tuple[int, RigidTransform]] = field(default_factory=deque)  # a lagging TF's, not yet sent
 
     def drive_speed(self) -> float:
         """A twin's top speed now: its robot's, under the speed limit it was given (0: one move a step)."""
@@ -209,6 +219,13 @@ class SimBridgeNode(Node):
         camera_hz: float = self.declare_parameter("camera_hz", 1.0).value
         time_limit_s: float = self.declare_parameter("time_limit_s", 0.0).value
         self.faults = TwinFault.parse(json.loads(self.declare_parameter("faults_json", "[]").value or "[]"))
+        # a twin's sensors as real ones behave: TF published late, detections in the camera's frame, stamped earlier
+        self.tf_lag_ns = round(self.declare_parameter("tf_lag_s", 0.0).value * 1e9)
+        self.detections_delay_ns = round(self.declare_parameter("detections_delay_s", 0.0).value * 1e9)
+        self.detections_frame: str = self.declare_parameter("detections_frame", "map").value
+        if self.detections_frame not in ("map", "optical"):
+            raise ValueError(f"detections_frame must be map or optical, not {self.detections_frame!r}")
+        self.camera_mount = camera_mount_transform(CameraMount())  # camera_link -> base_link, a fixed head
         # a twin's robots: robot -> the real robot it plays (coteam_ros.twin_robots; default generic)
         profiles = json.loads(self.declare_parameter("robot_profiles_json", "{}").value or "{}")
         playing = {robot: twin_robot(profile) for robot, profile in profiles.items()}
@@ -321,6 +338,15 @@ class SimBridgeNode(Node):
                 CAMERA_LINK_TO_OPTICAL.stamped(
                     f"{self.frame_of[name]}/camera_link", f"{self.frame_of[name]}/camera_optical_frame", self._stamp(0)
                 ),
+                *(  # a detector in the camera's frame: the camera's fixed mount, as robot_state_publisher sends it
+                    [
+                        self.camera_mount.stamped(
+                            f"{self.frame_of[name]}/base_link", f"{self.frame_of[name]}/camera_link", self._stamp(0)
+                        )
+                    ]
+                    if self.detections_frame == "optical"
+                    else []
+                ),
             )
         )
         self.first_step: dict[str, Observation] | None = obs  # published once the robots listen (cameras)
@@ -354,8 +380,7 @@ class SimBridgeNode(Node):
 
     # --- time and world -------------------------------------------------------------------------------------------
     def _stamp(self, clock: int | None = None) -> Time:
-        ns = round((self.sim.clock if clock is None else clock) * 1e9 / self.tick_hz)
-        return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+        return _time(round((self.sim.clock if clock is None else clock) * 1e9 / self.tick_hz))
 
     def _occupancy_grid(self) -> OccupancyGrid:
         fp = self.scene.floorplan
@@ -390,9 +415,10 @@ class SimBridgeNode(Node):
             header = Header(stamp=stamp, frame_id="map")
             base = RigidTransform.of(o.position[0], o.position[1], yaw_deg=o.heading)
             frame = self.frame_of[name]
+            slot.poses.append((stamp_ns(stamp), base))
             if not self._silenced(slot, "odom_stop"):
                 slot.odom.publish(self._odometry(o, header))
-                self.tf.send([base.stamped(f"{frame}/odom", f"{frame}/base_link", stamp)])
+                self._send_pose(slot, frame, stamp)
             camera_stamps: list[Time] = []
             if self.cameras is not None and slot.camera is not None and not self.twin:
                 camera_stamps = self._publish_camera(name, slot.camera, base, stamp)
@@ -402,7 +428,7 @@ class SimBridgeNode(Node):
                     self._publish_camera(name, slot.camera, base, stamp, not self._silenced(slot, "odom_stop"))
             elif not self._silenced(slot, "detections_stop"):
                 views = [detection_from_view(v, o.step, self.names) for v in o.visible if not v.held_by]
-                slot.detections.publish(detections_to_msg(views, header))
+                slot.detections.publish(self._detector_output(slot, frame, views, header))
             if slot.status is None:  # a twin: a real robot says nothing of its own about the world
                 continue
             public = replace(o, messages=tuple(Message(m.sender, "", m.step) for m in o.messages))
@@ -421,6 +447,32 @@ class SimBridgeNode(Node):
                     camera_stamps=camera_stamps,
                 )
             )
+
+    def _send_pose(self, slot: RobotSlot, frame: str, stamp: Time) -> None:
+        """The robot's pose on ``/tf`` (``odom -> base_link``): at once, or, on a twin whose TF lags, each pose
+        ``tf_lag_s`` after its stamp (a localisation running behind)."""
+        now = stamp_ns(stamp)
+        slot.poses_unsent.append((now, slot.poses[-1][1]))
+        due = []
+        while slot.poses_unsent and slot.poses_unsent[0][0] <= now - self.tf_lag_ns:
+            due.append(slot.poses_unsent.popleft())
+        if due:
+            self.tf.send(pose.stamped(f"{frame}/odom", f"{frame}/base_link", _time(t)) for t, pose in due)
+
+    def _detector_output(self, slot: RobotSlot, frame: str, views: list, header: Header) -> Detection3DArray:
+        """What a twin's detector publishes: in the map frame at the step's stamp, or, as a camera's detector, in the
+        camera's optical frame stamped at its image's time, ``detections_delay_s`` before the step (from the
+        robot's pose then)."""
+        if self.detections_frame == "map":
+            return detections_to_msg(views, header)
+        at = stamp_ns(header.stamp) - self.detections_delay_ns
+        pose = next((p for t, p in reversed(slot.poses) if t <= at), slot.poses[0][1])
+        map_to_optical = (pose @ self.camera_mount @ CAMERA_LINK_TO_OPTICAL).inverse()
+        seen = []
+        for d in views:
+            x, y, z = map_to_optical.apply((*d.position, d.height_m or 0.0))
+            seen.append(replace(d, position=(float(x), float(y)), height_m=float(z)))
+        return detections_to_msg(seen, Header(stamp=_time(max(0, at)), frame_id=f"{frame}/camera_optical_frame"))
 
     def _publish_camera(
         self, name: str, publishers: CameraPublishers, base: RigidTransform, stamp: Time, with_pose: bool = True
@@ -809,6 +861,10 @@ def twin_scene(scene: Scene, robots: list[str], horizon: float) -> tuple[Scene, 
     others = [start for start in scene.agent_starts if start.name not in renamed and start.name not in frame_of]
     task = replace(scene.task, horizon=math.ceil(horizon)) if horizon > 0 else scene.task
     return replace(scene, agent_starts=(*renamed.values(), *others), task=task), frame_of
+
+
+def _time(ns: int) -> Time:
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
 def _pose_with_covariance(position: tuple[float, float], heading: float) -> PoseWithCovariance:
