@@ -58,6 +58,7 @@ def detector_output_on_map(
 
 TF_WAIT_S = 0.5  # how long a detection array waits for a transform that is late
 TF_QUEUE = 32  # detection arrays waiting at most
+TF_RETRY_S = 0.05  # how often a node tries the waiting arrays against TF again
 
 
 @dataclass
@@ -84,10 +85,10 @@ class DetectionsAwaitingTf:
 
     def place(
         self, to_map: Callable[[Detection3DArray], list[Detection]], now_s: float
-    ) -> tuple[list[list[Detection]], list[str]]:
-        """The detections of every array TF can place now (``to_map``: e.g. :func:`detector_output_on_map`), an array
-        a list, in the order they came; and the causes of drops not seen before."""
-        placed: list[list[Detection]] = []
+    ) -> tuple[list[tuple[Detection3DArray, list[Detection]]], list[str]]:
+        """Every array TF can place now, with its detections on the map (``to_map``: e.g.
+        :func:`detector_output_on_map`), in the order they came; and the causes of drops not seen before."""
+        placed: list[tuple[Detection3DArray, list[Detection]]] = []
         new: list[str] = []
 
         def drop(cause: str, detail: str = "") -> None:
@@ -100,7 +101,7 @@ class DetectionsAwaitingTf:
         kept: deque[_Waiting] = deque()
         for item in self.waiting:
             try:
-                placed.append(to_map(item.message))
+                placed.append((item.message, to_map(item.message)))
             except TransformUnavailable as exc:
                 frame = item.message.header.frame_id or "(no frame)"
                 if not exc.late:

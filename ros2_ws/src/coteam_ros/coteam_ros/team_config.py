@@ -320,13 +320,16 @@ class TwinSection(_Section):
 
 
 class ExecutionSection(_Section):
-    """``execution`` (real robots): when the executor gives up on a Nav2 goal or an arm goal."""
+    """``execution`` (real robots): when the executor gives up on a Nav2 goal, an arm goal or a whole action, and how
+    long the robots' nodes wait for their detector, Nav2 and arm to be found."""
 
     no_progress_s: PositiveNumber = 20.0  # a Nav2 goal whose remaining distance has not shrunk this long is canceled
     arm_timeout_s: PositiveNumber = 60.0  # an arm goal without a result this long is canceled
-    skill_overhead_s: PositiveNumber = 60.0  # an action's time limit: this, plus
-    skill_travel_factor: PositiveNumber = (
-        3.0  # this many times its drive at the robot's speed (coteam.skills.TimeLimit)
+    # an action's time limit (coteam.skills.TimeLimit): skill_overhead_s plus skill_travel_factor times its drive
+    skill_overhead_s: PositiveNumber = 60.0
+    skill_travel_factor: PositiveNumber = 3.0
+    wiring_timeout_s: PositiveNumber = (
+        30.0  # every remapped topic and action has its other end by then, or the run stops
     )
 
 

@@ -103,7 +103,14 @@ from coteam_ros.convert import (
 )
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer
-from coteam_ros.observations import FIXTURE_REACH_M, CameraSightings, detector_output_on_map
+from coteam_ros.observations import (
+    FIXTURE_REACH_M,
+    TF_RETRY_S,
+    TF_WAIT_S,
+    CameraSightings,
+    DetectionsAwaitingTf,
+    detector_output_on_map,
+)
 from coteam_ros.qos import CAMERA, CAMERA_DRIVER, LATCHED, SENSOR, STREAM
 from coteam_ros.team_config import DETECTORS
 from coteam_ros.tf import TransformUnavailable, stamp_ns, transform_lookup
@@ -222,7 +229,9 @@ class PerceptionNode(Node):
             self._start_camera(detector)
         else:
             self.assembler = ObservationAssembler(self.robot, self.scene)
+            self.awaiting_tf = DetectionsAwaitingTf(self.declare_parameter("tf_wait_s", TF_WAIT_S).value)
             self.create_subscription(Detection3DArray, "detections", self._on_detections, SENSOR)
+            wall_timer(self, TF_RETRY_S, self._place_detections)
         self.get_logger().info(
             f"perception for {self.robot or '(any robot)'}: "
             f"{f'{detector} on camera images' if detector else 'detections'}, "
@@ -395,15 +404,21 @@ class PerceptionNode(Node):
         self._published(fused.confirmed, rgb_msg.header.stamp)
 
     def _on_detections(self, message: Detection3DArray) -> None:
-        step = self._observations
-        try:
-            detections = detector_output_on_map(
-                message, step, self.assembler, self.transforms, self.frame_id, self.fixture_reach_m
-            )
-        except TransformUnavailable as exc:
-            self.get_logger().warning(f"detections ignored: {exc}", throttle_duration_sec=10.0)
-            return
-        self._fuse(detections, step, "", [], message.header.stamp)
+        self.awaiting_tf.add(message, time.monotonic())
+        self._place_detections()
+
+    def _place_detections(self) -> None:
+        """Fuse every waiting detection array TF can place now, at its own stamp (robot_state does the same)."""
+        arrays, causes = self.awaiting_tf.place(
+            lambda m: detector_output_on_map(
+                m, self._observations, self.assembler, self.transforms, self.frame_id, self.fixture_reach_m
+            ),
+            time.monotonic(),
+        )
+        for cause in causes:
+            self.get_logger().warning(f"detections dropped: {cause}; each drop is counted")
+        for message, detections in arrays:
+            self._fuse(detections, self._observations, "", [], message.header.stamp)
 
     def _fuse(self, detections: list[Detection], step: int, room: str, explored: list[str], stamp: Time) -> None:
         """One observation into the map, then the map and its markers out."""

@@ -51,12 +51,11 @@ from coteam.observation import observation_to_dict
 from coteam.perception import CameraPerception, ObservationAssembler
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import Wire, require_wiring, spin_node, wall_timer
-from coteam_ros.observations import TF_WAIT_S, DetectionsAwaitingTf, detector_output_on_map
+from coteam_ros.observations import TF_RETRY_S, TF_WAIT_S, DetectionsAwaitingTf, detector_output_on_map
 from coteam_ros.qos import LATCHED, SENSOR
 from coteam_ros.tf import TransformUnavailable, transform_lookup
 
 NODE_NAME = "robot_state"
-TF_RETRY_S = 0.05  # how often waiting detection arrays are tried against TF again
 
 
 class RobotStateNode(Node):
@@ -135,7 +134,7 @@ class RobotStateNode(Node):
         )
         for cause in causes:
             self.get_logger().warning(f"detections dropped: {cause}; each drop is counted")
-        for detections in arrays:
+        for _, detections in arrays:
             self.detections.extend(d for d in detections if d.object_id >= 0)
             class_only = [d for d in detections if d.object_id < 0]
             self.confirmed += self.camera.frame(class_only, self.room).confirmed
