@@ -101,10 +101,11 @@ def test_the_hardware_nodes_finish_the_task_against_the_twin(tmp_path: Path, mon
     assert set(goals) == {"robot1", "robot2"}
     assert sum(g.get("navigation goals", 0) for g in goals.values()) > 0
     assert sum(g.get("manipulations succeeded", 0) for g in goals.values()) >= 6  # 3 items: grab, put, and a door
-    # the metres each robot drove, from its own poses, are the twin's (which walked them) within a tenth
+    # the metres the robots drove, from their own poses at each status: what the twin walked them, less the corners
+    # cut between two statuses and the way after the last (the twin runs until the launch stops it)
     truth_m, said_m = sum(truth["travel_m"].values()), sum(episode["travel_m"].values())
     assert set(episode["travel_m"]) == {"robot1", "robot2"} and truth_m > 0, episode["travel_m"]
-    assert abs(said_m - truth_m) <= 0.1 * truth_m, (said_m, truth_m)
+    assert 0.75 * truth_m <= said_m <= 1.02 * truth_m, (said_m, truth_m)
     # the arm moves only once the base has stopped: after Nav2 ended the canceled goal, not when it took the cancel
     assert not any(g.get("manipulations while driving") for g in goals.values()), goals
     speeds = twin["meta"]["speeds"]
@@ -192,6 +193,55 @@ def test_a_detector_in_the_cameras_frame_stamped_before_its_late_tf_still_sees_e
     assert truth["success"], truth
     dropped = [line for line in log.splitlines() if "detections dropped" in line]
     assert len(dropped) <= 2, dropped  # a cause is said once, with the frame named
+
+
+def test_robots_stopped_with_their_team_cancel_the_goals_they_sent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The team's nodes stopped as Ctrl-C or a time-out stops them, while robot1's Nav2 goal runs (the twin accepts
+    it and the robot never moves): its executor cancels the goal before it goes, so no robot drives on without its
+    team; the twin, stopped after them, has no goal of theirs still running."""
+    import threading
+
+    from coteam_ros.launcher import child_env, plan, run
+    from coteam_ros.team_config import load_config
+
+    isolate_ros(tmp_path, monkeypatch)
+    for name in ("team_twin.yaml", "flat.world.yaml", "flat.map.yaml", "flat.pgm"):
+        shutil.copy(CONFIG / name, tmp_path / name)
+    data = yaml.safe_load((tmp_path / "team_twin.yaml").read_text())
+    data["twin"]["faults"] = [{"robot": "robot1", "kind": "nav_stall", "goal": 1}]
+    data["execution"] = {"no_progress_s": 120.0}
+    (tmp_path / "team_twin.yaml").write_text(yaml.safe_dump(data))
+    out = tmp_path / "run"
+    out.mkdir()
+    children = plan(load_config(tmp_path / "team_twin.yaml"), tmp_path, results_path=out / "results.json")
+    (twin,) = [c for c in children if c.label == "twin@/"]
+    robots = [c for c in children if c is not twin]
+    env = child_env()
+    with subprocess.Popen(twin.argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as bridge:
+        lines: list[str] = []
+        driving = threading.Event()
+        stop = threading.Event()
+
+        def watch(line: str) -> None:
+            lines.append(line)
+            if "planner for robot1" in line:
+                driving.set()
+
+        team = threading.Thread(target=lambda: run(robots, env=env, stop=stop, write=watch, sigint_grace=10.0))
+        team.start()
+        try:
+            assert driving.wait(120), "\n".join(lines[-30:])
+            time.sleep(8.0)  # robot1 decides and sends its first Nav2 goal, which the twin holds (the stall)
+        finally:
+            stop.set()
+            team.join(60)
+            bridge.send_signal(signal.SIGINT)
+            twin_out, _ = bridge.communicate(timeout=60)
+    log = "".join(f"{line}\n" for line in lines)
+    assert "[executor@/robot1]" in log and "stopping: 1 running goal(s) canceled" in log, log[-4000:]
+    goals = json.loads((out / "twin.json").read_text())["meta"]["goals"]
+    assert goals["robot1"]["navigation stalled"] == 1 and goals["robot1"]["navigation canceled"] >= 1, goals
+    assert all(g["still running"] == 0 for g in goals.values()), (goals, twin_out[-2000:])
 
 
 FAULTS = [

@@ -8,14 +8,18 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import rclpy
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException
 from rclpy.logging import get_logging_directory
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+from rclpy.task import Future
 from rclpy.timer import Timer
 
 from coteam_ros import CANNOT_START
@@ -23,6 +27,7 @@ from coteam_ros import CANNOT_START
 RETRY_S = 0.2  # how soon a node tries again to reach an action server that is not up yet
 SHUTDOWN_GRACE_S = 10.0  # a node whose middleware has not shut down this long after its spin ended exits anyway
 BACKSTOP_S = 5.0  # and if that exit cannot run, faulthandler's thread ends the process this much later
+CANCEL_GRACE_S = 2.0  # a stopped node waits this long at most for the answers to its goals' cancels
 
 
 def wall_timer(node: Node, seconds: float, callback: Callable[[], object]) -> Timer:
@@ -101,13 +106,27 @@ def require_wiring(node: Node, within_s: float, wires: list[Wire]) -> None:
     call_later(node, within_s, check)
 
 
+class StopsItsGoals(Protocol):
+    """A node that has goals running on other nodes (Nav2, an arm) to cancel when it is stopped."""
+
+    def cancel_goals(self) -> list[Future]: ...
+
+
+def _on_sigterm(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM stops a node as Ctrl-C does
+
+
 def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> None:
-    """Run one node until Ctrl-C or shutdown, then clean up: exit status 0 on SIGINT, also when the middleware's
-    teardown hangs (after :data:`SHUTDOWN_GRACE_S`, :func:`_exit_if_shutdown_hangs`); 1, with every thread's stack
-    on stderr, if it hangs so that no Python thread can run (:data:`BACKSTOP_S` later). A node that cannot start
-    (a bad method switch, an unknown method, no or a bad scene file, a missing module: :data:`STARTUP_ERRORS`)
-    prints one line and exits with status :data:`~coteam_ros.CANNOT_START`, which stops the launch."""
-    rclpy.init(args=argv)
+    """Run one node until Ctrl-C (SIGINT), SIGTERM or shutdown, then clean up: exit status 0 on a signal, also when
+    the middleware's teardown hangs (after :data:`SHUTDOWN_GRACE_S`, :func:`_exit_if_shutdown_hangs`); 1, with every
+    thread's stack on stderr, if it hangs so that no Python thread can run (:data:`BACKSTOP_S` later). A node that
+    cannot start (a bad method switch, an unknown method, no or a bad scene file, a missing module:
+    :data:`STARTUP_ERRORS`) prints one line and exits with status :data:`~coteam_ros.CANNOT_START`, which stops the
+    launch. The signals are Python's, not rclpy's (whose handler ends the ROS context at once): a node with goals
+    running elsewhere (:class:`StopsItsGoals`, the executor) still cancels them, for :data:`CANCEL_GRACE_S` at most,
+    before it goes: a robot stops when its team is stopped."""
+    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+    signal.signal(signal.SIGTERM, _on_sigterm)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1` a node that seems hung: its stacks
     node = None
     name, status = getattr(make_node, "__name__", "node"), 0
@@ -116,7 +135,8 @@ def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> N
         name = node.get_name()
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        if node is not None and hasattr(node, "cancel_goals"):
+            _cancel_goals(node)
     except STARTUP_ERRORS as exc:
         status = CANNOT_START
         raise cannot_start(name, exc) from None
@@ -130,6 +150,18 @@ def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> N
         rclpy.try_shutdown()
         faulthandler.cancel_dump_traceback_later()
         watchdog.cancel()
+
+
+def _cancel_goals(node: Node) -> None:
+    """Cancel the node's goals on other nodes and spin until their servers have answered (a second signal, or
+    :data:`CANCEL_GRACE_S`, cuts it short)."""
+    try:
+        pending = node.cancel_goals()
+        end = time.monotonic() + CANCEL_GRACE_S
+        while rclpy.ok() and any(not f.done() for f in pending) and time.monotonic() < end:
+            rclpy.spin_once(node, timeout_sec=0.05)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
 
 
 def _exit_if_shutdown_hangs(name: str, status: int) -> threading.Timer:

@@ -550,6 +550,18 @@ class ExecutorNode(Node):
         self.ended = EndedJob(job.action, job.step, job.seq, result, state)
         self.goals.finish(job.handle, result, state)
 
+    def cancel_goals(self) -> list[Any]:
+        """The node is being stopped (the team stops: Ctrl-C, a time-out): cancel its running Nav2 and arm goals, so
+        that no robot drives or grasps on without its team (``coteam_ros.nodes.spin_node`` waits for the answers)."""
+        pending = []
+        if self.nav is not None and self.nav.handle is not None and self.nav.result is None:
+            pending.append(self.nav.handle.cancel_goal_async())
+        if self.manipulation is not None:
+            pending.append(self.manipulation.cancel_goal_async())
+        if pending:
+            self.get_logger().info(f"stopping: {len(pending)} running goal(s) canceled")
+        return pending
+
     # --- navigation goals ---------------------------------------------------------------------------------------
     def _send_navigation(self, goal: NavGoal) -> None:
         if not self.nav_client.server_is_ready():

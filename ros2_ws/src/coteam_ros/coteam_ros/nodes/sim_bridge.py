@@ -45,18 +45,19 @@ order of their start poses), and each is offered exactly what a real robot offer
 starts once every robot's ``detections`` and ``odom`` have a subscriber (or after ``startup_timeout_s``). The episode
 goes on past the goal (the team must see for itself that it is done) until the bridge is stopped or the task's
 ``time_limit_s`` passes; ``results_path`` then holds what really happened (complete, with every robot's Nav2 and arm
-goals by how they ended under ``meta.goals``), and each decision in the trace carries ``twin_step``, the bridge's step
-when it arrived (the robots count their own). ``robot_profiles_json`` (robot -> a ``coteam_ros.twin_robots`` profile,
-default ``generic``) says which real robot each plays: its grippers (a grasp with every gripper full, or a door with
-every gripper full on a robot that needs a free one, fails at once as its arm driver says), and its top speed (kept as a
-speed limit is; ``meta.robots`` in the results). As Nav2, it ends a canceled navigation goal once the base has stopped
-(:data:`BRAKING_S` later), and its arm refuses a goal while the base still moves (``the base is moving``, counted as
-``manipulations while driving``). ``faults_json`` (``coteam_ros.faults.TwinFault``) makes it play a real robot's faults:
-Nav2 refusing or aborting a goal, a robot that never moves, an arm that never answers, odometry or detections falling
-silent. With ``cameras`` (a team file with ``perception:``) a twin offers camera images instead of detections: every ``1
-/ camera_hz`` s (default 1) each robot's head looks round once, its views published as above (RGB-D, camera info, the
-mount on TF; a world file's map draws walls high and the furniture inside rooms table-high), and the robots' own
-perception nodes detect the items; a ``detections_stop`` fault stops its images.
+goals by how they ended under ``meta.goals``, and those still running when it stopped), and each decision in the trace
+carries ``twin_step``, the bridge's step when it arrived (the robots count their own). ``robot_profiles_json`` (robot ->
+a ``coteam_ros.twin_robots`` profile, default ``generic``) says which real robot each plays: its grippers (a grasp with
+every gripper full, or a door with every gripper full on a robot that needs a free one, fails at once as its arm driver
+says), and its top speed (kept as a speed limit is; ``meta.robots`` in the results). As Nav2, it ends a canceled
+navigation goal once the base has stopped (:data:`BRAKING_S` later), and its arm refuses a goal while the base still
+moves (``the base is moving``, counted as ``manipulations while driving``). ``faults_json``
+(``coteam_ros.faults.TwinFault``) makes it play a real robot's faults: Nav2 refusing or aborting a goal, a robot that
+never moves, an arm that never answers, odometry or detections falling silent. With ``cameras`` (a team file with
+``perception:``) a twin offers camera images instead of detections: every ``1 / camera_hz`` s (default 1) each robot's
+head looks round once, its views published as above (RGB-D, camera info, the mount on TF; a world file's map draws walls
+high and the furniture inside rooms table-high), and the robots' own perception nodes detect the items; a
+``detections_stop`` fault stops its images.
 
 Messages: a ``MESSAGE`` tick spends the robot's step sending; the simulator times delivery by the benchmark's
 rules and the receivers' status lists the delivered messages (sender, step) without their text, which robots
@@ -190,6 +191,12 @@ class RobotSlot:
     robot: TwinRobot = TWIN_ROBOTS["generic"]  # a twin's: the real robot it plays (coteam_ros.twin_robots)
     poses: deque[tuple[int, RigidTransform]] = field(default_factory=lambda: deque(maxlen=POSE_HISTORY))  # by stamp
     poses_unsent: deque[tuple[int, RigidTransform]] = field(default_factory=deque)  # a lagging TF's, not yet sent
+
+    def running_goals(self) -> int:
+        """A twin's: its Nav2 and arm goals not ended yet (when the run stops: goals its robot left running)."""
+        return int(self.navigation is not None and self.navigation.stopped_at is None) + int(
+            self.manipulation is not None
+        )
 
     def drive_speed(self) -> float:
         """A twin's top speed now: its robot's, under the speed limit it was given (0: one move a step)."""
@@ -833,7 +840,10 @@ class SimBridgeNode(Node):
                 "mode": self.mode,
             }
             if self.twin:  # what the robots asked of their navigation and arms, and how it went; how fast they drove
-                meta["goals"] = {self.frame_of[n]: dict(sorted(slot.counts.items())) for n, slot in self.robots.items()}
+                meta["goals"] = {
+                    self.frame_of[n]: dict(sorted({**slot.counts, "still running": slot.running_goals()}.items()))
+                    for n, slot in self.robots.items()
+                }
                 meta["robots"] = {self.frame_of[n]: slot.robot.name for n, slot in self.robots.items()}
                 meta["speeds"] = {
                     self.frame_of[n]: {"top_mps": round(slot.top_speed, 3), "limit_mps": slot.speed_limit}
