@@ -73,6 +73,33 @@ def test_only_an_answer_to_a_goal_sent_since_the_outage_says_the_executor_is_bac
     assert planner.executor_lost is None  # back
 
 
+def test_a_goal_accepted_after_the_task_ended_is_canceled(nodes: list, alice: list[Parameter]) -> None:
+    """The task ends (a teammate saw the goal met, the time limit) while the executor has not yet answered the
+    running action's goal: the goal is canceled when the answer comes, so the robot does not set off after the end."""
+    from coteam_ros.nodes.planner import RunningSkill
+
+    planner = _alice_planner(nodes, alice)
+    canceled: list[bool] = []
+
+    class Accepted:
+        accepted = True
+
+        def cancel_goal_async(self) -> None:
+            canceled.append(True)
+
+        def get_result_async(self):
+            return type("Future", (), {"add_done_callback": lambda self, callback: None})()
+
+    answer = type("Answer", (), {"result": lambda self: Accepted()})()
+    skill = RunningSkill(HighLevelAction(Verb.EXPLORE, ObjectRef("kitchen", 1)), 0)
+    skill.sent = time.monotonic()
+    planner._on_skill_response(skill, answer, skill.sent)
+    assert canceled == []  # the task goes on: the goal runs
+    planner.done = True
+    planner._on_skill_response(skill, answer, skill.sent)
+    assert canceled == [True]
+
+
 def test_a_goal_whose_answer_was_lost_is_sent_again_and_a_late_answer_to_it_is_ignored(
     nodes: list, alice: list[Parameter], monkeypatch: pytest.MonkeyPatch
 ) -> None:

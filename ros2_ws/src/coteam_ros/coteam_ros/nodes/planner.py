@@ -536,7 +536,7 @@ class PlannerNode(Node):
             return
         skill.answered = True
         handle = skill.handle = future.result()
-        if handle.accepted and skill.given_up:  # a teammate claimed its object before the executor answered
+        if handle.accepted and (skill.given_up or self.done):  # given up, or the task ended, before the answer came
             handle.cancel_goal_async()
         if not handle.accepted:
             skill.outcome = SkillOutcome(skill.action, False, "rejected by the executor", 0)
