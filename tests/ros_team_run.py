@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from coteam.retries import NOT_FAILURES
+
 RUN_TIMEOUT_S = 240.0
 BRIDGE = "sim_bridge@/"  # the launch plan's label of the simulator bridge
 
@@ -121,5 +123,6 @@ def assert_never_a_third_identical_failure(decisions: list[dict]) -> None:
                 last["previous"] == now["previous"]
                 and before["action"] == last["action"] == now["previous"][0]
                 and now["previous"][1].startswith("failed: ")
+                and not now["previous"][1].removeprefix("failed: ").startswith(NOT_FAILURES)  # a cancel is no failure
             )
             assert not (failed_twice and now["action"] == last["action"]), f"{robot} tried {now['action']} a third time"

@@ -35,6 +35,24 @@ class _Answer:
         return type("Handle", (), {"accepted": False})()
 
 
+class _Accepted:
+    """A goal response future whose goal the executor accepted; it records the goal's cancels."""
+
+    accepted = True
+
+    def __init__(self) -> None:
+        self.canceled: list[bool] = []
+
+    def result(self):
+        return self
+
+    def cancel_goal_async(self) -> None:
+        self.canceled.append(True)
+
+    def get_result_async(self):
+        return type("Future", (), {"add_done_callback": lambda self, callback: None})()
+
+
 @pytest.fixture
 def nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A private ROS domain and rclpy session; the test adds its nodes to the list."""
@@ -79,25 +97,14 @@ def test_a_goal_accepted_after_the_task_ended_is_canceled(nodes: list, alice: li
     from coteam_ros.nodes.planner import RunningSkill
 
     planner = _alice_planner(nodes, alice)
-    canceled: list[bool] = []
-
-    class Accepted:
-        accepted = True
-
-        def cancel_goal_async(self) -> None:
-            canceled.append(True)
-
-        def get_result_async(self):
-            return type("Future", (), {"add_done_callback": lambda self, callback: None})()
-
-    answer = type("Answer", (), {"result": lambda self: Accepted()})()
+    answer = _Accepted()
     skill = RunningSkill(HighLevelAction(Verb.EXPLORE, ObjectRef("kitchen", 1)), 0)
     skill.sent = time.monotonic()
     planner._on_skill_response(skill, answer, skill.sent)
-    assert canceled == []  # the task goes on: the goal runs
+    assert answer.canceled == []  # the task goes on: the goal runs
     planner.done = True
     planner._on_skill_response(skill, answer, skill.sent)
-    assert canceled == [True]
+    assert answer.canceled == [True]
 
 
 def test_a_goal_whose_answer_was_lost_is_sent_again_and_a_late_answer_to_it_is_ignored(
@@ -201,6 +208,9 @@ def test_an_executor_not_yet_heard_from_gets_the_startup_patience_then_the_usual
     assert planner.executor_lost is not None and skill.outcome.reason == "executor unavailable"
 
     planner.executor_lost = None
+    accepted = _Accepted()
+    planner._on_skill_response(skill, accepted, skill.sent)  # accepted, but no report yet: still being discovered
+    assert planner._executor_patience() == 30.0
     planner._on_skill_response(skill, _Answer(), skill.sent)  # the executor answers
     again = RunningSkill(HighLevelAction(Verb.EXPLORE, ObjectRef("kitchen", 1)), 1)
     planner.skill, planner.request = again, object()

@@ -31,7 +31,7 @@ methods' seed, see ``coteam_ros.episode``), ``message_wait_s``, ``message_delive
 bridge's status says; ``arrival``: on real robots, at the next status after the message arrived),
 ``executor_timeout_s`` (an executor without a server, or silent about a running goal, this long is reported once as
 an error; its skill fails with ``executor unavailable`` and the robot idles until the executor answers again;
-``executor_startup_timeout_s`` until the executor has first answered a goal, as discovery across a lossy link is slow),
+``executor_startup_timeout_s`` until the executor has first reported on a goal, as discovery is slow on a lossy link),
 ``goal_answer_timeout_s`` (a goal the executor has not answered this long is sent again with its step: DDS drops a
 goal's answer while the executor's server has not yet discovered this planner; the executor lets it take its skill
 over), ``signing_key`` (the robot's private key; empty: the team does not sign), ``team_keys`` (the team's public
@@ -130,7 +130,9 @@ class PlannerNode(Node):
         self.executor_timeout_s: float = self.declare_parameter("executor_timeout_s", 10.0).value
         # before the executor's first answer: discovery between two hosts over a lossy link takes a while
         self.executor_startup_timeout_s: float = self.declare_parameter("executor_startup_timeout_s", 60.0).value
-        self.executor_answered = False  # the executor has answered a goal since this node started
+        # the executor has reported on a goal (feedback, a result, a rejection) since this node started; an accepted
+        # goal alone is not enough: the executor may still be discovering the servers it needs (the navigator's)
+        self.executor_answered = False
         self.goal_answer_timeout_s: float = self.declare_parameter("goal_answer_timeout_s", 1.0).value
         self.executor_lost: float | None = None  # since when the executor has not been reachable
         self.waiting_since = 0.0  # when the turn last stopped to wait for the executor
@@ -522,11 +524,10 @@ class PlannerNode(Node):
 
     def _executor_patience(self) -> float:
         """How long the executor may be silent before it is reported lost: longer until it has first answered."""
-        return self.executor_timeout_s if self.executor_answered else self.executor_startup_timeout_s
+        return self.executor_timeout_s if self.executor_answered else self.executor_startup_timeout_s  # see __init__
 
     def _on_skill_response(self, skill: RunningSkill, future: Any, sent: float) -> None:
         skill.heard = time.monotonic()
-        self.executor_answered = True
         # Only the answer to a goal sent since the outage began says the executor is back: one sent before may
         # arrive late, from an executor that died just after answering it.
         if self.executor_lost is not None and sent >= self.executor_lost:
@@ -539,6 +540,7 @@ class PlannerNode(Node):
         if handle.accepted and (skill.given_up or self.done):  # given up, or the task ended, before the answer came
             handle.cancel_goal_async()
         if not handle.accepted:
+            self.executor_answered = True
             skill.outcome = SkillOutcome(skill.action, False, "rejected by the executor", 0)
             self._resume()
             return
@@ -546,11 +548,13 @@ class PlannerNode(Node):
 
     def _on_skill_feedback(self, skill: RunningSkill, message: Any) -> None:
         skill.heard = time.monotonic()
+        self.executor_answered = True  # it works: its own servers (the navigator, the arm) are found too
         skill.armed_step = max(skill.armed_step, message.feedback.step)
         if skill is self.skill:
             self._resume()
 
     def _on_skill_result(self, skill: RunningSkill, future: Any) -> None:
+        self.executor_answered = True
         if skill.outcome is not None:  # given up on already (the executor was silent too long)
             return
         result = future.result().result
