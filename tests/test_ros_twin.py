@@ -192,7 +192,7 @@ def test_a_detector_in_the_cameras_frame_stamped_before_its_late_tf_still_sees_e
     (truth,) = json.loads((out / "twin.json").read_text())["episodes"]
     assert truth["success"], truth
     dropped = [line for line in log.splitlines() if "detections dropped" in line]
-    assert len(dropped) <= 2, dropped  # a cause is said once, with the frame named
+    assert len(dropped) <= 2, "\n".join(dropped)  # a cause is said once, with the frame named
 
 
 def test_robots_stopped_with_their_team_cancel_the_goals_they_sent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

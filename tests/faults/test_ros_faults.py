@@ -143,7 +143,9 @@ def test_forged_and_replayed_messages_change_nothing(tmp_path: Path, monkeypatch
     assert ours == theirs
     assert attacker.genuine and not attacker.unverified, "the planners sign what they send"
     assert attacker.genuine & attacker.forged, "forgeries were waiting for the steps of genuine messages"
-    assert result["messages_dropped"] >= 3 * len(attacker.forged) // 2  # each forgery reaches at least one planner
+    # each (name, step) forged is sent three ways and reaches at least one planner; the last steps' forgeries may come
+    # after the episode ended, and how many of each three a planner reads before it moves on depends on the load
+    assert result["messages_dropped"] >= len(attacker.forged)
 
 
 def test_a_planner_says_once_that_its_executor_died_and_the_robot_idles(

@@ -70,7 +70,7 @@ class _Waiting:
 class DetectionsAwaitingTf:
     """Detection arrays held until TF can place them at their own stamp, as tf2's message filter holds messages (rclpy
     has none): an array whose transform may still come (a frame not heard of yet, nothing that recent yet) waits up
-    to ``wait_s``; one whose transform cannot come (too old for the history, frames not connected), one that waited
+    to ``wait_s``; one whose transform cannot come (older than the history), one that waited
     too long, and the oldest when more than ``queue`` wait, are dropped. Drops are counted by cause, the cause
     naming the frame (:attr:`drops`); :meth:`place` returns the causes seen for the first time (with an example of
     TF's answer), to be said once."""

@@ -49,7 +49,8 @@ HISTORY_S = 10.0  # how long a dynamic edge's past transforms are kept
 
 class TransformUnavailable(LookupError):
     """No transform between the frames at that time (not connected, not yet received, or too old). ``late``: it may
-    still come (a frame not heard of yet, or nothing that recent yet), so waiting for it makes sense."""
+    still come (a frame not heard of yet, frames not linked yet, nothing that recent yet), so waiting for it makes
+    sense; only a time older than the history kept will never be answered."""
 
     def __init__(self, message: str, late: bool = False) -> None:
         super().__init__(message)
@@ -206,7 +207,8 @@ class TransformBuffer:
         source_path, source_to_root = self._to_root(source, t)
         target_path, target_to_root = self._to_root(target, t)
         if source_path[-1] != target_path[-1]:
-            raise TransformUnavailable(f"{source!r} and {target!r} are not connected")
+            # a link between them may not have been published yet (a robot's map -> odom comes with localisation)
+            raise TransformUnavailable(f"{source!r} and {target!r} are not connected (yet)", late=True)
         return target_to_root.inverse() @ source_to_root
 
 
@@ -244,7 +246,7 @@ class _Tf2RosLookup:
         self.buffer = tf2_ros.Buffer()
         self.listener = tf2_ros.TransformListener(self.buffer, node)
         self._errors = (tf2_ros.LookupException, tf2_ros.ConnectivityException, tf2_ros.ExtrapolationException)
-        self._may_come = (tf2_ros.LookupException,)  # a frame not heard of yet
+        self._may_come = (tf2_ros.LookupException, tf2_ros.ConnectivityException)  # not heard of, not linked yet
         self._extrapolation = tf2_ros.ExtrapolationException
 
     def lookup(self, target: str, source: str, stamp: Time | None = None) -> RigidTransform:
