@@ -58,10 +58,11 @@ PLAYED = {
 }
 
 
-def twin_run(work: Path, edit: dict | None = None) -> dict:
-    """One run of config/team_twin.yaml in ``work`` (with ``edit``'s keys replaced): the team's results, the
-    twin's, the planners' end reports, the twin's trace, and CPU seconds per node."""
-    for name in FILES:
+def twin_run(work: Path, edit: dict | None = None, timeout_s: float = TIMEOUT_S, files: tuple[str, ...] = ()) -> dict:
+    """One run of config/team_twin.yaml in ``work`` (with ``edit``'s keys replaced; ``files``: more of config/ it
+    names): the team's results, the twin's, the planners' end reports, the twin's trace, CPU seconds per node, and
+    the nodes' logs (by label)."""
+    for name in (*FILES, *files):
         shutil.copy(ROOT / "config" / name, work / name)
     if edit:
         team = yaml.safe_load((work / "team_twin.yaml").read_text())
@@ -72,11 +73,12 @@ def twin_run(work: Path, edit: dict | None = None) -> dict:
     children = plan(cfg, work, results_path=out / "results.json")
     env = child_env(DOMAIN)
     procs = {}
+    logs = {child.label: work / f"{child.label.replace('@/', '-').replace('/', '-')}.log" for child in children}
     for child in children:
-        log = (work / f"{child.label.replace('@/', '-').replace('/', '-')}.log").open("wb")
+        log = logs[child.label].open("wb")
         procs[child.label] = (child, subprocess.Popen(child.argv, env=env, stdout=log, stderr=subprocess.STDOUT))
     cpu: dict[str, float] = {}
-    deadline = time.monotonic() + TIMEOUT_S
+    deadline = time.monotonic() + timeout_s
     planners = {label for label, (child, _) in procs.items() if child.ends_task}
     while planners - set(cpu) and time.monotonic() < deadline:
         for label in planners - set(cpu):
@@ -94,6 +96,7 @@ def twin_run(work: Path, edit: dict | None = None) -> dict:
         "reports": reports,
         "trace": json.loads((out / "twin_trace.json").read_text()),
         "cpu": cpu,
+        "logs": {label: path.read_text(errors="replace") for label, path in logs.items()},
     }
 
 

@@ -34,3 +34,22 @@ def test_seeing_all_runs_the_same_planner_on_the_whole_world(tmp_path):
     seeing_all = run_episode(scene, team, trace_path=trace)
     assert load_trace(trace)["full_observability"] is True
     assert seeing_all.success and seeing_all.steps < run_episode(scene, make_team("pce")).steps
+
+
+def test_the_profile_bench_tells_the_nodes_each_robots_body_and_reads_robot_states_drops():
+    """bench/twin_robots.py: the team file it runs gives each robot the body its twin profile documents, and it reads
+    the detection arrays each robot_state placed and dropped from the line the node says as it stops."""
+    from twin_robots import drops, team_edit
+
+    edit = team_edit({"robot1": "stretch3", "robot2": "generic"})
+    assert edit["twin"]["robots"] == {"robot1": "stretch3", "robot2": "generic"}
+    assert edit["robots"] == [
+        {"name": "robot1", "capabilities": {"grippers": 1, "open_needs_free_gripper": True, "speed_mps": 0.26}},
+        {"name": "robot2", "capabilities": {"grippers": 2, "open_needs_free_gripper": False}},
+    ]
+    logs = {
+        "robot_state@/robot1": "[INFO] detection arrays: 40 placed, 2 dropped (no transform from a within 0.5 s: 2)",
+        "robot_state@/robot2": "[INFO] detection arrays: 38 placed, 0 dropped",
+        "planner@/robot1": "detection arrays: 9 placed, 9 dropped",
+    }
+    assert drops(logs) == (78, 2, ["no transform from a within 0.5 s: 2"])

@@ -150,6 +150,19 @@ def test_the_twins_robots_are_documented_profiles_named_per_robot(tmp_path: Path
     assert generic.open_refusal(2) == "" and generic.speed_mps is None
 
 
+def test_the_twins_robots_are_obstacles_to_each_other_but_may_always_back_off() -> None:
+    from coteam_ros.twin_robots import robot_in_the_way
+
+    bases = {"robot1": ((0.0, 0.0), 0.27), "robot2": ((1.0, 0.0), 0.27)}  # two TIAGo bases 1 m apart
+    assert robot_in_the_way("robot1", (0.0, 0.0), (0.3, 0.0), bases) is None  # 0.7 m apart: 0.1 m clear of both
+    assert robot_in_the_way("robot1", (0.0, 0.0), (0.4, 0.0), bases) == "robot2"  # 0.6 m: bases within 0.1 m
+    assert robot_in_the_way("robot2", (1.0, 0.0), (1.3, 0.0), bases) is None  # moving away
+    closer = {**bases, "robot2": ((0.5, 0.0), 0.27)}  # already too close: backing off is free, closing in is not
+    assert robot_in_the_way("robot1", (0.0, 0.0), (-0.2, 0.0), closer) is None
+    assert robot_in_the_way("robot1", (0.0, 0.0), (0.0, 0.1), closer) is None  # sideways, no closer
+    assert robot_in_the_way("robot1", (0.0, 0.0), (0.1, 0.0), closer) == "robot2"
+
+
 def test_a_twin_runs_a_world_file_or_a_suite_episode(tmp_path: Path) -> None:
     """The twin's robots are the task's: a world file's names, or a suite episode's agents (alice, bob, ...)."""
     from coteam.scene_io import load_scene
@@ -409,6 +422,9 @@ def test_node_list_hardware() -> None:
         "robot2": RobotCapabilities(),
     }
     assert (executor.parameters["skill_overhead_s"], executor.parameters["skill_travel_factor"]) == (60.0, 3.0)
+    # meetings in passages: the teammates' poses from their statuses, the rule's settings
+    assert executor.parameters["teammate_poses"] == ["/robot2/status"]
+    assert (executor.parameters["passage_near_m"], executor.parameters["passage_tries"]) == (1.5, 3)
 
 
 def test_a_robots_body_comes_from_the_team_file_or_the_world_file_never_both(tmp_path: Path) -> None:
@@ -714,6 +730,10 @@ class _Fake:
         def __init__(self, *, reason="reason not given", **kwargs):
             self.reason = reason
 
+    class LogInfo:
+        def __init__(self, *, msg, **kwargs):
+            self.msg = msg
+
     class SetEnvironmentVariable:
         def __init__(self, name, value):
             self.name, self.value = name, value
@@ -778,6 +798,7 @@ def _fake_modules(monkeypatch: pytest.MonkeyPatch) -> None:
     mods["launch.actions"].OpaqueFunction = _Fake.OpaqueFunction
     mods["launch.actions"].RegisterEventHandler = _Fake.RegisterEventHandler
     mods["launch.actions"].Shutdown = _Fake.Shutdown
+    mods["launch.actions"].LogInfo = _Fake.LogInfo
     mods["launch.actions"].SetEnvironmentVariable = _Fake.SetEnvironmentVariable
     mods["launch.event_handlers"].OnProcessExit = _Fake.OnProcessExit
     mods["launch.substitutions"].LaunchConfiguration = _Fake.LaunchConfiguration
@@ -791,33 +812,49 @@ def _fake_modules(monkeypatch: pytest.MonkeyPatch) -> None:
     _Fake.nodes = []
 
 
-def _run_launch_file(path: Path, config: Path) -> list[NodeSpec]:
+RUN_OUTPUTS = ("results_path", "trace_path", "end_report", "memory_journal")  # where a node writes the run's
+
+
+def _run_launch_file(path: Path, config: Path, out: Path | None = None) -> tuple[list[NodeSpec], list[str]]:
+    """The nodes a launch file starts (with the parameters of their own), and what it says as its nodes exit one by
+    one, the last running node first, until it shuts down."""
     spec = importlib.util.spec_from_file_location(f"launch_file_{path.stem.replace('.', '_')}", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     description = module.generate_launch_description()
-    (arg,) = [e for e in description.entities if isinstance(e, _Fake.DeclareLaunchArgument)]
-    assert arg.name == "config" and arg.default_value
+    args = [e for e in description.entities if isinstance(e, _Fake.DeclareLaunchArgument)]
+    assert [a.name for a in args] == ["config", "out"] and all(a.default_value for a in args)
     (dds,) = [e for e in description.entities if isinstance(e, _Fake.SetEnvironmentVariable)]
     assert (dds.name, dds.value) == ("FASTDDS_DEFAULT_PROFILES_FILE", str(launcher.DDS_PROFILE))  # as coteam launch
-    context = types.SimpleNamespace(launch_configurations={"config": str(config)})
+    out = out or config.parent / "out"
+    context = types.SimpleNamespace(launch_configurations={"config": str(config), "out": str(out)})
     actions = []
     for entity in description.entities:
         if isinstance(entity, _Fake.OpaqueFunction):
             actions += entity.execute(context)
     handlers = [a for a in actions if isinstance(a, _Fake.RegisterEventHandler)]
-    assert len(actions) - len(handlers) == len(_Fake.nodes)
-    bridges = [a for a in actions if isinstance(a, _Fake.Node) and a.executable == "sim_bridge"]
-    # the launch ends with the episode: when the bridge exits
-    assert [h.event_handler.target_action for h in handlers] == bridges
-    assert all(isinstance(h.event_handler.on_exit[0], _Fake.Shutdown) for h in handlers)
-    out = []
-    for kw in _Fake.nodes:
+    nodes = [a for a in actions if isinstance(a, _Fake.Node)]
+    assert len(nodes) == len(_Fake.nodes) and [h.event_handler.target_action for h in handlers] == nodes
+    specs, params_of = [], {}
+    for node, kw in zip(nodes, _Fake.nodes, strict=True):
         assert kw["package"] == "coteam_ros" and kw["output"] == "screen"
         (params,) = kw["parameters"]
-        out.append(NodeSpec(kw["name"], kw["executable"], kw["namespace"], params, kw["remappings"]))
-    return out
+        own = {k: v for k, v in params.items() if k not in RUN_OUTPUTS}
+        specs.append(NodeSpec(kw["name"], kw["executable"], kw["namespace"], own, kw["remappings"]))
+        params_of[id(node)] = params
+    # the run's outputs: where coteam launch has each node write them
+    results = out.resolve() / "results.json"
+    for node, spec_ in zip(nodes, specs, strict=True):
+        expected = {**spec_.parameters, **launcher.run_outputs(spec_, results)}
+        assert params_of[id(node)] == expected, spec_.label
+    said: list[str] = []
+    for handler in reversed(handlers):  # the nodes exit, the bridge or the planners last
+        exited = handler.event_handler.on_exit(types.SimpleNamespace(returncode=0), context)
+        said += [a.msg for a in exited if isinstance(a, _Fake.LogInfo)]
+        if any(isinstance(a, _Fake.Shutdown) for a in exited):
+            break
+    return specs, said
 
 
 @pytest.mark.parametrize(("which", "config"), [("sim", SIM), ("hardware", HARDWARE)])
@@ -833,7 +870,13 @@ def test_launch_file_and_pip_launcher_start_the_same_nodes(
     cfg = load_config(config)
     if which == "hardware":  # on hardware the keys must exist before launch
         init_keystore(tmp_path / "keys", cfg.robot_names)
-    from_launch_file = _run_launch_file(LAUNCH_FILES[which], config)
+    from_launch_file, said = _run_launch_file(LAUNCH_FILES[which], config)
+    # it ends as coteam launch does: when the bridge exits, or once every robot's planner has ended its task
+    assert (
+        said[-1] == "[coteam] sim_bridge@/ exited with code 0: the run ends"
+        if which == "sim"
+        else ("every robot ended its task" in " ".join(said) and (tmp_path / "out" / "results.json").is_file())
+    )
     launch_scene = next(s for s in from_launch_file if s.name == "planner").parameters["scene_path"]
     assert from_launch_file == node_list(cfg, launch_scene)
     # the pip launcher's children come from the same node_list call, with the same parameters on their command line

@@ -443,3 +443,54 @@ def test_launch_subcommand_registered() -> None:
 
     args = build_parser().parse_args(["launch", "config/team_sim.yaml", "--record", "x.mcap", "--timeout", "3"])
     assert (args.config, args.record, args.timeout, args.domain_id) == ("config/team_sim.yaml", "x.mcap", 3.0, None)
+
+
+def test_a_run_ends_as_its_nodes_exit_whichever_launcher_runs_it() -> None:
+    """coteam_ros.launcher.RunEnding, for `coteam launch` and `ros2 launch` alike."""
+    from coteam_ros import CANNOT_START
+    from coteam_ros.launcher import RunEnding
+
+    nodes = frozenset({"twin@/", "planner@/r1", "planner@/r2", "executor@/r1"})
+    robots = RunEnding(nodes, frozenset(), frozenset({"planner@/r1", "planner@/r2"}))
+    assert robots.exited("planner@/r1", 0) == (["planner@/r1 ended its task"], None)
+    assert robots.exited("executor@/r1", 1) == (["executor@/r1 exited with code 1"], None)
+    said, code = robots.exited("planner@/r2", 0)
+    assert code == 1 and said[-2:] == ["every robot ended its task: the run ends", "executor@/r1 died during the run"]
+
+    sim = RunEnding(frozenset({"sim_bridge@/", "planner@/a"}), frozenset({"sim_bridge@/"}), frozenset())
+    assert sim.exited("planner@/a", 0) == (["planner@/a exited with code 0"], None)
+    assert sim.exited("sim_bridge@/", -9) == (["sim_bridge@/ exited with code -9: the run ends"], 137)
+    fresh = RunEnding(sim.nodes, sim.bridges, sim.planners)
+    assert fresh.exited("planner@/a", CANNOT_START) == (["planner@/a cannot start: the run stops"], CANNOT_START)
+
+
+def test_ros2_launch_starts_the_nodes_coteam_launch_starts_and_writes_the_same_results(tmp_path: Path) -> None:
+    """What `ros2 launch coteam_ros team_hardware.launch.py` starts (coteam_ros.launch_description.launch_plan,
+    without launch_ros): the nodes of the team file, each told where it writes its part of the run (end reports,
+    memory journals), and a run that ends when the last planner has ended its task, its results.json written from
+    the end reports, the goal met or not as `coteam launch` would say."""
+    from coteam_ros import CANNOT_START
+    from coteam_ros.launch_description import launch_plan
+    from coteam_ros.task_end import EndReport
+
+    for name in ("team_hardware.yaml", "flat.world.yaml", "flat.map.yaml", "flat.pgm"):
+        shutil.copy(ROOT / "config" / name, tmp_path)
+    cfg = load_config(tmp_path / "team_hardware.yaml")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "robot1.end.json").write_text("{}")  # a previous run's: cleared
+    run = launch_plan(cfg, out, str(tmp_path / "scene.json"))
+    assert not (out / "robot1.end.json").exists()
+    assert [n.spec for n in run.nodes] == node_list(cfg, str(tmp_path / "scene.json"))
+    planner = next(n for n in run.nodes if n.spec.label == "planner@/robot1")
+    assert planner.parameters["end_report"] == str(out / "robot1.end.json")
+    assert planner.parameters["memory_journal"] == str(out / "robot1.memory.jsonl")
+    for robot in ("robot1", "robot2"):
+        EndReport(robot, "goal met on my map", True, (3, 3), 10.0, 20, 5).write(out / f"{robot}.end.json")
+    assert run.exited("planner@/robot1", 0) == (["planner@/robot1 ended its task"], False)
+    said, ends = run.exited("planner@/robot2", 0)
+    assert ends and "every robot ended its task: the run ends" in said and "(exit 0" in said[-1]
+    assert json.loads((out / "results.json").read_text())["episodes"][0]["success"] is True
+    stopped = launch_plan(cfg, out, str(tmp_path / "scene.json"))
+    said, ends = stopped.exited("robot_state@/robot2", CANNOT_START)
+    assert ends and said[0] == "robot_state@/robot2 cannot start: the run stops"

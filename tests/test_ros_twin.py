@@ -178,6 +178,30 @@ def test_robots_of_documented_kinds_finish_the_task_each_keeping_to_its_body(
     assert all(0 < s["top_mps"] <= 1.0 for s in twin["meta"]["speeds"].values()), twin["meta"]["speeds"]
 
 
+def test_robots_face_to_face_in_a_hallway_give_way_by_name_and_both_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Robots are obstacles to each other in the twin: one whose way another robot's base blocks stands, and Nav2
+    aborts its goal (105, failed to make progress). Carrying their items past each other through a 1 m hallway,
+    the robots meet; robot2 (later in name order) backs off out of the hallway and waits, robot1 drives on, and the
+    team finishes (coteam.passage). The home is config/hallway.world.yaml."""
+    shutil.copy(CONFIG / "hallway.world.yaml", tmp_path)
+    proc, out = _team_run(tmp_path, monkeypatch, {"task": {"world_file": "hallway.world.yaml"}})
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    twin = json.loads((out / "twin.json").read_text())
+    (truth,) = twin["episodes"]
+    assert truth["success"], truth
+    goals = twin["meta"]["goals"]
+    assert sum(g.get("navigation held by a robot", 0) for g in goals.values()) >= 1, goals
+    (episode,) = json.loads((out / "results.json").read_text())["episodes"]
+    assert episode["passage_meetings"] >= 1, episode
+    gave_way = [line for line in log.splitlines() if "is in my way" in line]
+    assert any("robot2" in line and "robot1 is in my way" in line and "I give way" in line for line in gave_way), (
+        gave_way
+    )
+
+
 def test_a_detector_in_the_cameras_frame_stamped_before_its_late_tf_still_sees_everything(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

@@ -55,6 +55,7 @@ class EpisodeResult:
     items_out_of_reach: int = 0  # ROS: items lost teammates were last known to hold when they were found lost
     safety_refusals: int = 0  # actions the safety policy refused, or a person did not approve (coteam.safety)
     retries_blocked: int = 0  # times an action failed the same way again and was blocked for a while (coteam.retries)
+    passage_meetings: int = 0  # robots: times a robot met a teammate in a passage and gave way or held (coteam.passage)
     trace: str | None = None
     failures: dict[str, int] = field(default_factory=dict)
     store_sha256: str | None = None  # the method's persisted store after this episode (coteam.kit.store)
@@ -130,6 +131,7 @@ def summarize(results: list[EpisodeResult]) -> dict[str, Any]:
         "items_out_of_reach": of("items_out_of_reach"),
         "safety_refusals": of("safety_refusals"),
         "retries_blocked": of("retries_blocked"),
+        "passage_meetings": of("passage_meetings"),
         "messages_blocked": of("messages_blocked"),
         "message_stalls": of("message_stalls"),
         "decision_ms_mean": of("decision_ms_mean"),

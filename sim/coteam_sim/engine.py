@@ -79,6 +79,22 @@ class Simulator:
     def out_of_time(self) -> bool:
         return self.clock >= self.horizon
 
+    def motion(self, agent: str) -> tuple[Vec2, float, tuple[Vec2, list[Vec2]] | None]:
+        """What the agent's moves change (position, heading, the way it walks), to put back with
+        :meth:`undo_motion`: a bridge that makes robots obstacles to each other holds one that would run into
+        another (the benchmarks' agents pass through each other)."""
+        st = self.world.agents[agent]
+        walking = self._walk_paths.get(agent)
+        return st.position, st.heading, None if walking is None else (walking[0], list(walking[1]))
+
+    def undo_motion(self, agent: str, motion: tuple[Vec2, float, tuple[Vec2, list[Vec2]] | None]) -> None:
+        st = self.world.agents[agent]
+        st.position, st.heading, walking = motion
+        if walking is None:
+            self._walk_paths.pop(agent, None)
+        else:
+            self._walk_paths[agent] = walking
+
     # --- stepping --------------------------------------------------------------------------------------------
     def step(self, actions: dict[str, Primitive | None]) -> dict[str, str]:
         """Apply one primitive per ready agent; returns each acting agent's failure reason ('' on success)."""

@@ -9,7 +9,7 @@ from coteam.actions import is_message_text
 from coteam.capabilities import DEFAULT_CAPABILITIES, RobotCapabilities
 from coteam.observation import Message, ObjectView, Observation
 from coteam.priors import item_category
-from coteam.retries import RETRY_BACKOFF_S, RetryLedger
+from coteam.retries import RETRY_BACKOFF_S, RETRY_STEPS, RetryLedger
 from coteam.safety import SafetyGate
 from coteam.world import Benchmark, FloorPlan, ObjectKind, Relation, Task, Vec2
 
@@ -222,9 +222,8 @@ class AgentMemory:
         if outcome == "done":
             self.retries.succeeded(action)
         elif outcome.startswith(FAILED):
-            if self.clock_s is not None:
-                self.retries.first_block = RETRY_BACKOFF_S
-            self.retries.failed(action, outcome.removeprefix(FAILED), self.now())
+            first_block = RETRY_BACKOFF_S if self.clock_s is not None else RETRY_STEPS
+            self.retries.failed(action, outcome.removeprefix(FAILED), self.now(), first_block)
 
     def now(self) -> float:
         """The robot's time: seconds on its clock, or the step in simulation."""

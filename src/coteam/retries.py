@@ -37,11 +37,12 @@ class RetryLedger:
     """Per action (its text): its latest failure, how often it repeated, and until when it is blocked; with the
     count of blocks so far (``retries_blocked``, a result column)."""
 
-    first_block: float = RETRY_STEPS
     failures: dict[str, _Failures] = field(default_factory=dict)
     retries_blocked: int = 0
 
-    def failed(self, action: str, reason: str, now: float) -> None:
+    def failed(self, action: str, reason: str, now: float, first_block: float = RETRY_STEPS) -> None:
+        """``action`` failed for ``reason`` at ``now``; a repeat blocks it ``first_block`` (in ``now``'s unit),
+        doubling at each further repeat."""
         if reason.startswith((REFUSED, NOT_APPROVED)):
             self.failures[action] = _Failures(reason, until=math.inf)
             return
@@ -52,7 +53,7 @@ class RetryLedger:
             self.failures[action] = _Failures(reason)
             return
         known.repeats += 1
-        known.until = now + self.first_block * 2 ** min(known.repeats - 1, BACKOFF_DOUBLINGS)
+        known.until = now + first_block * 2 ** min(known.repeats - 1, BACKOFF_DOUBLINGS)
         self.retries_blocked += 1
 
     def succeeded(self, action: str) -> None:

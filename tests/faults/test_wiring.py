@@ -90,3 +90,21 @@ def test_a_wired_detector_lets_the_node_run_on(nodes: list, tmp_path: Path) -> N
     )
     nodes += [robot, detector]
     assert _spin_until_it_stops(robot, 4 * WIRING_S) is None
+
+
+def test_a_detector_seen_once_then_gone_is_no_wiring_fault(nodes: list, tmp_path: Path) -> None:
+    """Wiring is checked until every wire has been live once: a detector that was there at start and went away
+    before the deadline is a stale sensor (robot_state says so), not wrong wiring that stops the launch."""
+    from vision_msgs.msg import Detection3DArray
+
+    from coteam_ros.nodes.robot_state import RobotStateNode
+
+    detector = rclpy.create_node("detector", namespace="/robot1")
+    publisher = detector.create_publisher(Detection3DArray, "detections", 1)
+    robot = RobotStateNode(
+        namespace="/robot1", parameter_overrides=_parameters(tmp_path, wiring_timeout_s=4 * WIRING_S)
+    )
+    nodes += [robot, detector]
+    assert _spin_until_it_stops(robot, WIRING_S * 2) is None  # seen live
+    detector.destroy_publisher(publisher)
+    assert _spin_until_it_stops(robot, 4 * WIRING_S) is None

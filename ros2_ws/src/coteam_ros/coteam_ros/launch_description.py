@@ -1,7 +1,16 @@
 """The ``ros2 launch`` side of the team YAML: one launch description for the sim and the hardware launch files.
 
+It does what ``coteam launch`` does (:mod:`coteam_ros.launcher`), from the same pieces: the nodes of
+:func:`~coteam_ros.node_graph.node_list` with what each writes to the run's ``out`` folder
+(:func:`~coteam_ros.launcher.run_outputs`: results, traces, end reports), and the run ends as
+:class:`~coteam_ros.launcher.RunEnding` says (a node that cannot start stops it, the bridge's exit or the last
+planner's end of its task ends it); a run on robots then writes ``results.json`` from the end reports
+(:func:`~coteam_ros.launcher.finish_team_run`). What ``ros2 launch`` cannot do: its own exit status is not the run's
+(``results.json`` says whether the goal was met), and it has no ``--timeout``.
+
 ``launch`` and ``launch_ros`` exist only on apt-installed ROS 2 (no wheels), so they are imported when a launch
-file asks for its description, never when ``coteam_ros`` is imported.
+file asks for its description, never when ``coteam_ros`` is imported; :func:`launch_plan` is what the description
+starts, testable without them.
 """
 
 from __future__ import annotations
@@ -9,12 +18,16 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from coteam_ros.keystore import prepare_keystore
-from coteam_ros.launcher import DDS_PROFILE
-from coteam_ros.node_graph import model_groups, node_list, write_task_scene
+from coteam_ros.launcher import DDS_PROFILE, RunEnding, ends_run, ends_task, finish_team_run, fresh_results, run_outputs
+from coteam_ros.node_graph import NodeSpec, model_groups, node_list, write_task_scene
 from coteam_ros.team_config import TeamConfig, load_config
+
+DEFAULT_OUT = "runs/ros2-launch"  # the `out` launch argument's default, as `coteam launch --out`
 
 _KINDS = {
     # kind: (needs a world: section, default config, what to use instead)
@@ -47,12 +60,59 @@ def local_model_processes(cfg: TeamConfig) -> tuple[list[Any], dict[str, dict[st
     return actions, endpoints
 
 
+@dataclass(frozen=True)
+class LaunchedNode:
+    spec: NodeSpec
+    parameters: dict[str, Any]  # the node's, with where it writes its part of the run's outputs
+
+
+@dataclass
+class LaunchPlan:
+    """What a ``ros2 launch`` of a team file starts, and how its run ends."""
+
+    cfg: TeamConfig
+    out: Path
+    nodes: list[LaunchedNode]
+    ending: RunEnding
+
+    def exited(self, label: str, code: int) -> tuple[list[str], bool]:
+        """A node exited: what to say, and whether the launch shuts down now (a run on robots has then written its
+        ``results.json``)."""
+        said, result = self.ending.exited(label, code)
+        if result is None:
+            return said, False
+        if self.cfg.world is None:
+            result, unfinished = finish_team_run(self.cfg, self.out, result)
+            said += [unfinished] if unfinished else []
+            said.append(f"results in {self.out / 'results.json'} (exit {result} as coteam launch would say)")
+        return said, True
+
+
+def launch_plan(
+    cfg: TeamConfig, out: str | os.PathLike[str], scene: str, endpoints: dict[str, dict[str, str]] | None = None
+) -> LaunchPlan:
+    """The nodes of ``cfg`` for ``ros2 launch``, each told where it writes its part of the run's outputs in ``out``
+    (made, and cleared of a previous run's), and the run's ending."""
+    directory = Path(out).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    results = fresh_results(directory)
+    specs = node_list(cfg, scene, endpoints)
+    nodes = [LaunchedNode(spec, {**spec.parameters, **run_outputs(spec, results)}) for spec in specs]
+    ending = RunEnding(
+        frozenset(s.label for s in specs),
+        frozenset(s.label for s in specs if ends_run(s)),
+        frozenset(s.label for s in specs if ends_task(s)),
+    )
+    return LaunchPlan(cfg, directory, nodes, ending)
+
+
 def team_launch_description(kind: str) -> Any:
-    """A LaunchDescription with a ``config`` argument that starts ``node_list(load_config(config))``; with a
-    world the launch ends when the simulator bridge exits (the episode is over), as ``coteam launch`` does. The
-    task's scene file goes to a new temporary folder (launch_ros writes its parameter files to one, too)."""
+    """A LaunchDescription with ``config`` and ``out`` arguments that starts :func:`launch_plan`'s nodes and ends
+    the run as ``coteam launch`` does (module docstring). The task's scene file goes to a new temporary folder
+    (launch_ros writes its parameter files to one, too)."""
     from launch.actions import (
         DeclareLaunchArgument,
+        LogInfo,
         OpaqueFunction,
         RegisterEventHandler,
         SetEnvironmentVariable,
@@ -75,20 +135,26 @@ def team_launch_description(kind: str) -> Any:
         prepare_keystore(cfg)
         actions, endpoints = local_model_processes(cfg)
         scene = write_task_scene(cfg, tempfile.mkdtemp(prefix="coteam-launch-"))
-        for spec in node_list(cfg, scene, endpoints):
+        run = launch_plan(cfg, LaunchConfiguration("out").perform(context), str(scene), endpoints)
+
+        def exited(label: str, event: Any, _context: Any) -> list[Any]:
+            said, ends = run.exited(label, event.returncode)
+            actions = [LogInfo(msg=f"[coteam] {line}") for line in said]
+            return [*actions, Shutdown(reason=said[-1])] if ends else actions
+
+        for launched in run.nodes:
+            spec = launched.spec
             node = Node(
                 package="coteam_ros",
                 executable=spec.executable,
                 name=spec.name,
                 namespace=spec.namespace,
-                parameters=[spec.parameters],
+                parameters=[launched.parameters],
                 remappings=spec.remappings,
                 output="screen",
             )
-            actions.append(node)
-            if spec.executable == "sim_bridge":
-                done = Shutdown(reason="the simulator bridge exited: the episode is over")
-                actions.append(RegisterEventHandler(OnProcessExit(target_action=node, on_exit=[done])))
+            on_exit = lambda event, context, label=spec.label: exited(label, event, context)  # noqa: E731
+            actions += [node, RegisterEventHandler(OnProcessExit(target_action=node, on_exit=on_exit))]
         return actions
 
     world = "with" if needs_world else "without"
@@ -100,6 +166,11 @@ def team_launch_description(kind: str) -> Any:
                 "config",
                 default_value=default_config,
                 description=f"team YAML file {world} a world: section (relative to the current directory)",
+            ),
+            DeclareLaunchArgument(
+                "out",
+                default_value=DEFAULT_OUT,
+                description="where the run's results go: results.json, traces, the robots' end reports",
             ),
             OpaqueFunction(function=nodes),
         ]

@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from coteam_harness.results import RESULTS_JSON, EpisodeResult, p95, write_results
@@ -99,23 +99,81 @@ def plan(
             Child("recording@/", [sys.executable, "-m", "coteam_ros.recording", "--out", str(record)], None, False)
         )
     for spec in node_list(cfg, write_task_scene(cfg, params_dir), endpoints):
-        twin = spec.parameters.get("twin") is True
-        bridge = spec.executable == "sim_bridge" and not twin
-        ends_task = spec.parameters.get("ends_task") is True
-        extra: dict[str, str] = {}
-        if results_path is not None:
-            out = Path(results_path).parent
-            if bridge:  # the episode's trace goes next to the results
-                extra = {"results_path": str(results_path), "trace_path": str(out / "trace.json")}
-            elif twin:  # what really happened in the simulated home
-                extra = {"results_path": str(out / TWIN_RESULTS), "trace_path": str(out / "twin_trace.json")}
-            elif ends_task:
-                extra = {"end_report": str(out / END_REPORT.format(robot=spec.parameters["robot"]))}
-            if spec.executable == "planner":  # started again in this run, it recalls what it had seen and heard
-                extra["memory_journal"] = str(out / MEMORY_JOURNAL.format(robot=spec.parameters["robot"]))
+        extra = run_outputs(spec, Path(results_path)) if results_path is not None else {}
         argv = [*node_command(spec), *ros_args(spec, params_dir, extra)]
-        children.append(Child(spec.label, argv, spec, bridge, ends_task))
+        children.append(Child(spec.label, argv, spec, ends_run(spec), ends_task(spec)))
     return children
+
+
+def ends_run(spec: NodeSpec) -> bool:
+    """Whether the run ends when this node exits: the simulator bridge (its episode is over), not a twin."""
+    return spec.executable == "sim_bridge" and spec.parameters.get("twin") is not True
+
+
+def ends_task(spec: NodeSpec) -> bool:
+    """Whether this node ends its robot's task (a real robot's planner): the run ends once every such one exited."""
+    return spec.parameters.get("ends_task") is True
+
+
+def run_outputs(spec: NodeSpec, results: Path) -> dict[str, str]:
+    """Where a node writes what the run leaves next to its ``results`` file: the bridge the results and its trace, a
+    twin what really happened, a real robot's planner its end report, every planner its memory journal."""
+    out = results.parent
+    extra: dict[str, str] = {}
+    if ends_run(spec):  # the episode's trace goes next to the results
+        extra = {"results_path": str(results), "trace_path": str(out / "trace.json")}
+    elif spec.parameters.get("twin") is True:  # what really happened in the simulated home
+        extra = {"results_path": str(out / TWIN_RESULTS), "trace_path": str(out / "twin_trace.json")}
+    elif ends_task(spec):
+        extra = {"end_report": str(out / END_REPORT.format(robot=spec.parameters["robot"]))}
+    if spec.executable == "planner":  # started again in this run, it recalls what it had seen and heard
+        extra["memory_journal"] = str(out / MEMORY_JOURNAL.format(robot=spec.parameters["robot"]))
+    return extra
+
+
+@dataclass
+class RunEnding:
+    """When a team run ends, as its nodes exit -- the same for ``coteam launch`` and ``ros2 launch``: a node that
+    cannot start stops it (:data:`~coteam_ros.CANNOT_START`), the simulator bridge's exit ends it (with its code),
+    and so does the last real robot's planner to end its task (0, or 1 when a node died meanwhile); a run of neither
+    ends when every node has exited."""
+
+    nodes: frozenset[str]
+    bridges: frozenset[str]
+    planners: frozenset[str]
+    codes: dict[str, int] = field(default_factory=dict)
+    died: list[str] = field(default_factory=list)  # nodes that died during the run (not the bridge)
+
+    @staticmethod
+    def of(children: Sequence[Child]) -> RunEnding:
+        labels = frozenset(c.label for c in children)
+        return RunEnding(
+            labels,
+            frozenset(c.label for c in children if c.bridge),
+            frozenset(c.label for c in children if c.ends_task),
+        )
+
+    def exited(self, label: str, code: int) -> tuple[list[str], int | None]:
+        """``label`` exited with ``code``: what to say, and the run's exit code if the run ends now (None: go on)."""
+        self.codes[label] = code
+        if code == CANNOT_START:
+            return [f"{label} cannot start: the run stops"], CANNOT_START
+        if label in self.bridges:
+            said = [f"{label} exited with code {code}: the run ends"]
+            if code != 0:
+                return said, _exit_code(code)
+        else:
+            ended = label in self.planners and code == 0
+            said = [f"{label} ended its task" if ended else f"{label} exited with code {code}"]
+            if code != 0:
+                self.died.append(label)
+            if self.planners and self.planners <= self.codes.keys():
+                said.append("every robot ended its task: the run ends")
+            elif self.bridges or self.planners or not self.nodes <= self.codes.keys():
+                return said, None
+        if self.died:
+            said.append(f"{', '.join(self.died)} died during the run")
+        return said, 1 if self.died else 0
 
 
 def child_env(domain_id: int | None = None, base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -200,7 +258,7 @@ def run(
 
     running: list[_Running] = []
     result: int | None = None
-    died: list[str] = []  # nodes that died during the run (not the bridge, not stopped by us)
+    ending = RunEnding.of(children)
     try:
         for child in children:
             proc = subprocess.Popen(
@@ -215,26 +273,17 @@ def run(
             reader = threading.Thread(target=_pump, args=(proc, child.label, out), daemon=True)
             reader.start()
             running.append(_Running(child, proc, reader))
-        has_bridge = any(r.child.bridge for r in running)
-        planners = [r for r in running if r.child.ends_task]
         deadline = None if timeout is None else time.monotonic() + timeout
         while result is None:
             for r in running:
                 if r.returncode is None and (code := r.proc.poll()) is not None:
                     r.returncode = code
                     r.reader.join(timeout=0.5)  # its last lines first (unless a grandchild holds the pipe)
-                    if code == CANNOT_START:
-                        out(f"[{SELF}] {r.child.label} cannot start: the run stops")
-                        result = CANNOT_START
-                    elif r.child.bridge:
-                        out(f"[{SELF}] {r.child.label} exited with code {code}: the run ends")
-                        result = _exit_code(code)
-                    elif r.child.ends_task and code == 0:
-                        out(f"[{SELF}] {r.child.label} ended its task")
-                    else:
-                        out(f"[{SELF}] {r.child.label} exited with code {code}")
-                        if code != 0:
-                            died.append(r.child.label)
+                    said, result = ending.exited(r.child.label, code)
+                    for line in said:
+                        out(f"[{SELF}] {line}")
+                    if result is not None:
+                        break
             if result is not None:
                 break
             if stop.is_set():
@@ -244,16 +293,8 @@ def run(
             elif deadline is not None and time.monotonic() >= deadline:
                 out(f"[{SELF}] timeout after {timeout:g} s")
                 result = TIMEOUT_EXIT
-            elif planners and all(r.returncode is not None for r in planners):
-                out(f"[{SELF}] every robot ended its task: the run ends")
-                result = 0
-            elif not has_bridge and running and all(r.returncode is not None for r in running):
-                result = 0 if all(r.returncode == 0 for r in running) else 1
             else:
                 stop.wait(POLL_S)
-        if result == 0 and died:
-            out(f"[{SELF}] {', '.join(died)} died during the run")
-            result = 1
     finally:
         _shutdown(running, out, sigint_grace, sigterm_grace, hurry)
         if codes is not None:
@@ -312,14 +353,7 @@ def launch(
     env = child_env(domain_id)
     results_dir = Path(out_dir if out_dir is not None else workdir).resolve()
     results_dir.mkdir(parents=True, exist_ok=True)
-    results = results_dir / RESULTS_JSON
-    for old in (
-        results,
-        results_dir / TWIN_RESULTS,
-        *results_dir.glob(END_REPORT.format(robot="*")),
-        *results_dir.glob(MEMORY_JOURNAL.format(robot="*")),
-    ):
-        old.unlink(missing_ok=True)  # never show a previous run's table, nor recall its memories
+    results = fresh_results(results_dir)
     if cfg.world is None and cfg.twin is None and env.get("ROS_AUTOMATIC_DISCOVERY_RANGE") == "LOCALHOST":
         print(
             f"[{SELF}] DDS discovery stays on this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST): "
@@ -331,13 +365,36 @@ def launch(
     with local_models(cfg) as endpoints:
         children = plan(cfg, workdir, record=record, results_path=results, endpoints=endpoints)
         code = run(children, timeout=timeout, env=env, sigint_grace=sigint_grace)
-    if cfg.world is None:  # stopped by a person (Ctrl-C, SIGTERM): the robots' end reports say how far they got
-        stopped_by_signal = code - 128 in (signal.SIGINT, signal.SIGTERM)
-        done = write_team_results(cfg, results_dir, stopped=None if code == 0 or stopped_by_signal else f"exit {code}")
-        if code == 0 and not done:
-            print(f"[{SELF}] the task ended without the goal met (exit {TASK_UNFINISHED})", flush=True)
-            code = TASK_UNFINISHED
+    if cfg.world is None:
+        code, said = finish_team_run(cfg, results_dir, code)
+        if said:
+            print(f"[{SELF}] {said}", flush=True)
     return code, results
+
+
+def fresh_results(directory: Path) -> Path:
+    """``directory``'s results file, with what a previous run left there removed (its results, the twin's, end
+    reports, memory journals): never show a previous run's table, nor recall its memories."""
+    results = directory / RESULTS_JSON
+    for old in (
+        results,
+        directory / TWIN_RESULTS,
+        *directory.glob(END_REPORT.format(robot="*")),
+        *directory.glob(MEMORY_JOURNAL.format(robot="*")),
+    ):
+        old.unlink(missing_ok=True)
+    return results
+
+
+def finish_team_run(cfg: TeamConfig, directory: Path, code: int) -> tuple[int, str]:
+    """A run on robots has ended with ``code``: its ``results.json`` from the end reports (a run stopped by a person,
+    Ctrl-C or SIGTERM, is not incomplete: the end reports say how far the robots got), and the run's exit code, which
+    says when the task ended without the goal met; with a line saying so."""
+    stopped_by_signal = code - 128 in (signal.SIGINT, signal.SIGTERM)
+    done = write_team_results(cfg, directory, stopped=None if code == 0 or stopped_by_signal else f"exit {code}")
+    if code == 0 and not done:
+        return TASK_UNFINISHED, f"the task ended without the goal met (exit {TASK_UNFINISHED})"
+    return code, ""
 
 
 def team_result(reports: list[EndReport], episode: str, task: str, benchmark: str, team: str) -> EpisodeResult:
@@ -380,6 +437,7 @@ def team_result(reports: list[EndReport], episode: str, task: str, benchmark: st
         items_out_of_reach=sum(r.items_out_of_reach for r in reports),
         safety_refusals=sum(r.safety_refusals for r in reports),
         retries_blocked=sum(r.retries_blocked for r in reports),
+        passage_meetings=sum(r.passage_meetings for r in reports),
         travel_m={r.robot: r.travel_m for r in reports},
         failures=failures,
     )

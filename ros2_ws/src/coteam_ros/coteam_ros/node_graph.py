@@ -243,6 +243,8 @@ def node_list(
         remappings = list(robot.remap.items())
         if "teammate_wait_s" in executor:
             executor["teammate_status"] = [f"{r.namespace.rstrip('/')}/status" for r in cfg.robots if r is not robot]
+        if cfg.world is None and len(cfg.robots) > 1:  # real robots: teammates met in a passage (coteam.passage)
+            executor["teammate_poses"] = [f"{r.namespace.rstrip('/')}/status" for r in cfg.robots if r is not robot]
         teammates = [n for n in names if n != robot.name]
         planner: dict[str, ParamValue] = {"robot": robot.name, "robots": list(names)}
         if teammates:  # an empty list is not a valid ROS parameter value (one-robot team: left out)

@@ -106,6 +106,7 @@ class EndReport:
     safety_refusals: int = 0  # my actions the safety policy refused, or a person did not approve
     retries_blocked: int = 0  # times one of my actions failed the same way again and was blocked (coteam.retries)
     travel_m: float = 0.0  # metres driven, from the robot's pose at each status
+    passage_meetings: int = 0  # times my robot met a teammate in a passage and gave way or held (coteam.passage)
 
     def write(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(asdict(self), indent=1))

@@ -331,6 +331,11 @@ class ExecutionSection(_Section):
     wiring_timeout_s: PositiveNumber = (
         30.0  # every remapped topic and action has its other end by then, or the run stops
     )
+    # a Nav2 goal that fails with a teammate this close is a meeting in a passage (coteam.passage): the robot later in
+    # name order backs off and waits up to passage_wait_s for the other to go by; passage_tries such meetings an action
+    passage_near_m: PositiveNumber = 1.5
+    passage_wait_s: PositiveNumber = 20.0
+    passage_tries: int = Field(3, ge=0)
 
 
 class UnitySection(_Section):

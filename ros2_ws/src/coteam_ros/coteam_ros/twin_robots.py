@@ -5,14 +5,18 @@ two agree.
 
 Each profile's figures come from the maker's own packages and documentation (cited per profile): the number of
 grippers, whether a door needs a free gripper (a robot whose one gripper holds an item has nothing to pull a handle
-with; a two-armed one needs one of its two), and the top speed its own Nav2 configuration drives at. ``generic`` is
-the benchmarks' robot the twin played before profiles: two grippers, doors opened with full hands, one simulator
-move a step.
+with; a two-armed one needs one of its two), the top speed its own Nav2 configuration drives at, and the radius of
+its base (robots are obstacles to each other: :func:`robot_in_the_way`). ``generic`` is the benchmarks' robot the
+twin played before profiles: two grippers, doors opened with full hands, one simulator move a step, a 0.25 m base.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+CLEARANCE_M = 0.1  # the gap a robot's Nav2 keeps to another robot's base, beyond both bases
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,7 @@ class TwinRobot:
     grippers: int
     open_needs_free_gripper: bool
     speed_mps: float | None  # the top speed its navigation drives at; None: the simulator's, one move a step
+    radius_m: float  # the base's radius (half its diameter, or of its footprint's diagonal)
     source: str  # where the figures come from
 
     def grasp_refusal(self, held: int) -> str:
@@ -38,24 +43,25 @@ class TwinRobot:
 TWIN_ROBOTS: dict[str, TwinRobot] = {
     robot.name: robot
     for robot in (
-        TwinRobot("generic", 2, False, None, "the benchmarks' robot (C-WAH, TDW-MAT): two hands, no door rule"),
-        # PAL TIAGo: one arm with the parallel pal-gripper; PMB2 base, Nav2 DWB max_vel_x 1.0
+        TwinRobot("generic", 2, False, None, 0.25, "the benchmarks' robot (C-WAH, TDW-MAT): two hands, no door rule"),
+        # PAL TIAGo: one arm with the parallel pal-gripper; PMB2 base (54 cm across), Nav2 DWB max_vel_x 1.0
         # (pal-robotics/tiago_robot tiago_description; tiago_navigation tiago_2dnav/params/tiago_nav_public_sim.yaml)
-        TwinRobot("tiago", 1, True, 1.0, "PAL TIAGo: tiago_description, tiago_2dnav nav2 params"),
+        TwinRobot("tiago", 1, True, 1.0, 0.27, "PAL TIAGo: tiago_description, tiago_2dnav nav2 params"),
         # PAL TIAGo++ (tiago_dual): two arms, pal-gripper on both; the same PMB2 base at 1.0 m/s
         # (pal-robotics/tiago_dual_robot tiago_dual_description/robots/tiago_dual.urdf.xacro)
-        TwinRobot("tiago_dual", 2, True, 1.0, "PAL TIAGo++: tiago_dual_description"),
-        # Hello Robot Stretch 3: one gripper; its Nav2 drives at 0.26 m/s (driver maximum 0.3)
+        TwinRobot("tiago_dual", 2, True, 1.0, 0.27, "PAL TIAGo++: tiago_dual_description"),
+        # Hello Robot Stretch 3: one gripper; a 34 x 33 cm base; its Nav2 drives at 0.26 m/s (driver maximum 0.3)
         # (hello-robot/stretch_ros2 stretch_nav2/config/nav2_params.yaml; stretch_body robot_params_SE3.py)
-        TwinRobot("stretch3", 1, True, 0.26, "Hello Robot Stretch 3: stretch_nav2 params, stretch_body"),
-        # Fetch: one 7-DoF arm with a parallel gripper; move_base max_vel_x 1.0
+        TwinRobot("stretch3", 1, True, 0.26, 0.24, "Hello Robot Stretch 3: stretch_nav2 params, stretch_body"),
+        # Fetch: one 7-DoF arm with a parallel gripper; a 56 cm round base; move_base max_vel_x 1.0
         # (ZebraDevs/fetch_ros fetch_navigation/config/fetch/move_base.yaml)
-        TwinRobot("fetch", 1, True, 1.0, "Fetch: fetch_navigation move_base params"),
-        # Toyota HSR: one hand (two fingers and a suction pad); Nav2 max_vel_x 0.3 (hsr-project/hsrb_rosnav foxy)
-        TwinRobot("hsr", 1, True, 0.3, "Toyota HSR: hsrb_rosnav_config nav2 params"),
-        # Trossen LoCoBot (WX250s arm, parallel gripper): Nav2 max_vel_x 0.26
+        TwinRobot("fetch", 1, True, 1.0, 0.28, "Fetch: fetch_navigation move_base params"),
+        # Toyota HSR: one hand (two fingers and a suction pad); a 43 cm round base; Nav2 max_vel_x 0.3
+        # (hsr-project/hsrb_rosnav foxy)
+        TwinRobot("hsr", 1, True, 0.3, 0.22, "Toyota HSR: hsrb_rosnav_config nav2 params"),
+        # Trossen LoCoBot (WX250s arm, parallel gripper) on a Kobuki base (35 cm round): Nav2 max_vel_x 0.26
         # (Interbotix/interbotix_ros_rovers interbotix_xslocobot_nav/config/nav2_params.yaml)
-        TwinRobot("locobot", 1, True, 0.26, "Trossen LoCoBot: interbotix_xslocobot_nav params"),
+        TwinRobot("locobot", 1, True, 0.26, 0.18, "Trossen LoCoBot: interbotix_xslocobot_nav params"),
     )
 }
 
@@ -65,3 +71,20 @@ def twin_robot(name: str) -> TwinRobot:
     if name not in TWIN_ROBOTS:
         raise ValueError(f"no twin robot {name!r} (one of {', '.join(TWIN_ROBOTS)})")
     return TWIN_ROBOTS[name]
+
+
+def robot_in_the_way(
+    me: str,
+    before: tuple[float, float],
+    after: tuple[float, float],
+    bases: Mapping[str, tuple[tuple[float, float], float]],
+) -> str | None:
+    """The robot that keeps ``me`` from moving from ``before`` to ``after`` (``bases``: each robot's position and base
+    radius, ``me``'s own included): one whose base the move comes within :data:`CLEARANCE_M` of, closing in on it. A
+    move away from a robot is free (a robot can always back off). None when the way is clear."""
+    radius = bases[me][1]
+    for other, (at, other_radius) in sorted(bases.items()):
+        gap = radius + other_radius + CLEARANCE_M
+        if other != me and math.dist(after, at) < gap and math.dist(after, at) < math.dist(before, at):
+            return other
+    return None

@@ -91,19 +91,30 @@ class Wire:
     live: Callable[[], bool]
 
 
+WIRING_CHECK_S = 0.5  # how often the wires not seen live yet are looked at
+
+
 def require_wiring(node: Node, within_s: float, wires: list[Wire]) -> None:
-    """Wrong wiring is said, never waited on quietly: ``within_s`` after start, every wire must be live; otherwise
-    the node stops with one line naming the resolved name and what is missing there, and status
-    :data:`~coteam_ros.CANNOT_START` (which stops the launch). 0: no check."""
+    """Wrong wiring is said, never waited on quietly: every wire must have been live at some moment within
+    ``within_s`` of start (looked at every :data:`WIRING_CHECK_S`; one that goes away later is another fault, a
+    teammate or driver lost, which the nodes deal with); otherwise the node stops with one line naming the resolved
+    name and what is missing there, and status :data:`~coteam_ros.CANNOT_START` (which stops the launch). 0: no
+    check."""
     if within_s <= 0:
         return
+    unseen = list(wires)
+    deadline = time.monotonic() + within_s
 
     def check() -> None:
-        missing = [f"no {w.needs} on {node.resolve_topic_name(w.name)} ({w.name})" for w in wires if not w.live()]
-        if missing:
+        unseen[:] = [w for w in unseen if not w.live()]
+        if not unseen:
+            timer.cancel()
+        elif time.monotonic() >= deadline:
+            timer.cancel()
+            missing = [f"no {w.needs} on {node.resolve_topic_name(w.name)} ({w.name})" for w in unseen]
             raise cannot_start(node.get_name(), ValueError(f"{'; '.join(missing)} within {within_s:g} s"))
 
-    call_later(node, within_s, check)
+    timer = wall_timer(node, WIRING_CHECK_S, check)
 
 
 class StopsItsGoals(Protocol):

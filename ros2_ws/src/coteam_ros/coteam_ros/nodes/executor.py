@@ -78,6 +78,7 @@ from coteam.capabilities import team_capabilities
 from coteam.memory import AgentMemory
 from coteam.navigation import NavGrid
 from coteam.observation import ObjectView, Observation, observation_from_dict
+from coteam.passage import PassageRule, refuge, way_clear
 from coteam.skills import (
     Approval,
     AskApproval,
@@ -89,7 +90,7 @@ from coteam.skills import (
     SkillRunner,
     TimeLimit,
 )
-from coteam.world import HANDS
+from coteam.world import HANDS, Vec2
 from coteam_ros.approval import SERVICE as APPROVAL_SERVICE
 from coteam_ros.convert import nav_goal_to_pose, target_view_from_json
 from coteam_ros.episode import load_episode
@@ -204,6 +205,18 @@ class NavigationState:
 
 
 @dataclass
+class Meeting:
+    """A navigation goal failed with a teammate close: a meeting in a passage (:mod:`coteam.passage`), being
+    resolved before the skill's goal is sent again."""
+
+    other: str
+    other_from: Vec2  # where the teammate was when the goal failed
+    gives_way: bool
+    refuge: NavGoal | None  # where this robot backs off to (giving way), until it has got there
+    until: float  # the wait's end at the latest (once backed off)
+
+
+@dataclass
 class Job:
     handle: ServerGoalHandle
     action: HighLevelAction
@@ -217,6 +230,8 @@ class Job:
     feedback: ExecuteSkill.Feedback | None = None  # the one of the armed step
     outcome: SkillOutcome | None = None  # the skill ended; the job ends once navigation has stopped
     asked: bool = False  # its question is out to a person (the safety policy's approval)
+    meeting: Meeting | None = None  # a meeting in a passage being resolved (real robots)
+    meetings: int = 0  # meetings in passages during the action (each one the robot gave way or held)
 
 
 @dataclass(frozen=True)
@@ -248,11 +263,12 @@ class ExecutorNode(Node):
         if self.robot in bodies:
             self.memory.capabilities = bodies[self.robot]
         self.stepwise = self.navigation == "sim"  # the simulator's navigator plans one step at a time
+        self.grid = NavGrid(info.floorplan)
         time_limit = None
         if not self.stepwise:  # a real robot: an action's limit is in seconds, from its speed and way
             time_limit = TimeLimit(
                 time.monotonic,
-                NavGrid(info.floorplan),
+                self.grid,
                 self.declare_parameter("skill_overhead_s", 60.0).value,
                 self.declare_parameter("skill_travel_factor", 3.0).value,
             )
@@ -272,6 +288,16 @@ class ExecutorNode(Node):
         self.manipulation_seq = 0  # numbers the manipulation goals sent: an answer to an older one is stale
         self.manipulation_sent = 0.0  # when the running manipulation goal was sent
         self.no_progress_s: float = self.declare_parameter("no_progress_s", 20.0).value
+        # real robots: teammates met in a passage (their poses from their status topics, coteam.passage)
+        self.passage = PassageRule(
+            near_m=self.declare_parameter("passage_near_m", PassageRule.near_m).value,
+            wait_s=self.declare_parameter("passage_wait_s", PassageRule.wait_s).value,
+            tries=self.declare_parameter("passage_tries", PassageRule.tries).value,
+        )
+        self.teammate_poses: dict[str, Vec2] = {}
+        for topic in self.declare_parameter("teammate_poses", [""]).value:
+            if topic:
+                self.create_subscription(RobotStatus, topic, self._on_teammate_pose, LATCHED)
         self.arm_timeout_s: float = self.declare_parameter("arm_timeout_s", 60.0).value
         self.arm = ArmLedger()
         self.arm_publisher = self.create_publisher(ArmState, "arm_state", LATCHED)
@@ -334,6 +360,13 @@ class ExecutorNode(Node):
             self._take_status()
         self.pending = (status, obs, time.monotonic())
         self._take_status()
+
+    def _on_teammate_pose(self, status: RobotStatus) -> None:
+        try:
+            x, y = json.loads(status.observation_json)["position"]
+            self.teammate_poses[status.robot] = (float(x), float(y))
+        except (ValueError, KeyError, TypeError) as exc:
+            self.get_logger().warning(f"{status.robot}'s pose ignored: {exc!r}", throttle_duration_sec=10.0)
 
     def _on_teammate_status(self, topic: str, status: RobotStatus) -> None:
         try:
@@ -457,6 +490,8 @@ class ExecutorNode(Node):
                 self._ask(job, request.question)
             return False
         if isinstance(request, NavGoal):
+            if job.meeting is not None and not self._meeting_over(job):
+                return False
             nav = self.nav
             if nav is None or nav.goal != request:
                 self._send_navigation(request)  # preempts the older goal, if any
@@ -464,6 +499,8 @@ class ExecutorNode(Node):
             if nav.canceling:
                 return False
             if nav.result is not None:
+                if not nav.result.success and self._met_in_a_passage(job):
+                    return self._meeting_over(job) and self._serve(job)
                 job.reply, job.request, self.nav = nav.result, None, None
                 return True
             if nav.handle is None:
@@ -478,6 +515,64 @@ class ExecutorNode(Node):
         if not self.manipulating:
             self._send_manipulation(request)
         return False
+
+    def _met_in_a_passage(self, job: Job) -> bool:
+        """A real robot's navigation goal failed: with a teammate close (and meetings left for the action), it is a
+        meeting in a passage, resolved by the convention both robots keep (:class:`coteam.passage.PassageRule`):
+        the robot later in name order backs off out of the other's way and waits for it to go by, the other holds
+        until its way is clear; then the skill's goal is sent again."""
+        here = self.memory.position
+        other = (
+            None
+            if self.stepwise or job.meetings >= self.passage.tries
+            else self.passage.in_the_way(here, self.teammate_poses)
+        )
+        if other is None:
+            return False
+        job.meetings += 1
+        self.nav = None
+        at = self.teammate_poses[other]
+        gives_way = self.passage.gives_way(self.robot, other)
+        spot = refuge(self.grid, here, at, self.passage.clear_m) if gives_way else None
+        goal = None if spot is None else NavGoal(spot)  # (giving way, the wait starts once backed off, if it can)
+        job.meeting = Meeting(other, at, gives_way, goal, time.monotonic() + self.passage.wait_s)
+        self.get_logger().info(
+            f"{other} is in my way ({math.dist(here, at):.1f} m): "
+            + (f"I give way at {spot[0]:.2f}, {spot[1]:.2f}" if spot else "I give way here" if gives_way else "I hold")
+        )
+        return True
+
+    def _meeting_over(self, job: Job) -> bool:
+        """Whether the meeting in a passage is resolved (the skill's goal may be sent again); meanwhile the robot
+        backs off, or waits, telling the planner it works on the action."""
+        meeting = job.meeting
+        assert meeting is not None
+        now = time.monotonic()
+        if meeting.refuge is not None:
+            nav = self.nav
+            if nav is None or nav.goal != meeting.refuge:
+                self._send_navigation(meeting.refuge)
+            if self.nav is None or self.nav.result is None:
+                self._report(job, "giving way")
+                return False
+            self.nav, meeting.refuge = None, None  # there, or as far as it got: wait for the other to go by
+            meeting.until = now + self.passage.wait_s
+        here, other_now = self.memory.position, self.teammate_poses.get(meeting.other, meeting.other_from)
+        if meeting.gives_way:
+            over = self.passage.gone_by(here, meeting.other_from, other_now)
+        else:
+            assert isinstance(job.request, NavGoal)
+            over = way_clear(self.grid, here, job.request.position, other_now, self.passage.clear_m)
+        over = over or now >= meeting.until
+        if not over:  # the robot's next status asks again
+            self._report(job, "giving way" if meeting.gives_way else "holding")
+            return False
+        job.meeting = None
+        return True
+
+    def _report(self, job: Job, phase: str) -> None:
+        """Feedback on the action while it waits on something of its own (the planner hears the executor works)."""
+        job.handle.publish_feedback(ExecuteSkill.Feedback(phase=phase, progress=0.0, step=self.step))
 
     def _ask(self, job: Job, question: str) -> None:
         """Ask a person on ``/approve_action``; the answer (no service, or none in time: no) goes to the skill. The
@@ -544,7 +639,10 @@ class ExecutorNode(Node):
         assert outcome is not None
         self.job = None
         result = ExecuteSkill.Result(
-            success=outcome.success, failure_reason=outcome.reason, steps_taken=outcome.primitives
+            success=outcome.success,
+            failure_reason=outcome.reason,
+            steps_taken=outcome.primitives,
+            meetings=job.meetings,
         )
         state = "succeed" if outcome.success else ("canceled" if outcome.reason == "canceled" else "abort")
         self.ended = EndedJob(job.action, job.step, job.seq, result, state)

@@ -195,6 +195,7 @@ class PlannerNode(Node):
         self.started: float | None = None  # when the first status came
         self.decisions = 0
         self.failures: Counter[str] = Counter()
+        self.passage_meetings = 0  # meetings in passages the executor resolved (its results say)
         self.teammate_done: str | None = None  # a teammate whose map showed the goal met
         self.skill_client = ActionClient(self, ExecuteSkill, "execute_skill")
         if self.ends_task and not self.coordinated:  # real robots tell each other what they work on (claims)
@@ -559,6 +560,7 @@ class PlannerNode(Node):
             return
         result = future.result().result
         skill.outcome = SkillOutcome(skill.action, result.success, result.failure_reason, result.steps_taken)
+        self.passage_meetings += result.meetings
         if not result.success and result.failure_reason not in (EPISODE_OVER, "canceled"):  # no failure of the robot
             self.get_logger().info(f"{format_action(skill.action, self.benchmark)} failed: {result.failure_reason}")
             self.failures[result.failure_reason] += 1
@@ -618,6 +620,7 @@ class PlannerNode(Node):
                 messages_dropped=self.inbox.dropped,
                 failures=dict(self.failures),
                 retries_blocked=memory.retries.retries_blocked,
+                passage_meetings=self.passage_meetings,
                 travel_m=round(self.travel_m, 3),
                 **self._runtime_counts(),
             ).write(self.end_report)

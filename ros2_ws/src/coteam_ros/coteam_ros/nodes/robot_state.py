@@ -93,6 +93,7 @@ class RobotStateNode(Node):
         wall_timer(self, 1.0 / rate_hz, self._publish)
         # detection arrays wait (a bounded time) for TF to place them at their own stamp
         self.awaiting_tf = DetectionsAwaitingTf(self.declare_parameter("tf_wait_s", TF_WAIT_S).value)
+        self.arrays_placed = 0
         wall_timer(self, TF_RETRY_S, self._place_detections)
         detections = self.resolve_topic_name("detections")
         require_wiring(
@@ -134,10 +135,23 @@ class RobotStateNode(Node):
         )
         for cause in causes:
             self.get_logger().warning(f"detections dropped: {cause}; each drop is counted")
+        self.arrays_placed += len(arrays)
         for _, detections in arrays:
             self.detections.extend(d for d in detections if d.object_id >= 0)
             class_only = [d for d in detections if d.object_id < 0]
             self.confirmed += self.camera.frame(class_only, self.room).confirmed
+
+    def destroy_node(self) -> None:
+        """Says, as the node stops, how many detection arrays were placed on the map and how many were dropped, by
+        cause (each cause was said once when first seen)."""
+        drops = self.awaiting_tf.drops
+        if self.arrays_placed or drops:
+            why = "; ".join(f"{cause}: {n}" for cause, n in drops.most_common())
+            self.get_logger().info(
+                f"detection arrays: {self.arrays_placed} placed, {sum(drops.values())} dropped"
+                + (f" ({why})" if why else "")
+            )
+        super().destroy_node()
 
     def _on_arm_state(self, message: ArmState) -> None:
         if message.robot == self.robot:

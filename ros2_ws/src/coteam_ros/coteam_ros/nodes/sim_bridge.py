@@ -122,7 +122,7 @@ from coteam_ros.tf import (
     camera_mount_transform,
     stamp_ns,
 )
-from coteam_ros.twin_robots import TWIN_ROBOTS, TwinRobot, twin_robot
+from coteam_ros.twin_robots import TWIN_ROBOTS, TwinRobot, robot_in_the_way, twin_robot
 from coteam_sim.bridges import ENGINES, Bridge, bridge_for
 from coteam_sim.bridges.settings import TdwSettings, UnitySettings
 from coteam_sim.camera import VisualObservations
@@ -135,6 +135,11 @@ NODE_NAME = "sim_bridge"
 HANDS = {"": -1, "left": 0, "right": 1}
 VIEW_STAMP_NS = 1000  # a step's camera views are stamped this far apart, the first this far after the step's stamp
 BRAKING_S = 0.4  # a twin's canceled Nav2 goal ends this long after the cancel: the controller stops the base first
+# a twin's robot held by another robot this long fails its goal as Nav2's progress checker fails the controller
+# (movement_time_allowance, 10 s by default; the twin plays no recovery behaviours before it aborts)
+HELD_ABORT_S = 10.0
+NAV2_CODES = {"not reachable": 208, "blocked": 105, "held by a robot": 105}  # planner NO_VALID_PATH, controller
+# FAILED_TO_MAKE_PROGRESS (nav2_msgs ComputePathToPose / FollowPath, Kilted): the codes a twin aborts with
 POSE_HISTORY = 64  # a twin's robot poses kept (by stamp), to stamp its detections in the past
 RESULTS_GRACE_S = 2.0  # after the last step, time for in-flight decisions to arrive (0.5 s was too short under load)
 
@@ -154,6 +159,8 @@ class ActiveNavigation:
     planned_step: int = -1
     stalled: bool = False  # a twin's fault: accepted, but the robot never moves
     stopped_at: int | None = None  # a twin's canceled goal: the step its base has stopped by (then the goal ends)
+    held: Primitive | None = None  # a twin's: the move another robot kept it from making (tried again next step)
+    held_since: int | None = None  # a twin's: the step since which other robots have kept it from moving
 
 
 @dataclass
@@ -599,7 +606,10 @@ class SimBridgeNode(Node):
         actions = {name: self._primitive_for(name, slot) for name, slot in self.robots.items() if self._ready(name)}
         clock_before, step_before = self.sim.clock, self.sim.steps
         positions_before = {name: self.sim.world.agents[name].position for name in actions}
+        motions = {name: self.sim.motion(name) for name in actions} if self.twin else {}
         obs, _, _, _, infos = self.env.step(actions)
+        if self.twin:
+            self._hold_robots_in_the_way(actions, motions, obs)
         failures = {a: infos[a]["failure"] for a in actions}
         self.meter.step(actions, failures)
         self.recorder.step(clock_before, self.sim, actions, failures)
@@ -626,6 +636,30 @@ class SimBridgeNode(Node):
         self._publish_step(obs)
         if not self.env.agents:
             self._finish_episode()
+
+    def _hold_robots_in_the_way(self, actions: dict[str, Primitive], motions: dict[str, Any], obs: dict) -> None:
+        """A twin's robots are obstacles to each other: a robot whose move this step ran into another robot's base
+        (:func:`~coteam_ros.twin_robots.robot_in_the_way`) is put back where it was, and its navigation tries the same
+        move next step (as a controller facing an obstacle does), failing once it has been held :data:`HELD_ABORT_S`."""
+        bases = {
+            name: (self.sim.world.agents[name].position, slot.robot.radius_m) for name, slot in self.robots.items()
+        }
+        for name in sorted(motions):
+            before, after = motions[name][0], bases[name][0]
+            nav = self.robots[name].navigation
+            if before == after or nav is None:
+                continue
+            other = robot_in_the_way(name, before, after, bases)
+            if other is None:
+                nav.held_since = None
+                continue
+            self.sim.undo_motion(name, motions[name])
+            bases[name] = (before, bases[name][1])
+            obs[name] = replace(self.sim.observe(name), messages=obs[name].messages)
+            if nav.held_since is None:
+                nav.held_since = self.sim.steps
+                self.robots[name].counts["navigation held by a robot"] += 1
+            nav.held = actions[name]
 
     def _drove(self, slot: RobotSlot, metres: float, step: int) -> None:
         """A twin robot moved ``metres`` in ``step``: under a speed limit it stands still long enough that the
@@ -706,11 +740,22 @@ class SimBridgeNode(Node):
             self.goals.finish(nav.handle, self.nav_type.Result(error_msg="canceled"), "canceled")
             return
         state = self.sim.world.agents[slot.name]
-        planned = (
-            Primitive(PrimitiveKind.WAIT)
-            if nav.stalled or nav.stopped_at is not None
-            else nav.navigator.plan(state.position, state.heading, self.sim.last_failure[slot.name])
-        )
+        held = nav.held
+        nav.held = None
+        if (
+            held is not None
+            and nav.held_since is not None
+            and self.sim.steps - nav.held_since >= HELD_ABORT_S * self.tick_hz
+        ):
+            slot.counts["navigation aborted: held by a robot"] += 1
+            self._end_navigation(slot, NavResult(False, "held by a robot"))
+            return
+        if nav.stalled or nav.stopped_at is not None:
+            planned: Primitive | NavResult = Primitive(PrimitiveKind.WAIT)
+        elif held is not None:  # the same move again: the robot in the way may have gone
+            planned = held
+        else:
+            planned = nav.navigator.plan(state.position, state.heading, self.sim.last_failure[slot.name])
         if isinstance(planned, NavResult):
             self._end_navigation(slot, planned)
             return
@@ -734,7 +779,11 @@ class SimBridgeNode(Node):
         if result.reason != "preempted":
             slot.counts["navigation succeeded" if result.success else "navigation failed"] += 1
         if code is None:
-            code = self.nav_type.Result.NONE if result.success else self.nav_type.Result.UNKNOWN
+            code = (
+                self.nav_type.Result.NONE
+                if result.success
+                else NAV2_CODES.get(result.reason, self.nav_type.Result.UNKNOWN)
+            )
         state = "succeed" if result.success else "abort"
         self.goals.finish(nav.handle, self.nav_type.Result(error_code=code, error_msg=result.reason), state)
 
