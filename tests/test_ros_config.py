@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import math
 import os
 import re
 import shutil
@@ -161,6 +162,20 @@ def test_the_twins_robots_are_obstacles_to_each_other_but_may_always_back_off() 
     assert robot_in_the_way("robot1", (0.0, 0.0), (-0.2, 0.0), closer) is None
     assert robot_in_the_way("robot1", (0.0, 0.0), (0.0, 0.1), closer) is None  # sideways, no closer
     assert robot_in_the_way("robot1", (0.0, 0.0), (0.1, 0.0), closer) == "robot2"
+
+
+def test_a_held_twin_robot_routes_round_the_other_where_the_map_leaves_room_and_not_in_a_hallway() -> None:
+    """As Nav2's planner round an obstacle in its costmap: in a room the held robot's next cell leads round the
+    other robot; in a 1 m hallway two 0.5 m bases cannot pass (config/hallway.world.yaml)."""
+    from coteam.navigation import NavGrid
+    from coteam.world_file import load_world
+    from coteam_ros.twin_robots import detour
+
+    hallway = NavGrid(load_world(ROOT / "config" / "hallway.world.yaml").scene.floorplan)
+    assert detour(hallway, (5.1, 2.25), (10.0, 2.25), 0.25, [((5.8, 2.25), 0.6)]) is None
+    here, other = (1.0, 2.25), (1.7, 2.25)  # in the west room, the other robot between me and the hallway
+    step = detour(hallway, here, (10.0, 2.25), 0.25, [(other, 0.6)])
+    assert step is not None and math.dist(step, here) < 0.4 and math.dist(step, other) >= 0.6, step
 
 
 def test_a_twin_runs_a_world_file_or_a_suite_episode(tmp_path: Path) -> None:

@@ -30,13 +30,15 @@ class PassageRule:
 
     ``near_m``: a teammate this close when the goal fails is in the way; ``wait_s``: the longest either robot waits
     (the one with the right of way for its way to clear, the other for it to go by); ``tries``: meetings resolved so
-    per action, after which the failure is the planner's; ``clear_m``: how far off the other's way a robot stands
-    to leave it free."""
+    per action, after which the failure is the planner's; ``clear_m``: how far off the other's line the robot giving
+    way stands; ``pass_m``: how far from a robot's way the other must be for it to drive on (two bases and a
+    margin)."""
 
     near_m: float = 1.5
     wait_s: float = 20.0
     tries: int = 3
     clear_m: float = 1.0
+    pass_m: float = 0.8
 
     def in_the_way(self, here: Vec2, teammates: Mapping[str, Vec2]) -> str | None:
         """The teammate nearest ``here`` within ``near_m`` (ties: the first in name order); None when none is."""

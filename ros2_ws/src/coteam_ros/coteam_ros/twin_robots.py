@@ -12,11 +12,15 @@ twin played before profiles: two grippers, doors opened with full hands, one sim
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from coteam.navigation import NavGrid
+
 CLEARANCE_M = 0.1  # the gap a robot's Nav2 keeps to another robot's base, beyond both bases
+Vec = tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -88,3 +92,44 @@ def robot_in_the_way(
         if other != me and math.dist(after, at) < gap and math.dist(after, at) < math.dist(before, at):
             return other
     return None
+
+
+NEAR_ENDS_M = 0.75  # a held robot's way round may pass by walls this close to its start and its goal
+
+
+def detour(nav: NavGrid, here: Vec, goal: Vec, radius: float, others: Sequence[tuple[Vec, float]]) -> Vec | None:
+    """Where a robot held by other robots heads next to get round them, as Nav2's planner routes round an obstacle
+    in its costmap: the next cell of the shortest way to ``goal`` that keeps off every other robot's disc
+    (``others``: position and the gap to keep) and keeps the robot's base (``radius``) off the walls, but near its
+    start and goal (:data:`NEAR_ENDS_M`). None when there is no way round (a passage too narrow for two): the robot
+    stays held."""
+    fp = nav.floorplan
+    round_base = [(radius * math.cos(a * math.pi / 4), radius * math.sin(a * math.pi / 4)) for a in range(8)]
+
+    def passable(point: Vec) -> bool:
+        if any(math.dist(point, at) < gap for at, gap in others):
+            return False
+        if min(math.dist(point, here), math.dist(point, goal)) < NEAR_ENDS_M:
+            return True
+        return all(fp.is_free(*fp.cell_of((point[0] + dx, point[1] + dy))) for dx, dy in round_base)
+
+    start, end = nav.nearest_free(here), nav.nearest_free(goal)
+    came: dict[tuple[int, int], tuple[int, int] | None] = {start: None}
+    cost = {start: 0.0}
+    heap = [(0.0, start)]
+    while heap:
+        d, cell = heapq.heappop(heap)
+        if cell == end:
+            break
+        if d > cost[cell]:
+            continue
+        for nxt, step in nav.neighbours(cell):
+            if d + step < cost.get(nxt, math.inf) and passable(fp.center_of(nxt)):
+                cost[nxt], came[nxt] = d + step, cell
+                heapq.heappush(heap, (d + step, nxt))
+    if end not in came or end == start:
+        return None
+    cell = end
+    while came[cell] != start:
+        cell = came[cell]  # type: ignore[assignment]
+    return fp.center_of(cell)

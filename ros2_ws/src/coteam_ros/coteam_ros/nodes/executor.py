@@ -562,7 +562,7 @@ class ExecutorNode(Node):
             over = self.passage.gone_by(here, meeting.other_from, other_now)
         else:
             assert isinstance(job.request, NavGoal)
-            over = way_clear(self.grid, here, job.request.position, other_now, self.passage.clear_m)
+            over = way_clear(self.grid, here, job.request.position, other_now, self.passage.pass_m)
         over = over or now >= meeting.until
         if not over:  # the robot's next status asks again
             self._report(job, "giving way" if meeting.gives_way else "holding")

@@ -98,7 +98,7 @@ from coteam.perception import detection_from_view
 from coteam.registry import method_config, observes_world
 from coteam.skills import Manipulation, ManipulationKind, NavGoal, NavResult
 from coteam.vision import CameraMount
-from coteam.world import AGENT_NAMES, Scene
+from coteam.world import AGENT_NAMES, Benchmark, Scene
 from coteam_harness.meter import RUNTIME_COUNTS, EpisodeMeter
 from coteam_harness.results import EpisodeResult, write_results
 from coteam_harness.trace import TraceRecorder, journal_path
@@ -122,7 +122,7 @@ from coteam_ros.tf import (
     camera_mount_transform,
     stamp_ns,
 )
-from coteam_ros.twin_robots import TWIN_ROBOTS, TwinRobot, robot_in_the_way, twin_robot
+from coteam_ros.twin_robots import CLEARANCE_M, TWIN_ROBOTS, TwinRobot, detour, robot_in_the_way, twin_robot
 from coteam_sim.bridges import ENGINES, Bridge, bridge_for
 from coteam_sim.bridges.settings import TdwSettings, UnitySettings
 from coteam_sim.camera import VisualObservations
@@ -639,8 +639,9 @@ class SimBridgeNode(Node):
 
     def _hold_robots_in_the_way(self, actions: dict[str, Primitive], motions: dict[str, Any], obs: dict) -> None:
         """A twin's robots are obstacles to each other: a robot whose move this step ran into another robot's base
-        (:func:`~coteam_ros.twin_robots.robot_in_the_way`) is put back where it was, and its navigation tries the same
-        move next step (as a controller facing an obstacle does), failing once it has been held :data:`HELD_ABORT_S`."""
+        (:func:`~coteam_ros.twin_robots.robot_in_the_way`) is put back where it was; next step its navigation heads
+        round them where the map leaves a way (:func:`~coteam_ros.twin_robots.detour`, as Nav2's planner routes round
+        an obstacle), else tries the same move again, failing once it has been held :data:`HELD_ABORT_S`."""
         bases = {
             name: (self.sim.world.agents[name].position, slot.robot.radius_m) for name, slot in self.robots.items()
         }
@@ -660,6 +661,12 @@ class SimBridgeNode(Node):
                 nav.held_since = self.sim.steps
                 self.robots[name].counts["navigation held by a robot"] += 1
             nav.held = actions[name]
+            if self.scene.benchmark == Benchmark.CWAH:  # a walking robot's planner routes round them if it can
+                radius = bases[name][1]
+                others = [(at, radius + r + CLEARANCE_M) for o, (at, r) in bases.items() if o != name]
+                way = detour(self.sim.nav, before, nav.navigator.goal.position, radius, others)
+                if way is not None:
+                    nav.held = Primitive(PrimitiveKind.WALK_TO, (round(way[0] * 1000), round(way[1] * 1000)))
 
     def _drove(self, slot: RobotSlot, metres: float, step: int) -> None:
         """A twin robot moved ``metres`` in ``step``: under a speed limit it stands still long enough that the
