@@ -43,13 +43,7 @@ DROPS = re.compile(r"detection arrays: (\d+) placed, (\d+) dropped(?: \((.*)\))?
 
 def team_edit(team: dict[str, str]) -> dict:
     """The team file's changes for a team of these profiles: the twin plays them, the nodes know their bodies."""
-    robots = []
-    for name, profile in team.items():
-        robot = TWIN_ROBOTS[profile]
-        body = {"grippers": robot.grippers, "open_needs_free_gripper": robot.open_needs_free_gripper}
-        if robot.speed_mps is not None:
-            body["speed_mps"] = robot.speed_mps
-        robots.append({"name": name, "capabilities": body})
+    robots = [{"name": name, "capabilities": TWIN_ROBOTS[profile].capabilities()} for name, profile in team.items()]
     return {"twin": {"tick_hz": 5.0, "robots": team, **SENSORS}, "robots": robots}
 
 

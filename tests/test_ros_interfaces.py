@@ -295,6 +295,7 @@ def test_field_types():
         "success": "boolean",
         "failure_reason": "string",
         "steps_taken": "int32",
+        "meetings": "int32",
     }
 
 

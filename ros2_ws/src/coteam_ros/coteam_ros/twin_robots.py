@@ -34,6 +34,11 @@ class TwinRobot:
     radius_m: float  # the base's radius (half its diameter, or of its footprint's diagonal)
     source: str  # where the figures come from
 
+    def capabilities(self) -> dict[str, object]:
+        """The team file's ``robots[].capabilities`` that describe this robot as its maker does."""
+        body: dict[str, object] = {"grippers": self.grippers, "open_needs_free_gripper": self.open_needs_free_gripper}
+        return body if self.speed_mps is None else {**body, "speed_mps": self.speed_mps}
+
     def grasp_refusal(self, held: int) -> str:
         """What the robot's arm driver answers to a grasp while it holds ``held`` items ('' when it can grasp)."""
         return "gripper occupied" if held >= self.grippers else ""

@@ -161,6 +161,7 @@ class ActiveNavigation:
     stopped_at: int | None = None  # a twin's canceled goal: the step its base has stopped by (then the goal ends)
     held: Primitive | None = None  # a twin's: the move another robot kept it from making (tried again next step)
     held_since: int | None = None  # a twin's: the step since which other robots have kept it from moving
+    moving: Primitive | None = None  # the last move planned: a slow twin robot is still on it (the navigator waits)
 
 
 @dataclass
@@ -761,12 +762,15 @@ class SimBridgeNode(Node):
             planned: Primitive | NavResult = Primitive(PrimitiveKind.WAIT)
         elif held is not None:  # the same move again: the robot in the way may have gone
             planned = held
+        elif self.sim.steps < slot.still_until and nav.moving is not None:  # a slow robot still on its last move
+            planned = nav.moving
         else:
             planned = nav.navigator.plan(state.position, state.heading, self.sim.last_failure[slot.name])
         if isinstance(planned, NavResult):
             self._end_navigation(slot, planned)
             return
         nav.planned, nav.planned_step = planned, self.sim.steps
+        nav.moving = planned if planned.kind != PrimitiveKind.WAIT else nav.moving
         goal = nav.navigator.goal.position
         feedback = self.nav_type.Feedback(
             current_pose=PoseStamped(
