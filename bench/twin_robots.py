@@ -44,7 +44,7 @@ DROPS = re.compile(r"detection arrays: (\d+) placed, (\d+) dropped(?: \((.*)\))?
 def team_edit(team: dict[str, str]) -> dict:
     """The team file's changes for a team of these profiles: the twin plays them, the nodes know their bodies."""
     robots = [{"name": name, "capabilities": TWIN_ROBOTS[profile].capabilities()} for name, profile in team.items()]
-    return {"twin": {"tick_hz": 5.0, "robots": team, **SENSORS}, "robots": robots}
+    return {"twin": {"tick_hz": 5.0, "robots": team, "robots_block": True, **SENSORS}, "robots": robots}
 
 
 def drops(logs: dict[str, str]) -> tuple[int, int, list[str]]:
@@ -87,7 +87,7 @@ FAULTS: list[tuple[str, dict, tuple[str, ...]]] = [
     ),
     (
         "two robots face to face in a 1 m hallway (config/hallway.world.yaml)",
-        {"task": {"world_file": "hallway.world.yaml"}},
+        {"task": {"world_file": "hallway.world.yaml"}, "twin": {"tick_hz": 5.0, "robots_block": True}},
         ("hallway.world.yaml",),
     ),
     ("TF 0.2 s late, detections in the camera's frame stamped 80 ms back", {"twin": {"tick_hz": 5.0, **SENSORS}}, ()),

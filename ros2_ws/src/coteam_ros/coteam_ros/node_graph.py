@@ -180,6 +180,7 @@ def node_list(
                     "faults_json": json.dumps(cfg.twin.faults),
                     "robot_profiles_json": json.dumps(cfg.twin.robots, sort_keys=True),
                     "tf_lag_s": cfg.twin.tf_lag_s,
+                    "robots_block": cfg.twin.robots_block,
                     "detections_frame": cfg.twin.detections_frame,
                     "detections_delay_s": cfg.twin.detections_delay_s,
                     **team_bodies,

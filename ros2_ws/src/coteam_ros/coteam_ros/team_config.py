@@ -295,6 +295,7 @@ class TwinSection(_Section):
     faults: list[dict[str, Any]] = []  # coteam_ros.faults.TwinFault: what the twin's Nav2 and arms do wrong
     robots: dict[str, str] = {}  # robot -> the real robot it plays (coteam_ros.twin_robots); default generic
     tf_lag_s: float = Field(0.0, ge=0, le=5.0)  # each pose on /tf this long after its stamp (a localisation behind)
+    robots_block: bool = False  # the robots' bases are obstacles to each other (docs/hardware.md)
     detections_frame: Literal["map", "optical"] = "map"  # optical: the camera's frame, as a camera's detector says
     detections_delay_s: float = Field(0.0, ge=0, le=5.0)  # optical: arrays stamped this long before they are sent
 

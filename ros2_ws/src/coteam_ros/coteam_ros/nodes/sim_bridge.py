@@ -236,6 +236,7 @@ class SimBridgeNode(Node):
         self.faults = TwinFault.parse(json.loads(self.declare_parameter("faults_json", "[]").value or "[]"))
         # a twin's sensors as real ones behave: TF published late, detections in the camera's frame, stamped earlier
         self.tf_lag_ns = round(self.declare_parameter("tf_lag_s", 0.0).value * 1e9)
+        self.robots_block: bool = self.declare_parameter("robots_block", False).value
         self.detections_delay_ns = round(self.declare_parameter("detections_delay_s", 0.0).value * 1e9)
         self.detections_frame: str = self.declare_parameter("detections_frame", "map").value
         if self.detections_frame not in ("map", "optical"):
@@ -609,7 +610,7 @@ class SimBridgeNode(Node):
         positions_before = {name: self.sim.world.agents[name].position for name in actions}
         motions = {name: self.sim.motion(name) for name in actions} if self.twin else {}
         obs, _, _, _, infos = self.env.step(actions)
-        if self.twin:
+        if self.twin and self.robots_block:
             self._hold_robots_in_the_way(actions, motions, obs)
         failures = {a: infos[a]["failure"] for a in actions}
         self.meter.step(actions, failures)
