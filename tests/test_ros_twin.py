@@ -63,6 +63,18 @@ def _team_run(
     return subprocess.CompletedProcess(argv, launcher.returncode, stdout, stderr), out
 
 
+def _finished_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: dict) -> tuple[dict, Path, str]:
+    """A twin run (``edit`` to the team file) that must end with the goal met, as the twin's truth confirms: the
+    twin's results, the run's folder and its log."""
+    proc, out = _team_run(tmp_path, monkeypatch, edit)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    twin = json.loads((out / "twin.json").read_text())
+    (truth,) = twin["episodes"]
+    assert truth["success"], truth
+    return twin, out, log
+
+
 def _read_until(launcher: subprocess.Popen, lines: tuple[str, ...]) -> str:
     """The launch's output up to the first time every one of ``lines`` has shown (within ``TIMEOUT_S``)."""
     assert launcher.stdout is not None
@@ -170,12 +182,7 @@ def test_robots_of_documented_kinds_finish_the_task_each_keeping_to_its_body(
         "twin": {"tick_hz": 5.0, "robots": playing},
         "robots": [{"name": name, "capabilities": body} for name, body in bodies.items()],
     }
-    proc, out = _team_run(tmp_path, monkeypatch, edit)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
-    twin = json.loads((out / "twin.json").read_text())
-    (truth,) = twin["episodes"]
-    assert truth["success"], truth
+    twin, _, _ = _finished_run(tmp_path, monkeypatch, edit)
     assert twin["meta"]["robots"] == playing
     goals = twin["meta"]["goals"]
     assert not any(g.get("manipulations refused") for g in goals.values()), goals
@@ -192,12 +199,7 @@ def test_robots_face_to_face_in_a_hallway_give_way_by_name_and_both_finish(
     team finishes (coteam.passage). The home is config/hallway.world.yaml."""
     shutil.copy(CONFIG / "hallway.world.yaml", tmp_path)
     edit = {"task": {"world_file": "hallway.world.yaml"}, "twin": {"tick_hz": 5.0, "robots_block": True}}
-    proc, out = _team_run(tmp_path, monkeypatch, edit)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
-    twin = json.loads((out / "twin.json").read_text())
-    (truth,) = twin["episodes"]
-    assert truth["success"], truth
+    twin, out, log = _finished_run(tmp_path, monkeypatch, edit)
     goals = twin["meta"]["goals"]
     assert sum(g.get("navigation held by a robot", 0) for g in goals.values()) >= 1, goals
     (episode,) = json.loads((out / "results.json").read_text())["episodes"]
