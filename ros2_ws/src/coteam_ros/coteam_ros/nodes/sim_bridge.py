@@ -59,6 +59,10 @@ head looks round once, its views published as above (RGB-D, camera info, the mou
 high and the furniture inside rooms table-high), and the robots' own perception nodes detect the items; a
 ``detections_stop`` fault stops its images.
 
+With ``robots_block`` a twin's robots are obstacles to each other (``coteam_ros.twin_robots.robot_in_the_way``; a
+held robot routes round the other where the map leaves room, ``detour``; held :data:`HELD_ABORT_S`, its Nav2 goal
+aborts with 105).
+
 Messages: a ``MESSAGE`` tick spends the robot's step sending; the simulator times delivery by the benchmark's
 rules and the receivers' status lists the delivered messages (sender, step) without their text, which robots
 get only from ``/team/messages``. Decisions (``decision``) are collected for the results.
@@ -608,9 +612,10 @@ class SimBridgeNode(Node):
         actions = {name: self._primitive_for(name, slot) for name, slot in self.robots.items() if self._ready(name)}
         clock_before, step_before = self.sim.clock, self.sim.steps
         positions_before = {name: self.sim.world.agents[name].position for name in actions}
-        motions = {name: self.sim.motion(name) for name in actions} if self.twin else {}
+        blocking = self.twin and self.robots_block  # the robots' bases are obstacles to each other
+        motions = {name: self.sim.motion(name) for name in actions} if blocking else {}
         obs, _, _, _, infos = self.env.step(actions)
-        if self.twin and self.robots_block:
+        if blocking:
             self._hold_robots_in_the_way(actions, motions, obs)
         failures = {a: infos[a]["failure"] for a in actions}
         self.meter.step(actions, failures)
