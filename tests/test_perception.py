@@ -176,6 +176,17 @@ def test_anonymous_detections_are_associated_by_category_and_distance():
     assert copy.update([det(-1, 2, name="pear", category="fruit", position=(9.0, 9.0))], 2) == [-4]
 
 
+def test_two_objects_of_a_class_in_one_frame_stay_two_however_close():
+    """A class-only detector gives two cups in one fridge at one place: each detection of a frame stands for its own
+    map object, in that frame and the next, so a fridge holding two cups never shows as holding one."""
+    fusion = SemanticMapFusion(association_radius_m=0.5)
+    cup = {"name": "cup", "category": "food", "position": (1.0, 1.0)}
+    first = fusion.update([det(-1, 0, **cup), det(-1, 0, **cup)], 0)
+    assert len(first) == 2 and len(fusion) == 2
+    assert sorted(fusion.update([det(-1, 1, **cup), det(-1, 1, **cup)], 1)) == sorted(first)
+    assert len(fusion.update([det(-1, 2, **cup)], 2)) == 1 and len(fusion) == 2
+
+
 def test_a_place_seen_empty_loses_confidence_until_it_is_forgotten():
     fusion = SemanticMapFusion(empty_decay=0.5, drop_below=0.15)
     fusion.update([det(21, 0, confidence=0.8), det(22, 0, holder="bob")], 0)

@@ -164,6 +164,32 @@ def test_the_twins_robots_are_obstacles_to_each_other_but_may_always_back_off() 
     assert robot_in_the_way("robot1", (0.0, 0.0), (0.1, 0.0), closer) == "robot2"
 
 
+def test_a_twin_arm_without_ids_takes_the_object_of_the_class_in_front_of_it() -> None:
+    """A robot whose detector gives classes without ids names objects by its own labels; the twin's arm, as a real
+    one, grasps the object of the asked class nearest the asked place within reach, and puts down what it holds."""
+    from coteam.skills import Manipulation, ManipulationKind
+    from coteam.world import WorldState
+    from coteam.world_file import load_world
+    from coteam_ros.twin_robots import object_in_front
+
+    scene = load_world(ROOT / "config" / "flat.world.yaml").scene
+    world = WorldState(scene, ("robot1", "robot2"))
+    apples = sorted(i.id for i in scene.items if i.name == "apple")
+    plate = next(i.id for i in scene.items if i.name == "plate")
+    table = next(s for s in scene.surfaces if s.name == "coffeetable")
+    world.agents["robot1"].position = (table.position[0], table.position[1] - 0.5)
+    grasp = Manipulation(ManipulationKind.GRASP, apples[1])
+    assert object_in_front(world, "robot1", grasp, "apple", table.position, 1.0) == apples[1], "the labelled one"
+    world.agents["robot2"].hands[0] = apples[1]  # the teammate took it since
+    del world.placements[apples[1]]
+    assert object_in_front(world, "robot1", grasp, "apple", table.position, 1.0) == apples[0], "the other apple"
+    assert object_in_front(world, "robot1", grasp, "apple", (0.0, 0.0), 0.1) == apples[1], "none in reach"
+    world.agents["robot1"].hands[1] = apples[0]
+    put = Manipulation(ManipulationKind.PUT_IN, plate, 2, hand=1)
+    assert object_in_front(world, "robot1", put, "apple", None, 1.0) == apples[0], "what the hand holds"
+    assert object_in_front(world, "robot1", put, "plate", None, 1.0) == plate, "nothing of the class held"
+
+
 def test_a_held_twin_robot_routes_round_the_other_where_the_map_leaves_room_and_not_in_a_hallway() -> None:
     """As Nav2's planner round an obstacle in its costmap: in a room the held robot's next cell leads round the
     other robot; in a 1 m hallway two 0.5 m bases cannot pass (config/hallway.world.yaml)."""

@@ -208,3 +208,7 @@ def test_the_arm_ledger_says_where_the_arm_put_things() -> None:
     state = arm.to_msg("alice", Header())
     assert list(state.holding) == [21, -1]
     assert (list(state.placed), list(state.placed_on), list(state.placed_in)) == ([22], [-1], [False])
+    # an arm that says which object it grasped (by the detector's id): the hand holds that one, not the one asked
+    arm.succeeded(Manipulation(ManipulationKind.GRASP, 23, hand=1), handled=24)
+    arm.succeeded(Manipulation(ManipulationKind.PUT, 24, 40), handled=24)
+    assert list(arm.holding) == [21, -1] and arm.placed[24] == (40, False) and 23 not in arm.placed

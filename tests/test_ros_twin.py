@@ -190,6 +190,23 @@ def test_robots_of_documented_kinds_finish_the_task_each_keeping_to_its_body(
     assert all(0 < speeds[name]["top_mps"] <= body["speed_mps"] for name, body in bodies.items()), speeds
 
 
+def test_robots_whose_detectors_give_classes_without_ids_finish_with_every_item_counted_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The twin's detectors give classes without ids (two apples on one table look alike) and its arms take the
+    object of the asked class in front of them (Manipulate's object_class and object_position), not a named one.
+    Each robot labels what it sees itself; the team counts distinct items (its arms' put-downs, its own sight),
+    never a teammate's label added to its own, so the goal it declares met is met in the twin's truth."""
+    twin, out, _ = _finished_run(tmp_path, monkeypatch, {"twin": {"tick_hz": 5.0, "detections_ids": False}})
+    goals = twin["meta"]["goals"]
+    assert sum(g.get("manipulations succeeded", 0) for g in goals.values()) >= 6, goals
+    assert not any(g.get("manipulation goals without the object's class or place") for g in goals.values()), goals
+    reports = [json.loads((out / f"{r}.end.json").read_text()) for r in ("robot1", "robot2")]
+    assert "goal met on my map" in {r["ended"] for r in reports}, reports
+    (truth,) = twin["episodes"]
+    assert all(r["goal_items"][0] <= round(truth["transport_rate"] * r["goal_items"][1]) for r in reports), reports
+
+
 def test_robots_face_to_face_in_a_hallway_give_way_by_name_and_both_finish(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

@@ -21,6 +21,7 @@ pytest.importorskip("rclpy")  # coteam_ros is installed with the ROS extras
 from coteam_ros.launcher import team_result
 from coteam_ros.task_end import (
     EndReport,
+    Intent,
     claim_target,
     goal_met,
     goal_progress,
@@ -57,8 +58,9 @@ def test_the_goal_is_met_when_my_map_shows_every_goal_item_in_place() -> None:
 
 
 def test_a_teammates_deliveries_reach_my_map_with_its_claims() -> None:
-    """Each robot's intents carry the goal items its map shows in place that the team has not heard of yet: one
-    robot's two apples and another's cupcake make the whole goal met on either map."""
+    """Each robot's intents carry the goal items its map shows in place that the team has not heard of yet, and the
+    goal items its own arm put in place: one robot's two apples and another's cupcake make the whole goal met on
+    either map."""
     scene = load_world(FLAT).scene
     fridge = next(c for c in scene.containers if c.name == "fridge")
     apples = [i.id for i in scene.items if i.name == "apple"]
@@ -68,19 +70,68 @@ def test_a_teammates_deliveries_reach_my_map_with_its_claims() -> None:
     at_fridge = (0.375, 2.375)
     one.observe(asm.observation(0, at_fridge, 90, [], placed={a: (fridge.id, True) for a in apples}))  # the arm's word
     two.observe(asm.observation(0, at_fridge, 90, [], placed={cupcake: (fridge.id, True)}))
+    assert one.memory.put_down_by_me == set(apples) and two.memory.put_down_by_me == {cupcake}
     told_by_one: set[int] = set()
-    said = intent_payload(7, one.memory, told_by_one)
-    assert parse_intent(said) == (7, [(a, fridge.id, True) for a in sorted(apples)])
-    assert parse_intent(intent_payload(-1, one.memory, told_by_one)) == (-1, [])  # said once
-    _, in_place = parse_intent(said)
-    for item, on, into in in_place:
+    said = parse_intent(intent_payload(7, one.memory, told_by_one))
+    in_fridge = [(a, fridge.id, True) for a in sorted(apples)]
+    assert said == Intent(7, in_place=in_fridge, put_down=in_fridge)
+    assert parse_intent(intent_payload(-1, one.memory, told_by_one)) == Intent(-1, put_down=in_fridge)  # said once
+    for item, on, into in said.in_place:
         view = asm.placed_view(item, on, into)
         assert view is not None
-        two.memory.teammate_placed(view)
-    assert goal_met(two.memory) and not goal_met(one.memory)
-    for bad in ("", "{", '{"in_place": []}', '{"claim": 1, "in_place": [[1, 2]]}', '{"claim": 1, "in_place": 3}'):
+        two.memory.teammate_placed(view, "robot1")
+    team = {"robot1": [asm.placed_view(*placed) for placed in said.put_down]}
+    assert goal_met(two.memory, team) and not goal_met(one.memory)
+    assert goal_progress(two.memory) == (1, 3), "a teammate's word alone is no count of distinct items"
+    for bad in ("", "{", '{"in_place": []}', '{"claim": 1, "in_place": [[1, 2]]}', '{"claim": 1, "put_down": 3}'):
         with pytest.raises(ValueError, match="no claim in its payload"):
             parse_intent(bad)
+
+
+def test_two_robots_seeing_the_same_class_only_items_never_count_one_twice() -> None:
+    """robot2's detector gives classes without ids, so it labels the apples it sees itself. It has seen apple B on
+    the coffee table (its first apple label); robot1 delivers apple A, which it calls by that same label, to the
+    fridge and says so; robot2 then sees A in the fridge and, its first label being B's, calls A its second apple.
+    Its map shows both apple labels in the fridge -- adding up labels, with robot1's cupcake, the goal would be met
+    with one apple in the fridge. Counted as distinct items it is not, until robot2's own arm puts B in too."""
+    from coteam.perception import CameraPerception
+
+    scene = load_world(FLAT).scene
+    fridge = next(c for c in scene.containers if c.name == "fridge")
+    table = next(s for s in scene.surfaces if s.name == "coffeetable")
+    first_apple, second_apple = sorted(i.id for i in scene.items if i.name == "apple")
+    cupcake = next(i.id for i in scene.items if i.name == "cupcake")
+    two, asm = _robot("robot2")
+    camera = CameraPerception(asm)
+    at_table, at_fridge = (6.0, 2.0), (0.375, 2.375)
+
+    def sees(step: int, where: tuple[float, float], apple_at: tuple[float, float], room: str, **arm) -> None:
+        apple = Detection("apple", -1, "food", room, "", apple_at, 1.0, step)
+        confirmed = camera.frame([apple], room).confirmed
+        two.observe(camera.merged(asm.observation(step, where, 0, [], **arm), confirmed))
+
+    sees(0, at_table, table.position, "livingroom")  # apple B
+    assert two.memory.objects[first_apple].holder == table.id
+
+    # robot1 put apple A (its first apple label) and the cupcake in the fridge: its intent says so
+    in_fridge = [(first_apple, fridge.id, True), (cupcake, fridge.id, True)]
+    for placed in in_fridge:
+        view = asm.placed_view(*placed)
+        assert view is not None
+        two.memory.teammate_placed(view, "robot1")
+    team = {"robot1": [asm.placed_view(*placed) for placed in in_fridge]}
+
+    sees(1, at_fridge, fridge.position, "kitchen", container_open={fridge.id: True})  # apple A, in the fridge
+    labels = {i for i, v in two.memory.objects.items() if v.name == "apple" and v.holder == fridge.id}
+    assert labels == {first_apple, second_apple}, "both apple labels in the fridge on robot2's map"
+    assert goal_progress(two.memory, team) == (2, 3) and not goal_met(two.memory, team)
+
+    # robot2 sees B on the table again, takes it and puts it in the fridge: now two apples are there
+    sees(2, at_table, table.position, "livingroom")
+    assert two.memory.objects[first_apple].holder == table.id and first_apple not in two.memory.told_by
+    two.observe(asm.observation(3, at_table, 0, [], holding=[first_apple]))
+    two.observe(asm.observation(4, at_fridge, 90, [], placed={first_apple: (fridge.id, True)}))
+    assert goal_progress(two.memory, team) == (3, 3) and goal_met(two.memory, team)
 
 
 def test_task_done_payloads() -> None:

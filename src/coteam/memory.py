@@ -92,6 +92,11 @@ class AgentMemory:
     # Seconds on a robot's clock (its runtime sets it with every status); None in simulation, where steps count
     clock_s: float | None = None
     retries: RetryLedger = field(default_factory=RetryLedger)  # failed actions, and which are blocked for now
+    # Real robots: the items my own arm put down and has not taken again (grounded at the arm, whatever my camera
+    # or my teammates call what they see), and the items my map holds on a teammate's word (teammate_placed) and
+    # not by my own sight since: a robot counts distinct items from these, never by adding up labels
+    put_down_by_me: set[int] = field(default_factory=set)
+    told_by: dict[int, str] = field(default_factory=dict)
 
     # --- updating ----------------------------------------------------------------------------------------
     def update(self, obs: Observation) -> None:
@@ -102,6 +107,7 @@ class AgentMemory:
         self.room_visits[obs.room] = obs.step
         self.last_failure = obs.last_failure
         self.camera_view = obs.complete_fixtures is not None
+        self.put_down_by_me = (self.put_down_by_me | set(obs.put_down)) - set(obs.holding)
         self._see(obs)
         for own in obs.holding:
             if own is not None and own in self.objects:
@@ -124,6 +130,7 @@ class AgentMemory:
         for view in obs.visible:
             self.objects[view.id] = view
             self.last_seen[view.id] = obs.step
+            self.told_by.pop(view.id, None)
             if view.kind == ObjectKind.CONTAINER and view.is_open:
                 self.checked.add(view.id)
         bins = self.room_coverage.setdefault(obs.room, set())
@@ -234,12 +241,13 @@ class AgentMemory:
         refused them (:mod:`coteam.retries`)."""
         return self.retries.blocked(self.now())
 
-    def teammate_placed(self, view: ObjectView) -> None:
-        """A teammate's word that an item is where its map shows it in place (real robots tell each other the goal
+    def teammate_placed(self, view: ObjectView, teammate: str) -> None:
+        """``teammate``'s word that an item is where its map shows it in place (real robots tell each other the goal
         items their maps show delivered): my map takes it, unless I hold the item."""
         if view.id not in self.objects or self.objects[view.id].held_by != self.agent:
             self.objects[view.id] = view
             self.last_seen[view.id] = self.step
+            self.told_by[view.id] = teammate
 
     def adopt(self, view: ObjectView, seen: int) -> None:
         """Another memory's view of an object, last seen (or told of) at step ``seen``: mine takes it unless I saw

@@ -69,6 +69,8 @@ class Observation:
     complete_fixtures: tuple[int, ...] | None = None
     # With a camera's view: the items whose remembered place the camera looked through and saw empty.
     seen_empty: tuple[int, ...] = ()
+    # Real robots: the items the agent's own arm put down since its last observation (the arm's word).
+    put_down: tuple[int, ...] = ()
 
 
 # --- JSON form (what the ROS sim bridge publishes as a robot's status) ---------------------------------------------
@@ -90,6 +92,7 @@ def observation_to_dict(obs: Observation) -> dict[str, Any]:
         "view_headings": list(obs.view_headings),
         "complete_fixtures": None if obs.complete_fixtures is None else list(obs.complete_fixtures),
         "seen_empty": list(obs.seen_empty),
+        "put_down": list(obs.put_down),
     }
 
 
@@ -138,6 +141,7 @@ def observation_from_dict(d: dict[str, Any]) -> Observation:
             view_headings=tuple(int(h) for h in d["view_headings"]),
             complete_fixtures=None if d.get("complete_fixtures") is None else tuple(map(int, d["complete_fixtures"])),
             seen_empty=tuple(int(i) for i in d.get("seen_empty", ())),
+            put_down=tuple(int(i) for i in d.get("put_down", ())),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"malformed observation: {exc!r}") from None

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -165,8 +165,8 @@ class SemanticMapFusion:
         for det in detections:
             if det.confidence < self.min_confidence:
                 continue
-            if det.object_id < 0:
-                det = replace(det, object_id=self._associate(det))
+            if det.object_id < 0:  # one observation's detections are distinct objects: one map object each
+                det = replace(det, object_id=self._associate(det, taken=best))
             seen = best.get(det.object_id)
             if seen is None or det.confidence >= seen.confidence:
                 best[det.object_id] = det
@@ -203,12 +203,16 @@ class SemanticMapFusion:
         say which rooms it explored)."""
         return sorted({d.room for d in detections if d.room and d.confidence >= self.min_confidence})
 
-    def _associate(self, det: Detection) -> int:
-        """The remembered object of ``det``'s category nearest to it within the radius, or a new anonymous id."""
+    def _associate(self, det: Detection, taken: Collection[int] = ()) -> int:
+        """The remembered object of ``det``'s category nearest to it within the radius that no other detection of
+        the same observation stands for (``taken``), or a new anonymous id: two cups side by side in one frame are two
+        objects, however close."""
         near = [
             (distance(o.position, det.position), oid)
             for oid, o in self._objects.items()
-            if o.category == det.category and distance(o.position, det.position) <= self.association_radius_m
+            if oid not in taken
+            and o.category == det.category
+            and distance(o.position, det.position) <= self.association_radius_m
         ]
         if near:
             return min(near)[1]
@@ -415,6 +419,7 @@ class ObservationAssembler:
         room_id = room.id if room else -1
         by_hand = (list(holding) + [-1] * self.hands)[: self.hands]  # the arm's word, hand by hand
         held = [h for h in by_hand if h in self.items]
+        put_down = tuple(sorted(i for i in (placed or {}) if i in self.items and i not in held))
         views: dict[int, ObjectView] = {}
         for fixture in self.fixtures.values():
             if fixture.room != room_id:
@@ -456,6 +461,7 @@ class ObservationAssembler:
             visible=tuple(views[k] for k in sorted(views)),
             view_headings=(round(heading) % 360,),
             complete_fixtures=(),
+            put_down=put_down,
         )
 
 

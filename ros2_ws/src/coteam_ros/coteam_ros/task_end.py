@@ -1,9 +1,10 @@
 """How a task ends on real robots, where no simulator says so, and what they claim on the way.
 
 Each robot's planner ends the task when its own map (memory fused from what it saw and what its teammates told it)
-shows every goal predicate met, tells the team, and stops; a teammate's word that the goal is met stops a robot
-too; so does the task's time limit. Each planner writes its :class:`EndReport`; ``coteam launch`` makes the run's
-``results.json`` of them (:func:`coteam_ros.launcher.team_result`).
+shows every goal predicate met by distinct items (:func:`goal_progress`), tells the team, and stops; a teammate's
+word that the goal is met stops a robot too; so does the task's time limit. Each planner writes its
+:class:`EndReport`; ``coteam launch`` makes the run's ``results.json`` of them
+(:func:`coteam_ros.launcher.team_result`).
 
 While they work, the planners tell each other on ``/team/intents`` which container or item each searches or grabs
 (:func:`claim_target`); a robot's options leave a teammate's claims out (``coteam.memory.AgentMemory.claims``), and
@@ -15,27 +16,44 @@ ROS-free, so it is tested without DDS; robot-side (nothing of the harness).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from coteam.actions import HighLevelAction, Verb
-from coteam.goals import goal_status
+from coteam.goals import goal_status, satisfies
 from coteam.memory import AgentMemory
+from coteam.observation import ObjectView
 from coteam.world import Relation
 
 TASK_DONE = "task_done"  # the payload key of the team message of a robot whose map shows the goal met
 END_REPORT = "{robot}.end.json"  # a planner's end report, in the run's output folder
 
 
-def goal_progress(memory: AgentMemory) -> tuple[int, int]:
-    """(goal items my map shows in place, goal items wanted)."""
-    statuses = goal_status(memory)
-    wanted = sum(s.predicate.count for s in statuses)
-    return sum(min(len(s.done), s.predicate.count) for s in statuses), wanted
+TeamPutDown = Mapping[str, Sequence[ObjectView]]  # teammate -> the goal items its own arm put in place, as it says
 
 
-def goal_met(memory: AgentMemory) -> bool:
-    done, wanted = goal_progress(memory)
+def goal_progress(memory: AgentMemory, team_put_down: TeamPutDown | None = None) -> tuple[int, int]:
+    """(distinct goal items in place, goal items wanted), never adding up labels across robots: a robot whose
+    detector gives classes without ids labels what it sees itself (:class:`coteam.perception.CameraPerception`), so
+    a teammate's cup 5 may be the cup my map calls 6. Per goal predicate the count is the larger of two counts, each
+    of distinct items: what my own sight and arm show in place (not what my map holds on a teammate's word), and
+    what the robots' arms put there, mine (``memory.put_down_by_me``) and each teammate's (``team_put_down``, from
+    its intents: one arm's put-downs are distinct items, and no arm's are another's)."""
+    done = wanted = 0
+    for status in goal_status(memory):
+        predicate = status.predicate
+        seen = sum(1 for i in status.done if i not in memory.told_by)
+        by_arms = sum(1 for i in memory.put_down_by_me if i in status.done)
+        for views in (team_put_down or {}).values():
+            by_arms += sum(1 for v in views if v.name == predicate.item and satisfies(v, predicate, memory))
+        done += min(max(seen, by_arms), predicate.count)
+        wanted += predicate.count
+    return done, wanted
+
+
+def goal_met(memory: AgentMemory, team_put_down: TeamPutDown | None = None) -> bool:
+    done, wanted = goal_progress(memory, team_put_down)
     return done >= wanted
 
 
@@ -47,26 +65,54 @@ def claim_target(action: HighLevelAction) -> int:
     return -1
 
 
+Placed = tuple[int, int, bool]  # an item, the fixture it is in or on, and whether in
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What a robot's intent tells its team: the object it claims, the goal items its map shows in place that it
+    has not said before, and every goal item its own arm put in place (the whole list each time)."""
+
+    claim: int
+    in_place: list[Placed] = field(default_factory=list)
+    put_down: list[Placed] = field(default_factory=list)
+
+
 def intent_payload(target: int, memory: AgentMemory, told: set[int]) -> str:
-    """An intent's payload: the claim (:func:`claim_target`), and the goal items my map shows in place that the team
-    has not heard of from me or told me (``told``, updated): ``[item, fixture, into a container]`` each, so that
-    every robot's map shows what the team delivered, and the first to see the whole goal met can end the task."""
-    fresh = sorted({i for s in goal_status(memory) for i in s.done} - told)
+    """An intent's payload (:class:`Intent`): the claim (:func:`claim_target`); the goal items my map shows in place
+    that the team has not heard of from me or told me (``told``, updated), so that every robot's map shows what the
+    team delivered; and the goal items my arm put in place, which the team counts by robot (:func:`goal_progress`).
+    Each as ``[item, fixture, into a container]``."""
+    done = {i for s in goal_status(memory) for i in s.done}
+    fresh = sorted(done - told)
     told.update(fresh)
-    views = [memory.objects[i] for i in fresh]
-    in_place = [[v.id, v.holder, v.location == Relation.IN] for v in views]
-    return json.dumps({"claim": target, **({"in_place": in_place} if in_place else {})})
+
+    def placed(items: list[int]) -> list[list]:
+        return [[i, memory.objects[i].holder, memory.objects[i].location == Relation.IN] for i in items]
+
+    put_down = placed(sorted(done & memory.put_down_by_me))
+    return json.dumps(
+        {
+            "claim": target,
+            **({"in_place": placed(fresh)} if fresh else {}),
+            **({"put_down": put_down} if put_down else {}),
+        }
+    )
 
 
-def parse_intent(payload_json: str) -> tuple[int, list[tuple[int, int, bool]]]:
-    """(the claimed object, the items said in place as (item, fixture, into)); ValueError when malformed."""
+def parse_intent(payload_json: str) -> Intent:
+    """The :class:`Intent` of a payload; ValueError when malformed."""
     try:
         payload = json.loads(payload_json)
-        target = int(payload["claim"])
-        in_place = [(int(i), int(f), bool(into)) for i, f, into in payload.get("in_place", [])]
+        return Intent(
+            int(payload["claim"]),
+            *(
+                [(int(i), int(f), bool(into)) for i, f, into in payload.get(key, [])]
+                for key in ("in_place", "put_down")
+            ),
+        )
     except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
         raise ValueError("no claim in its payload") from None
-    return target, in_place
 
 
 def task_done_payload(robot: str) -> str:

@@ -26,6 +26,7 @@ A file describes one team run::
       robots: {robot1: tiago}  # the real robot each plays (coteam_ros.twin_robots; default generic)
       tf_lag_s: 0.3         #   poses on /tf this late; detections_frame: optical (the camera's) or map, stamped
       detections_delay_s: 0.08  # this long before they are sent
+      detections_ids: true  #   false: a detector of classes without ids (its arms take the class in front)
     execution:        # optional, real robots: when the executor gives up on a goal (a failed action; the method
       no_progress_s: 20     #   decides again): a Nav2 goal whose remaining distance has not shrunk this long,
       arm_timeout_s: 60     #   an arm goal without a result this long,
@@ -298,6 +299,7 @@ class TwinSection(_Section):
     robots_block: bool = False  # the robots' bases are obstacles to each other (docs/hardware.md)
     detections_frame: Literal["map", "optical"] = "map"  # optical: the camera's frame, as a camera's detector says
     detections_delay_s: float = Field(0.0, ge=0, le=5.0)  # optical: arrays stamped this long before they are sent
+    detections_ids: bool = True  # false: classes without ids, and arms that take the object of a class in front
 
     @field_validator("robots")
     @classmethod

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from coteam.navigation import NavGrid
+from coteam.skills import Manipulation, ManipulationKind
+from coteam.world import WorldState
 
 CLEARANCE_M = 0.1  # the gap a robot's Nav2 keeps to another robot's base, beyond both bases
 Vec = tuple[float, float]
@@ -80,6 +82,38 @@ def twin_robot(name: str) -> TwinRobot:
     if name not in TWIN_ROBOTS:
         raise ValueError(f"no twin robot {name!r} (one of {', '.join(TWIN_ROBOTS)})")
     return TWIN_ROBOTS[name]
+
+
+def object_in_front(
+    world: WorldState, robot: str, request: Manipulation, object_class: str, near: Vec | None, reach_m: float
+) -> int:
+    """The object a real arm whose robot's detector gives no ids handles for ``request`` (the id the robot's map
+    labels it by, of ``object_class``, seen at ``near``): a grasp takes the object of that class within ``reach_m``
+    of the robot that is nearest ``near`` (the labelled one when it is such an object; a door is never in the way
+    of a class); a put or drop lets go of what the hand holds, the labelled object or one of its class. The
+    labelled object when there is none such (the twin's rules then say what fails)."""
+    asked = request.object_id
+    if not object_class and world.is_item(asked):
+        object_class = world.item(asked).name
+    agent = world.agents[robot]
+    if request.kind == ManipulationKind.GRASP:
+        here = agent.position if near is None else near
+        candidates = [
+            item
+            for item in world.placements
+            if world.item(item).name == object_class
+            and world.held_by(item) is None
+            and not world.hidden_in_closed(item)
+            and math.dist(agent.position, world.position_of(item)) <= reach_m + 1e-6
+        ]
+        return min(candidates, key=lambda i: (math.dist(here, world.position_of(i)), i != asked), default=asked)
+    if request.kind in (ManipulationKind.PUT, ManipulationKind.PUT_IN, ManipulationKind.DROP):
+        hands = [agent.hands[request.hand]] if 0 <= request.hand < len(agent.hands) else list(agent.hands)
+        held = [item for item in hands if item is not None]
+        if asked in held:
+            return asked
+        return next((item for item in held if world.item(item).name == object_class), asked)
+    return asked
 
 
 def robot_in_the_way(

@@ -80,7 +80,8 @@ class SubgoalDone(BaseModel):
                 target.position,
                 location=Relation.IN if into else Relation.ON,
                 holder=target.id,
-            )
+            ),
+            self.agent,
         )
 
 

@@ -148,19 +148,25 @@ def nav2_failure(code: int, message: str) -> str:
 
 
 HAND_NAMES = {-1: "", 0: "left", 1: "right"}
+MAP_FRAME = "map"  # the frame of Nav2's goals and of the places the arm is told
 
 
 @dataclass
 class ArmLedger:
     """What the robot's arm holds and which containers it left open, from the results of its own manipulations (a
-    real arm says whether it succeeded, not what it holds): the robot's ``arm_state``."""
+    real arm says whether it succeeded, and may say which object it handled; not what it holds): the robot's
+    ``arm_state``."""
 
     holding: list[int] = field(default_factory=lambda: [-1] * HANDS)
     container_open: dict[int, bool] = field(default_factory=dict)
     placed: dict[int, tuple[int, bool]] = field(default_factory=dict)  # object -> (fixture or -1, into a container)
 
-    def succeeded(self, request: Manipulation) -> None:
+    def succeeded(self, request: Manipulation, handled: int = -1) -> None:
+        """``request`` succeeded; ``handled``: the object the arm says it handled, by the detector's id (-1: it
+        does not say, and it took the object asked for). A grasp of another object than asked holds that one."""
         kind, obj = request.kind, request.object_id
+        if kind == ManipulationKind.GRASP and handled >= 0:
+            obj = handled
         if kind == ManipulationKind.GRASP:  # in the hand asked for (the arm said it succeeded), else the first free
             hand = request.hand if 0 <= request.hand < len(self.holding) else self._free_hand()
             if hand is not None:
@@ -669,7 +675,7 @@ class ExecutorNode(Node):
         self._limit_speed(always=True)
         state = NavigationState(goal)
         self.nav = state  # a newer goal preempts the older one on the server
-        pose = PoseStamped(header=Header(frame_id="map"), pose=nav_goal_to_pose(goal, self.memory.position))
+        pose = PoseStamped(header=Header(frame_id=MAP_FRAME), pose=nav_goal_to_pose(goal, self.memory.position))
         future = self.nav_client.send_goal_async(
             self.nav_type.Goal(pose=pose), feedback_callback=lambda f, s=state: self._on_nav_feedback(s, f)
         )
@@ -798,6 +804,11 @@ class ExecutorNode(Node):
             target_id=request.target_id,
             hand=HAND_NAMES[request.hand],
         )
+        known = self.memory.objects.get(request.object_id)
+        if known is not None:  # the class and place the map has: what an arm without ids takes (Manipulate.action)
+            goal.object_class = known.name
+            goal.object_position.header.frame_id = MAP_FRAME
+            goal.object_position.point.x, goal.object_position.point.y = map(float, known.position)
         self.manipulation_seq += 1
         sent = (self.manipulation_seq, request)
         self.manipulate_client.send_goal_async(goal).add_done_callback(
@@ -831,7 +842,10 @@ class ExecutorNode(Node):
     def _on_manipulation_result(self, job: Job, handle: Any, request: Manipulation, future: Any) -> None:
         result = future.result().result
         if result.success:  # what the arm did, even for a goal given up on: the grippers hold what they hold
-            self.arm.succeeded(request)
+            if request.kind == ManipulationKind.GRASP and result.object_id not in (-1, request.object_id):
+                said = f"{result.object_class} ({result.object_id})"
+                self.get_logger().info(f"the arm took {said}, not ({request.object_id})")
+            self.arm.succeeded(request, result.object_id)
             self.arm_publisher.publish(self.arm.to_msg(self.robot, Header(stamp=self.get_clock().now().to_msg())))
         if handle is not self.manipulation:
             return  # a goal given up on (timed out, or its job canceled): its job's outcome is decided already

@@ -65,7 +65,7 @@ from std_msgs.msg import Header
 from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, parse_action, truncate_message
 from coteam.capabilities import DEFAULT_CAPABILITIES, team_capabilities
 from coteam.navigation import NavGrid
-from coteam.observation import Message, Observation, observation_from_dict
+from coteam.observation import Message, ObjectView, Observation, observation_from_dict
 from coteam.perception import ObservationAssembler
 from coteam.progress import goal_text
 from coteam.reasoning import EPISODE_OVER, AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
@@ -197,6 +197,7 @@ class PlannerNode(Node):
         self.failures: Counter[str] = Counter()
         self.passage_meetings = 0  # meetings in passages the executor resolved (its results say)
         self.teammate_done: str | None = None  # a teammate whose map showed the goal met
+        self.team_put_down: dict[str, list[ObjectView]] = {}  # teammate -> the goal items its arm put in place
         self.skill_client = ActionClient(self, ExecuteSkill, "execute_skill")
         if self.ends_task and not self.coordinated:  # real robots tell each other what they work on (claims)
             self.placements = ObservationAssembler(self.robot, episode.scene)  # teammates' deliveries on my map
@@ -386,7 +387,7 @@ class PlannerNode(Node):
             self.team.end_episode(EpisodeOutcome.of(self.brain.info.episode, *self.verdict, [self.brain.memory]))
             self.verdict = None
         if self.ends_task and not self.done:
-            if goal_met(self.brain.memory):
+            if goal_met(self.brain.memory, self.team_put_down):
                 self._end_task("goal met on my map")
             elif self.teammate_done is not None:
                 self._end_task(f"{self.teammate_done} saw the goal met")
@@ -601,7 +602,7 @@ class PlannerNode(Node):
         if self.skill is not None and self.skill.handle is not None:
             self.skill.handle.cancel_goal_async()
         elapsed = time.monotonic() - self.started if self.started is not None else 0.0
-        done, wanted = goal_progress(memory)
+        done, wanted = goal_progress(memory, self.team_put_down)
         self.get_logger().info(
             f"task over for {self.robot}: {why} after {elapsed:.1f} s ({done}/{wanted} goal items on my map)"
         )
@@ -666,16 +667,19 @@ class PlannerNode(Node):
             self.heartbeat.heard(message.sender)
         self.intents.pop((message.sender, message.step))
         try:
-            target, in_place = parse_intent(message.payload_json)
+            intent = parse_intent(message.payload_json)
         except ValueError as exc:
             self.get_logger().warning(f"intent of {message.sender} ignored: {exc}")
             return
+        target = intent.claim
         self.brain.memory.claim(message.sender, target)
-        for item, fixture, into in in_place:
+        for item, fixture, into in intent.in_place:
             view = self.placements.placed_view(item, fixture, into)
             if view is not None:
-                self.brain.memory.teammate_placed(view)
+                self.brain.memory.teammate_placed(view, message.sender)
                 self.told_in_place.add(item)
+        views = (self.placements.placed_view(*placed) for placed in intent.put_down)
+        self.team_put_down[message.sender] = [v for v in views if v is not None]
         skill = self.skill
         # the same object at once: the robot later in the team's order gives it up (and decides again)
         if skill is not None and target >= 0 and claim_target(skill.action) == target and self.robot > message.sender:

@@ -126,7 +126,15 @@ from coteam_ros.tf import (
     camera_mount_transform,
     stamp_ns,
 )
-from coteam_ros.twin_robots import CLEARANCE_M, TWIN_ROBOTS, TwinRobot, detour, robot_in_the_way, twin_robot
+from coteam_ros.twin_robots import (
+    CLEARANCE_M,
+    TWIN_ROBOTS,
+    TwinRobot,
+    detour,
+    object_in_front,
+    robot_in_the_way,
+    twin_robot,
+)
 from coteam_sim.bridges import ENGINES, Bridge, bridge_for
 from coteam_sim.bridges.settings import TdwSettings, UnitySettings
 from coteam_sim.camera import VisualObservations
@@ -173,6 +181,7 @@ class PendingManipulation:
     handle: ServerGoalHandle
     primitive: Primitive
     silent: bool = False  # a twin's fault: the arm never answers (until the goal is canceled)
+    handled: int = -1  # the object the arm handles (a twin's truth)
 
 
 @dataclass
@@ -243,6 +252,8 @@ class SimBridgeNode(Node):
         self.robots_block: bool = self.declare_parameter("robots_block", False).value
         self.detections_delay_ns = round(self.declare_parameter("detections_delay_s", 0.0).value * 1e9)
         self.detections_frame: str = self.declare_parameter("detections_frame", "map").value
+        # false: a detector of classes without ids, and an arm that takes the object of the class in front of it
+        self.detections_ids: bool = self.declare_parameter("detections_ids", True).value
         if self.detections_frame not in ("map", "optical"):
             raise ValueError(f"detections_frame must be map or optical, not {self.detections_frame!r}")
         self.camera_mount = camera_mount_transform(CameraMount())  # camera_link -> base_link, a fixed head
@@ -483,6 +494,8 @@ class SimBridgeNode(Node):
         """What a twin's detector publishes: in the map frame at the step's stamp, or, as a camera's detector, in the
         camera's optical frame stamped at its image's time, ``detections_delay_s`` before the step (from the
         robot's pose then)."""
+        if not self.detections_ids:
+            views = [replace(d, object_id=-1) for d in views]
         if self.detections_frame == "map":
             return detections_to_msg(views, header)
         at = stamp_ns(header.stamp) - self.detections_delay_ns
@@ -628,9 +641,7 @@ class SimBridgeNode(Node):
                 slot.manipulation = None
                 slot.counts["manipulations failed" if reason else "manipulations succeeded"] += 1
                 self.goals.finish(
-                    pending.handle,
-                    Manipulate.Result(success=not reason, failure_reason=reason),
-                    "abort" if reason else "succeed",
+                    pending.handle, self._manipulation_result(pending, reason), "abort" if reason else "succeed"
                 )
             nav = slot.navigation
             if nav is not None and prim is nav.planned:
@@ -825,15 +836,29 @@ class SimBridgeNode(Node):
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT if self.env.agents else GoalResponse.REJECT
 
-    def _manipulation_primitive(self, goal: Manipulate.Goal) -> Primitive:
+    def _manipulation_primitive(self, goal: Manipulate.Goal, robot: str = "") -> tuple[Primitive, int]:
+        """The simulator's primitive for ``goal`` and the object it handles: on a twin whose detector gives no ids,
+        the object of the goal's class in front of ``robot``'s arm (:func:`~coteam_ros.twin_robots.object_in_front`),
+        else the object named."""
         request = Manipulation(ManipulationKind(goal.operation), goal.object_id, goal.target_id, hand_index(goal.hand))
-        return manipulation_primitive(self.scene.benchmark, request)
+        if robot and self.twin and not self.detections_ids:
+            near = goal.object_position
+            place = (near.point.x, near.point.y) if near.header.frame_id else None
+            physics = self.sim.config
+            reach = physics.cwah_reach_m if self.scene.benchmark == Benchmark.CWAH else physics.tdw_reach_m
+            handled = object_in_front(self.sim.world, robot, request, goal.object_class, place, reach)
+            request = replace(request, object_id=handled)
+        return manipulation_primitive(self.scene.benchmark, request), request.object_id
 
     def _start_manipulation(self, slot: RobotSlot, handle: ServerGoalHandle) -> None:
         if slot.manipulation is not None:
             old = slot.manipulation
             self.goals.finish(old.handle, Manipulate.Result(success=False, failure_reason="preempted"), "abort")
         slot.counts["manipulation goals"] += 1
+        request = handle.request
+        slot.counts["manipulation goals without the object's class or place"] += not (
+            request.object_class and request.object_position.header.frame_id
+        )
         refusal = self._arm_refusal(slot, ManipulationKind(handle.request.operation))
         if slot.navigation is not None and self.twin:  # the base still drives (or brakes): the arm will not move
             slot.counts["manipulations while driving"] += 1
@@ -844,7 +869,22 @@ class SimBridgeNode(Node):
             return
         silent = self._fault(slot, ("arm_silent",), slot.counts["manipulation goals"]) is not None
         slot.counts["manipulations unanswered"] += silent
-        slot.manipulation = PendingManipulation(handle, self._manipulation_primitive(handle.request), silent)
+        primitive, handled = self._manipulation_primitive(handle.request, slot.name)
+        slot.counts["manipulations of another object of the class"] += handled != handle.request.object_id
+        slot.manipulation = PendingManipulation(handle, primitive, silent, handled)
+
+    def _manipulation_result(self, pending: PendingManipulation, reason: str) -> Manipulate.Result:
+        """What a twin's arm driver answers: success or why not and, having handled an object, its class and where
+        it is now (a driver whose detector gives no ids knows no id either)."""
+        result = Manipulate.Result(success=not reason, failure_reason=reason)
+        world, handled = self.sim.world, pending.handled
+        if not self.twin or reason or not (world.is_item(handled) or world.is_fixture(handled)):
+            return result
+        result.object_id = handled if self.detections_ids else -1
+        result.object_class = (world.item(handled) if world.is_item(handled) else world.fixture(handled)).name
+        result.object_position.header = Header(stamp=self.get_clock().now().to_msg(), frame_id="map")
+        result.object_position.point.x, result.object_position.point.y = map(float, world.position_of(handled))
+        return result
 
     def _arm_refusal(self, slot: RobotSlot, operation: ManipulationKind) -> str:
         """What the twin's robot's arm answers to ``operation`` with what it holds ('' when it can try)."""
