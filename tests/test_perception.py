@@ -236,3 +236,27 @@ def test_class_only_sightings_stand_for_task_instances_and_the_hand_camera_corre
     assert [v.id for v in camera.merged(empty, again).visible] == [11], "the fridge's apple is the other one"
     third = camera.frame([apple(15.0, 4.0)], "kitchen").confirmed
     assert camera.merged(empty, third).visible == (), "no third apple in the task: not shown"
+
+
+def test_a_label_held_by_an_object_unseen_where_it_should_be_goes_to_the_next_one_of_its_class():
+    """A false detection binds a task's apple label to nothing real: once the robot has looked at its place for
+    ``release_after`` frames without seeing it, the real apple seen next takes the label (the task has no other)."""
+    from coteam.observation import Observation
+    from coteam.perception import CameraPerception, ObservationAssembler
+
+    scene = _two_apples_scene()
+    camera = CameraPerception(ObservationAssembler("alice", scene), release_after=3)
+    empty = Observation("alice", 0, 0, (5.0, 2.0), 0, 1, (None, None), visible=())
+
+    def apple(x: float, y: float) -> Detection:
+        return Detection("apple", -1, "food", "kitchen", "", (x, y), 1.0, 0)
+
+    first = camera.frame([apple(1.0, 1.0)], "kitchen").confirmed
+    second = camera.frame([apple(8.0, 4.0)], "kitchen").confirmed  # the false one
+    assert {v.id for v in camera.merged(empty, first + second).visible} == {10, 11}
+    third = camera.frame([apple(1.0, 1.0), apple(5.0, 8.0)], "kitchen").confirmed
+    assert [v.id for v in camera.merged(empty, third).visible] == [10], "both labels held: the third is not shown"
+    for _ in range(3):
+        camera.frame([apple(1.0, 1.0)], "kitchen")  # the place at (8, 4) seen empty, frame after frame
+    again = camera.frame([apple(1.0, 1.0), apple(5.0, 8.0)], "kitchen").confirmed
+    assert {v.id for v in camera.merged(empty, again).visible} == {10, 11}, "the false one's label is free again"

@@ -190,6 +190,35 @@ def test_a_twin_arm_without_ids_takes_the_object_of_the_class_in_front_of_it() -
     assert object_in_front(world, "robot1", put, "plate", None, 1.0) == plate, "nothing of the class held"
 
 
+def test_a_twin_detector_sees_what_is_in_its_panning_view_with_its_errors() -> None:
+    """The twin's detector as a real one: a 90 degree camera panning a field of view a frame sees all round in four
+    frames, nothing past its range, what is beside the base always; it misses, errs in position and sees what is
+    not there at the rates it is given, the same for the same seed."""
+    import random
+
+    from coteam.perception import Detection
+    from coteam_ros.twin_robots import TwinDetector
+
+    def apple(x: float, y: float) -> Detection:
+        return Detection("apple", 3, "food", "kitchen", "", (x, y), 1.0, 0)
+
+    around = [apple(2.0, 0.0), apple(0.0, 2.0), apple(-2.0, 0.0), apple(0.0, -2.0), apple(0.3, -0.3), apple(9.0, 0.0)]
+    camera = TwinDetector(range_m=4.0, fov_deg=90.0)
+    rng = random.Random(0)
+    seen = [{d.position for d in camera.detect(around, (0.0, 0.0), 0.0, frame, rng)} for frame in range(4)]
+    assert seen[0] == {(2.0, 0.0), (0.3, -0.3)} and seen[1] == {(0.0, 2.0), (0.3, -0.3)}
+    assert set().union(*seen) == {d.position for d in around[:5]}, "all round in four frames, not past 4 m"
+    faulty = TwinDetector(noise_m=0.1, miss=0.5, false_rate=1.0)
+    frames = [faulty.detect(around[:4], (0.0, 0.0), 0.0, f, random.Random(f), (apple(0, 0),)) for f in range(40)]
+    true_seen = sum(1 for frame in frames for d in frame if d.object_id == 3)
+    assert 40 < true_seen < 120, "about half of 160 missed"
+    assert all(sum(d.object_id == -1 for d in frame) == 1 for frame in frames), "one false detection a frame"
+    assert any(d.position not in {a.position for a in around} for frame in frames for d in frame if d.object_id == 3)
+    assert frames == [
+        faulty.detect(around[:4], (0.0, 0.0), 0.0, f, random.Random(f), (apple(0, 0),)) for f in range(40)
+    ]
+
+
 def test_a_held_twin_robot_routes_round_the_other_where_the_map_leaves_room_and_not_in_a_hallway() -> None:
     """As Nav2's planner round an obstacle in its costmap: in a room the held robot's next cell leads round the
     other robot; in a 1 m hallway two 0.5 m bases cannot pass (config/hallway.world.yaml)."""

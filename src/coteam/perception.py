@@ -491,16 +491,23 @@ class CameraPerception:
     object instances, so each anonymous object is bound, once and for good, to an instance of its class that no
     other map object stands for (the lowest such id). The binding is a label: when two objects of a class look alike
     it can swap them, and the robot finds out at the fixture (the hand camera shows which one is there) -- a real
-    robot's gripper takes the object at the place, whatever its label.
+    robot's gripper takes the object at the place, whatever its label. A map object unseen where it should be seen
+    for ``release_after`` frames (a false detection, or one moved since) gives its label up to the next one of
+    its class.
 
     The map's steps count the frames fused (0, 1, ...): frames, not simulation steps, order its sightings."""
 
     def __init__(
-        self, assembler: ObservationAssembler, fusion: SemanticMapFusion | None = None, fixture_reach_m: float = 0.6
+        self,
+        assembler: ObservationAssembler,
+        fusion: SemanticMapFusion | None = None,
+        fixture_reach_m: float = 0.6,
+        release_after: int = 20,
     ) -> None:
         self.assembler = assembler
         self.fusion = fusion if fusion is not None else SemanticMapFusion()
         self.fixture_reach_m = fixture_reach_m
+        self.release_after = release_after
         self.frames = 0
         self.bound: dict[int, int] = {}  # anonymous map id -> the task's object id it stands for
 
@@ -561,12 +568,19 @@ class CameraPerception:
         instance of its class is taken by other map objects."""
         if obj.object_id >= 0 or obj.object_id in self.bound:
             return self.bound.get(obj.object_id, obj.object_id)
-        taken = set(self.bound.values()) | {o.object_id for o in self.fusion.objects() if o.object_id >= 0}
+        standing = {a: i for a, i in self.bound.items() if not self._stale(a)}
+        taken = set(standing.values()) | {o.object_id for o in self.fusion.objects() if o.object_id >= 0}
         free = [i for i in self.assembler.instances(obj.name) if i not in taken]
         if not free:
             return None
         self._bind(obj.object_id, free[0])
         return free[0]
+
+    def _stale(self, anonymous: int) -> bool:
+        """Whether the map object ``anonymous`` has gone unseen where it should be seen for ``release_after``
+        frames (a false detection, or an object since moved): its label is free for another."""
+        obj = self.fusion.get(anonymous)
+        return obj is None or 0 <= obj.unconfirmed_since <= self.frames - self.release_after
 
     def _bind(self, anonymous: int, instance: int) -> None:
         """``anonymous`` stands for ``instance`` from now on (and no other anonymous object does)."""

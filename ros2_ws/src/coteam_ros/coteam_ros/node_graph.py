@@ -183,7 +183,7 @@ def node_list(
                     "robots_block": cfg.twin.robots_block,
                     "detections_frame": cfg.twin.detections_frame,
                     "detections_delay_s": cfg.twin.detections_delay_s,
-                    "detections_ids": cfg.twin.detections_ids,
+                    "detector_json": cfg.twin.detector.model_dump_json(),
                     **team_bodies,
                     "cameras": cfg.perception is not None,  # the robots' perception nodes detect in its images
                 },

@@ -26,7 +26,8 @@ A file describes one team run::
       robots: {robot1: tiago}  # the real robot each plays (coteam_ros.twin_robots; default generic)
       tf_lag_s: 0.3         #   poses on /tf this late; detections_frame: optical (the camera's) or map, stamped
       detections_delay_s: 0.08  # this long before they are sent
-      detections_ids: true  #   false: a detector of classes without ids (its arms take the class in front)
+      detector: {ids: true, noise_m: 0.05, miss: 0.1, false_rate: 0.02, range_m: 4, fov_deg: 90}  # what it gets
+                            #   wrong: ids false = classes only (its arms take the class in front of them)
     execution:        # optional, real robots: when the executor gives up on a goal (a failed action; the method
       no_progress_s: 20     #   decides again): a Nav2 goal whose remaining distance has not shrunk this long,
       arm_timeout_s: 60     #   an arm goal without a result this long,
@@ -288,6 +289,17 @@ class TaskSection(_Section):
 _worlds: dict[str, World] = {}
 
 
+class TwinDetectorSection(_Section):
+    """``twin.detector``: what the twin's object detectors get wrong (coteam_ros.twin_robots.TwinDetector)."""
+
+    ids: bool = True  # false: classes without ids, and arms that take the object of the asked class in front of them
+    noise_m: float = Field(0.0, ge=0, le=1.0)  # the position error's standard deviation, per axis
+    miss: float = Field(0.0, ge=0, lt=1.0)  # the chance an object in view is missed in a frame
+    false_rate: float = Field(0.0, ge=0, le=1.0)  # the chance of a false detection in a frame (ids: false only)
+    range_m: PositiveNumber | None = None  # nothing farther is seen
+    fov_deg: float | None = Field(None, gt=0, le=360)  # the camera's horizontal field of view; its head pans
+
+
 class TwinSection(_Section):
     """``twin`` (hardware only): simulated robots with a real robot's interfaces run the task (``coteam launch``
     starts them; see the ``sim_bridge`` node's twin mode)."""
@@ -299,7 +311,7 @@ class TwinSection(_Section):
     robots_block: bool = False  # the robots' bases are obstacles to each other (docs/hardware.md)
     detections_frame: Literal["map", "optical"] = "map"  # optical: the camera's frame, as a camera's detector says
     detections_delay_s: float = Field(0.0, ge=0, le=5.0)  # optical: arrays stamped this long before they are sent
-    detections_ids: bool = True  # false: classes without ids, and arms that take the object of a class in front
+    detector: TwinDetectorSection = TwinDetectorSection()
 
     @field_validator("robots")
     @classmethod

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import heapq
 import math
+import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from coteam.navigation import NavGrid
+from coteam.perception import Detection
 from coteam.skills import Manipulation, ManipulationKind
 from coteam.world import WorldState
 
@@ -82,6 +84,72 @@ def twin_robot(name: str) -> TwinRobot:
     if name not in TWIN_ROBOTS:
         raise ValueError(f"no twin robot {name!r} (one of {', '.join(TWIN_ROBOTS)})")
     return TWIN_ROBOTS[name]
+
+
+@dataclass(frozen=True)
+class TwinDetector:
+    """What a twin robot's object detector gets wrong, as real ones do (``twin: {detector: {...}}``): a position
+    error (Gaussian, ``noise_m`` across), objects in view missed in a frame (``miss``, a probability), a false
+    detection of some class in view (``false_rate`` per frame; only a detector of classes without ids makes them),
+    and a view limited to ``range_m`` and a camera's horizontal ``fov_deg``, the head panning by one field of view a
+    frame (a look all round every 360 / ``fov_deg`` frames; what is beside the base is always seen). The defaults
+    see everything in the room exactly."""
+
+    noise_m: float = 0.0
+    miss: float = 0.0
+    false_rate: float = 0.0
+    range_m: float | None = None
+    fov_deg: float | None = None
+
+    BESIDE_M = 0.6  # what is this close to the base is seen whatever the head looks at (the arm's own camera)
+
+    def looks(self, heading_deg: float, frame: int) -> float:
+        """The direction (degrees) the camera looks in at ``frame``."""
+        if self.fov_deg is None:
+            return heading_deg
+        return (heading_deg + (frame % math.ceil(360.0 / self.fov_deg)) * self.fov_deg) % 360.0
+
+    def in_view(self, robot_at: Vec, heading_deg: float, frame: int, at: Vec) -> bool:
+        far = math.dist(robot_at, at)
+        if far <= self.BESIDE_M:
+            return True
+        if self.range_m is not None and far > self.range_m:
+            return False
+        if self.fov_deg is None:
+            return True
+        bearing = math.degrees(math.atan2(at[1] - robot_at[1], at[0] - robot_at[0]))
+        off = (bearing - self.looks(heading_deg, frame) + 180.0) % 360.0 - 180.0
+        return abs(off) <= self.fov_deg / 2
+
+    def detect(
+        self,
+        truth: Sequence[Detection],
+        robot_at: Vec,
+        heading_deg: float,
+        frame: int,
+        rng: random.Random,
+        false_classes: Sequence[Detection] = (),
+    ) -> list[Detection]:
+        """What the detector reports of ``truth`` (the objects the robot could see, exactly) at ``frame``;
+        ``false_classes``: detections of the classes it may wrongly see (a false one takes one's class, at a place in
+        view); none when empty."""
+        seen = []
+        for d in truth:
+            if not self.in_view(robot_at, heading_deg, frame, d.position) or rng.random() < self.miss:
+                continue
+            if self.noise_m > 0:
+                d = replace(
+                    d, position=(d.position[0] + rng.gauss(0, self.noise_m), d.position[1] + rng.gauss(0, self.noise_m))
+                )
+            seen.append(d)
+        if false_classes and rng.random() < self.false_rate:
+            like = rng.choice(list(false_classes))
+            far = rng.uniform(self.BESIDE_M, self.range_m or 3.0)
+            half = (self.fov_deg or 360.0) / 2
+            towards = math.radians(self.looks(heading_deg, frame) + rng.uniform(-half, half))
+            at = (robot_at[0] + far * math.cos(towards), robot_at[1] + far * math.sin(towards))
+            seen.append(replace(like, object_id=-1, container="", position=at, holder=""))
+        return seen
 
 
 def object_in_front(

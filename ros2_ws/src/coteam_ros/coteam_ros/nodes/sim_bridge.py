@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import time
 from collections import Counter, deque
 from dataclasses import asdict, dataclass, field, replace
@@ -98,7 +99,7 @@ from std_msgs.msg import Header
 from vision_msgs.msg import Detection3DArray
 
 from coteam.observation import Message, Observation, observation_to_dict
-from coteam.perception import detection_from_view
+from coteam.perception import Detection, detection_from_view
 from coteam.registry import method_config, observes_world
 from coteam.skills import Manipulation, ManipulationKind, NavGoal, NavResult
 from coteam.vision import CameraMount
@@ -129,6 +130,7 @@ from coteam_ros.tf import (
 from coteam_ros.twin_robots import (
     CLEARANCE_M,
     TWIN_ROBOTS,
+    TwinDetector,
     TwinRobot,
     detour,
     object_in_front,
@@ -252,8 +254,11 @@ class SimBridgeNode(Node):
         self.robots_block: bool = self.declare_parameter("robots_block", False).value
         self.detections_delay_ns = round(self.declare_parameter("detections_delay_s", 0.0).value * 1e9)
         self.detections_frame: str = self.declare_parameter("detections_frame", "map").value
-        # false: a detector of classes without ids, and an arm that takes the object of the class in front of it
-        self.detections_ids: bool = self.declare_parameter("detections_ids", True).value
+        # what its detectors get wrong; without ids, its arms take the object of the asked class in front of them
+        detector = json.loads(self.declare_parameter("detector_json", "{}").value or "{}")
+        self.detections_ids: bool = detector.pop("ids", True)
+        self.detector = TwinDetector(**detector)
+        self.detector_rngs: dict[str, random.Random] = {}  # robot -> its detector's errors, seeded by the episode's
         if self.detections_frame not in ("map", "optical"):
             raise ValueError(f"detections_frame must be map or optical, not {self.detections_frame!r}")
         self.camera_mount = camera_mount_transform(CameraMount())  # camera_link -> base_link, a fixed head
@@ -296,6 +301,11 @@ class SimBridgeNode(Node):
         self.names = {r.id: r.name for r in self.scene.floorplan.rooms} | {
             f.id: f.name for f in (*self.scene.containers, *self.scene.surfaces)
         }
+        # the classes a twin's detector without ids may see where there is nothing (one detection of each)
+        self.item_classes = tuple(
+            Detection(name, -1, category, "", "", (0.0, 0.0), 1.0, 0)
+            for name, category in sorted({(i.name, i.category) for i in self.scene.items})
+        )
         self.recorder = TraceRecorder(
             self.scene,
             tuple(robots),
@@ -459,6 +469,10 @@ class SimBridgeNode(Node):
                     self._publish_camera(name, slot.camera, base, stamp, not self._silenced(slot, "odom_stop"))
             elif not self._silenced(slot, "detections_stop"):
                 views = [detection_from_view(v, o.step, self.names) for v in o.visible if not v.held_by]
+                if self.twin:  # what a real detector makes of them
+                    rng = self.detector_rngs.setdefault(name, random.Random(f"{self.seed}:{name}"))
+                    false_classes = () if self.detections_ids else self.item_classes
+                    views = self.detector.detect(views, o.position, o.heading, self.sim.steps, rng, false_classes)
                 slot.detections.publish(self._detector_output(slot, frame, views, header))
             if slot.status is None:  # a twin: a real robot says nothing of its own about the world
                 continue
