@@ -22,6 +22,7 @@ from coteam_ros.launcher import team_result
 from coteam_ros.task_end import (
     EndReport,
     Intent,
+    TeamHeard,
     claim_target,
     goal_met,
     goal_progress,
@@ -71,11 +72,11 @@ def test_a_teammates_deliveries_reach_my_map_with_its_claims() -> None:
     one.observe(asm.observation(0, at_fridge, 90, [], placed={a: (fridge.id, True) for a in apples}))  # the arm's word
     two.observe(asm.observation(0, at_fridge, 90, [], placed={cupcake: (fridge.id, True)}))
     assert one.memory.put_down_by_me == set(apples) and two.memory.put_down_by_me == {cupcake}
-    told_by_one: set[int] = set()
-    said = parse_intent(intent_payload(7, one.memory, told_by_one))
+    heard_by_one = TeamHeard()
+    said = parse_intent(intent_payload(7, one.memory, heard_by_one))
     in_fridge = [(a, fridge.id, True) for a in sorted(apples)]
     assert said == Intent(7, in_place=in_fridge, put_down=in_fridge)
-    assert parse_intent(intent_payload(-1, one.memory, told_by_one)) == Intent(-1, put_down=in_fridge)  # said once
+    assert parse_intent(intent_payload(-1, one.memory, heard_by_one)) == Intent(-1, put_down=in_fridge)  # said once
     for item, on, into in said.in_place:
         view = asm.placed_view(item, on, into)
         assert view is not None
@@ -132,6 +133,46 @@ def test_two_robots_seeing_the_same_class_only_items_never_count_one_twice() -> 
     two.observe(asm.observation(3, at_table, 0, [], holding=[first_apple]))
     two.observe(asm.observation(4, at_fridge, 90, [], placed={first_apple: (fridge.id, True)}))
     assert goal_progress(two.memory, team) == (3, 3) and goal_met(two.memory, team)
+
+
+def test_a_door_a_teammate_opened_is_open_on_my_map_and_my_executors() -> None:
+    """robot1's arm opens the fridge; its next intent says so (once). robot2, which has not been to the kitchen, takes
+    the word: its first sight of the fridge (which shows the task's start, closed) and every later one (which shows
+    no door state: no camera sees it) leave it open, and its executor, sent to the fridge, learns it too -- so it
+    does not open the fridge again."""
+    from coteam.memory import AgentMemory
+    from coteam_ros.convert import target_view_from_json, target_view_json
+
+    scene = load_world(FLAT).scene
+    fridge = next(c for c in scene.containers if c.name == "fridge")
+    one, asm_one = _robot("robot1")
+    two, asm_two = _robot("robot2")
+    at_fridge = (0.375, 2.375)
+    heard = TeamHeard(doors={c.id: c.id in scene.initially_open for c in scene.containers})
+    one.observe(asm_one.observation(0, at_fridge, 90, []))
+    assert one.memory.objects[fridge.id].is_open is False
+    one.observe(asm_one.observation(1, at_fridge, 90, [], container_open={fridge.id: True}))  # its arm opened it
+    said = parse_intent(intent_payload(-1, one.memory, heard))
+    assert said.doors == {fridge.id: True}
+    assert parse_intent(intent_payload(-1, one.memory, heard)).doors == {}, "said once"
+
+    executor = AgentMemory("robot2", scene.benchmark, scene.floorplan, scene.task)
+    executor.objects.update({v.id: v for v in two.info.landmarks})  # as the executor node's: the goal's fridge
+    two.observe(asm_two.observation(0, (6.0, 2.8), 180, []))
+    executor.update(asm_two.observation(0, (6.0, 2.8), 180, []))
+    two.memory.teammate_opened(fridge.id, True)
+    for step in (1, 2):  # robot2 in the kitchen: first the task's start (closed), then no door state at all
+        two.observe(asm_two.observation(step, at_fridge, 90, []))
+        executor.update(asm_two.observation(step, at_fridge, 90, []))
+        assert two.memory.objects[fridge.id].is_open is True, step
+    assert executor.objects[fridge.id].is_open is False, "the executor has not heard"
+    check = HighLevelAction(Verb.CHECK, ObjectRef("fridge", fridge.id))
+    told = target_view_from_json(target_view_json(two.memory, check))
+    assert told is not None
+    executor.adopt(*told)
+    assert executor.objects[fridge.id].is_open is True
+    one.observe(asm_one.observation(2, at_fridge, 90, [], container_open={fridge.id: False}))  # closed it again
+    assert parse_intent(intent_payload(-1, one.memory, heard)).doors == {fridge.id: False}
 
 
 def test_task_done_payloads() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from coteam.actions import is_message_text
 from coteam.capabilities import DEFAULT_CAPABILITIES, RobotCapabilities
@@ -97,6 +97,10 @@ class AgentMemory:
     # not by my own sight since: a robot counts distinct items from these, never by adding up labels
     put_down_by_me: set[int] = field(default_factory=set)
     told_by: dict[int, str] = field(default_factory=dict)
+    # Real robots: containers' states my teammates told me of (teammate_opened), and the step at which I learnt
+    # each container's state (my own sight or arm, a teammate's word, or the planner's view: adopt)
+    doors_told: dict[int, bool] = field(default_factory=dict)
+    door_known_at: dict[int, int] = field(default_factory=dict)
 
     # --- updating ----------------------------------------------------------------------------------------
     def update(self, obs: Observation) -> None:
@@ -128,6 +132,8 @@ class AgentMemory:
         room's explored headings and the teammates in view."""
         self._forget_missing(obs)
         for view in obs.visible:
+            if view.kind == ObjectKind.CONTAINER:
+                view = self._door_state(view, obs.step)
             self.objects[view.id] = view
             self.last_seen[view.id] = obs.step
             self.told_by.pop(view.id, None)
@@ -241,6 +247,26 @@ class AgentMemory:
         refused them (:mod:`coteam.retries`)."""
         return self.retries.blocked(self.now())
 
+    def _door_state(self, view: ObjectView, step: int) -> ObjectView:
+        """A container's view with the state I know: a real robot's observation shows a container's state only the
+        first time (as the task starts) and after its own arm changed it, else None; a teammate's word that came
+        before my first sight of it is newer than the task's start."""
+        known = self.objects.get(view.id)
+        if view.is_open is None:
+            state = known.is_open if known is not None else self.doors_told.get(view.id)
+            return replace(view, is_open=state)
+        if known is None and view.id in self.doors_told:
+            return replace(view, is_open=self.doors_told[view.id])
+        self.door_known_at[view.id] = step
+        return view
+
+    def teammate_opened(self, container: int, is_open: bool) -> None:
+        """A teammate's word that its arm opened (or closed) ``container``: my map takes it."""
+        self.doors_told[container] = is_open
+        self.door_known_at[container] = self.step
+        if (view := self.objects.get(container)) is not None and view.kind == ObjectKind.CONTAINER:
+            self.objects[container] = replace(view, is_open=is_open)
+
     def teammate_placed(self, view: ObjectView, teammate: str) -> None:
         """``teammate``'s word that an item is where its map shows it in place (real robots tell each other the goal
         items their maps show delivered): my map takes it, unless I hold the item."""
@@ -257,6 +283,17 @@ class AgentMemory:
         if self.last_seen.get(view.id, -1) < seen:
             self.objects[view.id] = view
             self.last_seen[view.id] = seen
+        elif self._door_news(view, seen):  # a door's state the other memory learnt since I learnt it
+            self.objects[view.id] = replace(self.objects[view.id], is_open=view.is_open)
+            self.door_known_at[view.id] = seen
+
+    def _door_news(self, view: ObjectView, seen: int) -> bool:
+        return (
+            view.kind == ObjectKind.CONTAINER
+            and view.is_open is not None
+            and view.id in self.objects
+            and self.door_known_at.get(view.id, -1) < seen
+        )
 
     def grab_failed(self, item_id: int, reason: str) -> None:
         """A grab of the item failed: when the reason says it is not where I remember it (it moved since I saw it,

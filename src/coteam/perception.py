@@ -308,6 +308,9 @@ class ObservationAssembler:
         self.containers = {c.id for c in scene.containers}
         self.initially_open = scene.initially_open
         self.room_ids = {r.name: r.id for r in self.floorplan.rooms}
+        # the containers whose state as the task starts the robot knows: its goal's (from the task) and those an
+        # observation has shown
+        self.described: set[int] = {p.target for p in scene.task.predicates}
 
     def view(self, det: Any) -> ObjectView | None:
         """The observation's view of one detection; None for ids outside the catalogue."""
@@ -414,7 +417,13 @@ class ObservationAssembler:
         works at); the items in its grippers (``holding``, object ids per hand, -1 empty: the arm's word, as no
         camera sees into a gripper), held by it where it is. As through a camera, no fixture is shown completely:
         an item remembered and not detected now is not taken for gone (a grasp that finds nothing says so)."""
-        opened = {**{c: c in self.initially_open for c in self.containers}, **(container_open or {})}
+        # a container's state: as the robot's own arm last left it, else, the first time the robot learns of it, as
+        # the task starts; after that unknown (None): no camera sees a door's state, and a teammate may have changed
+        # it (the robot's memory keeps what it knows: coteam.memory.AgentMemory.teammate_opened)
+        opened: dict[int, bool | None] = {
+            c: None if c in self.described else c in self.initially_open for c in self.containers
+        }
+        opened.update(container_open or {})
         room = self.floorplan.room_at(position)
         room_id = room.id if room else -1
         by_hand = (list(holding) + [-1] * self.hands)[: self.hands]  # the arm's word, hand by hand
@@ -426,6 +435,7 @@ class ObservationAssembler:
                 continue
             if fixture.id in self.containers:
                 kind, is_open = ObjectKind.CONTAINER, opened[fixture.id]
+                self.described.add(fixture.id)
             else:
                 kind, is_open = ObjectKind.SURFACE, None
             views[fixture.id] = ObjectView(fixture.id, fixture.name, kind, room_id, fixture.position, is_open=is_open)

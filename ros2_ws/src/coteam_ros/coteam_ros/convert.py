@@ -243,12 +243,14 @@ def intrinsics_from_msg(message: CameraInfo) -> CameraIntrinsics:
 
 # --- the target of a skill -----------------------------------------------------------------------------------
 def target_view_json(memory: AgentMemory, action: HighLevelAction) -> str:
-    """``ExecuteSkill.target_view``: the memory's view of the action's target and when it was last seen ("" when
-    the action has no target the memory holds)."""
+    """``ExecuteSkill.target_view``: the memory's view of the action's target and when it was last seen, or, for a
+    container whose state the memory learnt later (a teammate's word), when it learnt that ("" when the action has
+    no target the memory holds)."""
     view = memory.objects.get(action.target.id) if action.target is not None else None
     if view is None:
         return ""
-    return json.dumps({"view": view_to_dict(view), "seen": memory.last_seen.get(view.id, -1)})
+    seen = max(memory.last_seen.get(view.id, -1), memory.door_known_at.get(view.id, -1))
+    return json.dumps({"view": view_to_dict(view), "seen": seen})
 
 
 def target_view_from_json(text: str) -> tuple[ObjectView, int] | None:

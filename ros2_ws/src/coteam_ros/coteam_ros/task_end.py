@@ -71,33 +71,47 @@ Placed = tuple[int, int, bool]  # an item, the fixture it is in or on, and wheth
 @dataclass(frozen=True)
 class Intent:
     """What a robot's intent tells its team: the object it claims, the goal items its map shows in place that it
-    has not said before, and every goal item its own arm put in place (the whole list each time)."""
+    has not said before, every goal item its own arm put in place (the whole list each time), and the containers
+    whose state changed since the team last heard of them (container -> open)."""
 
     claim: int
     in_place: list[Placed] = field(default_factory=list)
     put_down: list[Placed] = field(default_factory=list)
+    doors: dict[int, bool] = field(default_factory=dict)
 
 
-def intent_payload(target: int, memory: AgentMemory, told: set[int]) -> str:
+@dataclass
+class TeamHeard:
+    """What the team has heard from me or told me: goal items in place, and each container's state (as the task
+    starts until someone changes it)."""
+
+    in_place: set[int] = field(default_factory=set)
+    doors: dict[int, bool] = field(default_factory=dict)
+
+
+def intent_payload(target: int, memory: AgentMemory, heard: TeamHeard) -> str:
     """An intent's payload (:class:`Intent`): the claim (:func:`claim_target`); the goal items my map shows in place
-    that the team has not heard of from me or told me (``told``, updated), so that every robot's map shows what the
-    team delivered; and the goal items my arm put in place, which the team counts by robot (:func:`goal_progress`).
-    Each as ``[item, fixture, into a container]``."""
+    that the team has not heard of (``heard``, updated), so that every robot's map shows what the team delivered;
+    the goal items my arm put in place, which the team counts by robot (:func:`goal_progress`), each as ``[item,
+    fixture, into a container]``; and the containers my map shows in another state than the team heard of (so
+    that no robot opens a door a teammate opened)."""
     done = {i for s in goal_status(memory) for i in s.done}
-    fresh = sorted(done - told)
-    told.update(fresh)
+    fresh = sorted(done - heard.in_place)
+    heard.in_place.update(fresh)
+    doors = {
+        c: bool(v.is_open)
+        for c, v in sorted(memory.objects.items())
+        if c in heard.doors and v.is_open is not None and v.is_open != heard.doors[c]
+    }
+    heard.doors.update(doors)
 
     def placed(items: list[int]) -> list[list]:
         return [[i, memory.objects[i].holder, memory.objects[i].location == Relation.IN] for i in items]
 
     put_down = placed(sorted(done & memory.put_down_by_me))
-    return json.dumps(
-        {
-            "claim": target,
-            **({"in_place": placed(fresh)} if fresh else {}),
-            **({"put_down": put_down} if put_down else {}),
-        }
-    )
+    payload: dict[str, object] = {"claim": target, "in_place": placed(fresh), "put_down": put_down}
+    payload["doors"] = [[c, is_open] for c, is_open in doors.items()]
+    return json.dumps({key: value for key, value in payload.items() if value or key == "claim"})
 
 
 def parse_intent(payload_json: str) -> Intent:
@@ -110,6 +124,7 @@ def parse_intent(payload_json: str) -> Intent:
                 [(int(i), int(f), bool(into)) for i, f, into in payload.get(key, [])]
                 for key in ("in_place", "put_down")
             ),
+            {int(c): bool(is_open) for c, is_open in payload.get("doors", [])},
         )
     except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
         raise ValueError("no claim in its payload") from None

@@ -83,6 +83,7 @@ from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
 from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES, TURNS
 from coteam_ros.task_end import (
     EndReport,
+    TeamHeard,
     claim_target,
     goal_met,
     goal_progress,
@@ -201,7 +202,8 @@ class PlannerNode(Node):
         self.skill_client = ActionClient(self, ExecuteSkill, "execute_skill")
         if self.ends_task and not self.coordinated:  # real robots tell each other what they work on (claims)
             self.placements = ObservationAssembler(self.robot, episode.scene)  # teammates' deliveries on my map
-            self.told_in_place: set[int] = set()  # goal items I told the team are in place, or it told me
+            scene = episode.scene  # what the team has heard of: delivered items, containers' states
+            self.heard = TeamHeard(doors={c.id: c.id in scene.initially_open for c in scene.containers})
             self.intents = TeamInbox(teammates, self.get_logger().warning, verifier=intent_verifier)
             self.intent_publisher = self.create_publisher(TeamMessage, INTENTS, TEAM_MESSAGES)
             self.create_subscription(TeamMessage, INTENTS, self._on_intent, TEAM_MESSAGES)
@@ -651,7 +653,7 @@ class PlannerNode(Node):
     def _send_intent(self, action: HighLevelAction) -> None:
         """Tell the team the container or item I search or grab now (-1: something no claim covers), on
         ``/team/intents``: the robots' runtime, not the method's talk (it counts as no message)."""
-        payload = intent_payload(claim_target(action), self.brain.memory, self.told_in_place)
+        payload = intent_payload(claim_target(action), self.brain.memory, self.heard)
         self._send_team_message(
             format_action(action, self.benchmark), payload, self.decisions, self.intent_publisher, INTENTS
         )
@@ -677,7 +679,11 @@ class PlannerNode(Node):
             view = self.placements.placed_view(item, fixture, into)
             if view is not None:
                 self.brain.memory.teammate_placed(view, message.sender)
-                self.told_in_place.add(item)
+                self.heard.in_place.add(item)
+        for container, is_open in intent.doors.items():
+            if container in self.heard.doors:  # a container of the task's
+                self.brain.memory.teammate_opened(container, is_open)
+                self.heard.doors[container] = is_open
         views = (self.placements.placed_view(*placed) for placed in intent.put_down)
         self.team_put_down[message.sender] = [v for v in views if v is not None]
         skill = self.skill

@@ -77,6 +77,7 @@ class RobotStateNode(Node):
         self.transforms = transform_lookup(self)
         self.detections: list = []  # received since the last status
         self.reported_placed: dict[int, tuple[int, bool]] = {}  # the arm's placements the statuses have shown
+        self.reported_open: dict[int, bool] = {}  # the containers the arm left open or closed, as statuses showed
         self.ever_detected = False
         self.step = 0
         self.room = ""  # the robot's room at its last status (where class-only detections are seen)
@@ -174,7 +175,11 @@ class RobotStateNode(Node):
         self.room = room.name if room else ""
         heading = math.degrees(math.atan2(pose.rotation[1, 0], pose.rotation[0, 0])) % 360
         arm = self.arm
-        known_open = dict(zip(arm.containers, arm.container_open, strict=False))
+        known_open = {
+            container: is_open
+            for container, is_open in zip(arm.containers, arm.container_open, strict=False)
+            if self.reported_open.get(container) != is_open
+        }
         placed = {
             item: (on, into)
             for item, on, into in zip(arm.placed, arm.placed_on, arm.placed_in, strict=False)
@@ -186,6 +191,7 @@ class RobotStateNode(Node):
             self.step, position, heading, self.detections, list(arm.holding), known_open, placed
         )
         self.reported_placed.update(placed)
+        self.reported_open.update(known_open)
         obs = self.camera.merged(obs, self.confirmed)
         self.detections, self.confirmed = [], []
         now = self.get_clock().now().to_msg()

@@ -874,6 +874,8 @@ class SimBridgeNode(Node):
             request.object_class and request.object_position.header.frame_id
         )
         refusal = self._arm_refusal(slot, ManipulationKind(handle.request.operation))
+        opening = handle.request.operation == ManipulationKind.OPEN
+        slot.counts["doors opened that were open"] += opening and self.sim.world.is_open.get(request.object_id, False)
         if slot.navigation is not None and self.twin:  # the base still drives (or brakes): the arm will not move
             slot.counts["manipulations while driving"] += 1
             refusal = "the base is moving"
