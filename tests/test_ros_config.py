@@ -219,6 +219,32 @@ def test_a_twin_detector_sees_what_is_in_its_panning_view_with_its_errors() -> N
     ]
 
 
+def test_a_twin_odometry_drifts_with_the_distance_driven_and_its_localisation_takes_it_out() -> None:
+    """Each metre driven adds a random error to the odometry (``odom -> base_link``); ``map -> odom`` composed with
+    it is the true pose, so a localisation that publishes it corrects the drift; no drift keeps them one."""
+    import random
+
+    import numpy as np
+
+    from coteam_ros.tf import RigidTransform
+    from coteam_ros.twin_robots import TwinOdometry
+
+    rng = random.Random(0)
+    odometry = TwinOdometry(drift_m_per_m=0.05, drift_deg_per_m=2.0)
+    truth = RigidTransform.of(0.0, 0.0)
+    for k in range(1, 41):  # 10 m straight on
+        truth = RigidTransform.of(0.25 * k, 0.0)
+        odometry.drove((0.25 * k, 0.0), 0.25, rng)
+    said = odometry.odom_pose(truth)
+    error = float(np.linalg.norm(said.translation - truth.translation))
+    assert 0.01 < error < 2.0, error
+    corrected = odometry.map_to_odom @ said
+    assert np.allclose(corrected.translation, truth.translation) and np.allclose(corrected.rotation, truth.rotation)
+    still = TwinOdometry()
+    still.drove((1.0, 0.0), 1.0, rng)
+    assert not still.drifts and np.allclose(still.odom_pose(truth).translation, truth.translation)
+
+
 def test_a_held_twin_robot_routes_round_the_other_where_the_map_leaves_room_and_not_in_a_hallway() -> None:
     """As Nav2's planner round an obstacle in its costmap: in a room the held robot's next cell leads round the
     other robot; in a 1 m hallway two 0.5 m bases cannot pass (config/hallway.world.yaml)."""

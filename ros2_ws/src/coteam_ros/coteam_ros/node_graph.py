@@ -184,6 +184,7 @@ def node_list(
                     "detections_frame": cfg.twin.detections_frame,
                     "detections_delay_s": cfg.twin.detections_delay_s,
                     "detector_json": cfg.twin.detector.model_dump_json(),
+                    "odometry_json": cfg.twin.odometry.model_dump_json(),
                     **team_bodies,
                     "cameras": cfg.perception is not None,  # the robots' perception nodes detect in its images
                 },

@@ -28,6 +28,7 @@ A file describes one team run::
       detections_delay_s: 0.08  # this long before they are sent
       detector: {ids: true, noise_m: 0.05, miss: 0.1, false_rate: 0.02, range_m: 4, fov_deg: 90}  # what it gets
                             #   wrong: ids false = classes only (its arms take the class in front of them)
+      odometry: {drift_m_per_m: 0.02, drift_deg_per_m: 1, localisation_hz: 2, future_s: 0.5}  # drift, AMCL
     execution:        # optional, real robots: when the executor gives up on a goal (a failed action; the method
       no_progress_s: 20     #   decides again): a Nav2 goal whose remaining distance has not shrunk this long,
       arm_timeout_s: 60     #   an arm goal without a result this long,
@@ -300,6 +301,16 @@ class TwinDetectorSection(_Section):
     fov_deg: float | None = Field(None, gt=0, le=360)  # the camera's horizontal field of view; its head pans
 
 
+class TwinOdometrySection(_Section):
+    """``twin.odometry``: how the twin's odometry drifts and its localisation corrects it
+    (coteam_ros.twin_robots.TwinOdometry); no drift: ``map -> odom`` is a static identity."""
+
+    drift_m_per_m: float = Field(0.0, ge=0, le=0.5)  # position error added per metre driven
+    drift_deg_per_m: float = Field(0.0, ge=0, le=30.0)  # heading error added per metre driven
+    localisation_hz: PositiveNumber = 2.0  # map -> odom this often
+    future_s: float = Field(0.5, ge=0, le=5.0)  # stamped this far ahead (AMCL's transform_tolerance)
+
+
 class TwinSection(_Section):
     """``twin`` (hardware only): simulated robots with a real robot's interfaces run the task (``coteam launch``
     starts them; see the ``sim_bridge`` node's twin mode)."""
@@ -312,6 +323,7 @@ class TwinSection(_Section):
     detections_frame: Literal["map", "optical"] = "map"  # optical: the camera's frame, as a camera's detector says
     detections_delay_s: float = Field(0.0, ge=0, le=5.0)  # optical: arrays stamped this long before they are sent
     detector: TwinDetectorSection = TwinDetectorSection()
+    odometry: TwinOdometrySection = TwinOdometrySection()
 
     @field_validator("robots")
     @classmethod

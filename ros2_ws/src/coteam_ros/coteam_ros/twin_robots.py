@@ -16,12 +16,13 @@ import heapq
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from coteam.navigation import NavGrid
 from coteam.perception import Detection
 from coteam.skills import Manipulation, ManipulationKind
 from coteam.world import WorldState
+from coteam_ros.tf import RigidTransform
 
 CLEARANCE_M = 0.1  # the gap a robot's Nav2 keeps to another robot's base, beyond both bases
 Vec = tuple[float, float]
@@ -150,6 +151,41 @@ class TwinDetector:
             at = (robot_at[0] + far * math.cos(towards), robot_at[1] + far * math.sin(towards))
             seen.append(replace(like, object_id=-1, container="", position=at, holder=""))
         return seen
+
+
+@dataclass
+class TwinOdometry:
+    """A twin robot's wheel odometry, which drifts as real odometry does, and its localisation, which corrects it
+    at its own rate (``twin: {odometry: {...}}``): each metre driven adds a random error of ``drift_m_per_m`` metres
+    and ``drift_deg_per_m`` degrees to the odometry (``odom -> base_link``), and ``map -> odom`` (the robot's
+    localisation, as AMCL publishes it) takes the error out ``localisation_hz`` times a second, stamped
+    ``future_s`` ahead (AMCL's transform_tolerance). Between two corrections the robot's pose on the map is off by
+    the drift since the last one."""
+
+    drift_m_per_m: float = 0.0
+    drift_deg_per_m: float = 0.0
+    localisation_hz: float = 2.0
+    future_s: float = 0.5
+    map_to_odom: RigidTransform = field(default_factory=RigidTransform.identity)
+
+    @property
+    def drifts(self) -> bool:
+        return self.drift_m_per_m > 0 or self.drift_deg_per_m > 0
+
+    def drove(self, at: Vec, metres: float, rng: random.Random) -> None:
+        """The robot drove ``metres`` to ``at``: the odometry's error grows by a random step about where it is."""
+        if metres <= 0 or not self.drifts:
+            return
+        spread = self.drift_m_per_m * metres
+        step = RigidTransform.of(
+            rng.gauss(0, spread), rng.gauss(0, spread), yaw_deg=rng.gauss(0, self.drift_deg_per_m * metres)
+        )
+        about = RigidTransform.of(at[0], at[1])
+        self.map_to_odom = about @ step @ about.inverse() @ self.map_to_odom
+
+    def odom_pose(self, base: RigidTransform) -> RigidTransform:
+        """``base_link -> odom`` of a robot whose true pose on the map is ``base``."""
+        return self.map_to_odom.inverse() @ base
 
 
 def object_in_front(

@@ -131,6 +131,7 @@ from coteam_ros.twin_robots import (
     CLEARANCE_M,
     TWIN_ROBOTS,
     TwinDetector,
+    TwinOdometry,
     TwinRobot,
     detour,
     object_in_front,
@@ -212,6 +213,8 @@ class RobotSlot:
     still_until: int = 0  # a twin's: under a speed limit, the step before which the robot does not move again
     top_speed: float = 0.0  # a twin's: the fastest it drove (m/s, one move over the steps it took)
     robot: TwinRobot = TWIN_ROBOTS["generic"]  # a twin's: the real robot it plays (coteam_ros.twin_robots)
+    odometry: TwinOdometry = field(default_factory=TwinOdometry)  # a twin's: how its odometry drifts
+    localised_ns: int = -1  # a twin's whose odometry drifts: the stamp of its last map -> odom
     poses: deque[tuple[int, RigidTransform]] = field(default_factory=lambda: deque(maxlen=POSE_HISTORY))  # by stamp
     poses_unsent: deque[tuple[int, RigidTransform]] = field(default_factory=deque)  # a lagging TF's, not yet sent
 
@@ -259,6 +262,8 @@ class SimBridgeNode(Node):
         self.detections_ids: bool = detector.pop("ids", True)
         self.detector = TwinDetector(**detector)
         self.detector_rngs: dict[str, random.Random] = {}  # robot -> its detector's errors, seeded by the episode's
+        odometry = json.loads(self.declare_parameter("odometry_json", "{}").value or "{}")
+        self.drift_rngs: dict[str, random.Random] = {}  # robot -> its odometry's errors
         if self.detections_frame not in ("map", "optical"):
             raise ValueError(f"detections_frame must be map or optical, not {self.detections_frame!r}")
         self.camera_mount = camera_mount_transform(CameraMount())  # camera_link -> base_link, a fixed head
@@ -342,6 +347,7 @@ class SimBridgeNode(Node):
                     self.create_publisher(CameraInfo, f"{ns}/camera/camera_info", CAMERA),
                 )
             slot.robot = playing.get(self.frame_of[name], slot.robot)
+            slot.odometry = TwinOdometry(**odometry)
             self.robots[name] = slot
             self.create_subscription(StepTick, f"{ns}/step_tick", lambda m, s=slot: self._on_tick(s, m), LATCHED)
             self.create_subscription(Decision, f"{ns}/decision", lambda m, s=slot: self._on_decision(s, m), DECISIONS)
@@ -375,7 +381,11 @@ class SimBridgeNode(Node):
             t
             for name in robots
             for t in (
-                RigidTransform.identity().stamped("map", f"{self.frame_of[name]}/odom", self._stamp(0)),
+                *(  # a localisation that never has anything to correct (one whose odometry drifts: _localise)
+                    []
+                    if self.robots[name].odometry.drifts
+                    else [RigidTransform.identity().stamped("map", f"{self.frame_of[name]}/odom", self._stamp(0))]
+                ),
                 CAMERA_LINK_TO_OPTICAL.stamped(
                     f"{self.frame_of[name]}/camera_link", f"{self.frame_of[name]}/camera_optical_frame", self._stamp(0)
                 ),
@@ -456,9 +466,15 @@ class SimBridgeNode(Node):
             header = Header(stamp=stamp, frame_id="map")
             base = RigidTransform.of(o.position[0], o.position[1], yaw_deg=o.heading)
             frame = self.frame_of[name]
+            if slot.odometry.drifts and slot.poses:
+                driven = math.dist(base.translation[:2], slot.poses[-1][1].translation[:2])
+                rng = self.drift_rngs.setdefault(name, random.Random(f"{self.seed}:{name}:odometry"))
+                slot.odometry.drove(o.position, driven, rng)
+            if slot.odometry.drifts:
+                self._localise(slot, frame, stamp)
             slot.poses.append((stamp_ns(stamp), base))
             if not self._silenced(slot, "odom_stop"):
-                slot.odom.publish(self._odometry(o, header))
+                slot.odom.publish(self._odometry(slot, o, header))
                 self._send_pose(slot, frame, stamp)
             camera_stamps: list[Time] = []
             if self.cameras is not None and slot.camera is not None and not self.twin:
@@ -493,11 +509,20 @@ class SimBridgeNode(Node):
                 )
             )
 
+    def _localise(self, slot: RobotSlot, frame: str, stamp: Time) -> None:
+        """A twin robot whose odometry drifts: its localisation's ``map -> odom`` at its own rate, stamped ahead."""
+        now, odometry = stamp_ns(stamp), slot.odometry
+        if slot.localised_ns >= 0 and now - slot.localised_ns < 1e9 / odometry.localisation_hz:
+            return
+        slot.localised_ns = now
+        ahead = _time(now + round(odometry.future_s * 1e9))
+        self.tf.send([odometry.map_to_odom.stamped("map", f"{frame}/odom", ahead)])
+
     def _send_pose(self, slot: RobotSlot, frame: str, stamp: Time) -> None:
-        """The robot's pose on ``/tf`` (``odom -> base_link``): at once, or, on a twin whose TF lags, each pose
-        ``tf_lag_s`` after its stamp (a localisation running behind)."""
+        """The robot's pose on ``/tf`` (``odom -> base_link``, its odometry's): at once, or, on a twin whose TF lags,
+        each pose ``tf_lag_s`` after its stamp (a localisation running behind)."""
         now = stamp_ns(stamp)
-        slot.poses_unsent.append((now, slot.poses[-1][1]))
+        slot.poses_unsent.append((now, slot.odometry.odom_pose(slot.poses[-1][1])))
         due = []
         while slot.poses_unsent and slot.poses_unsent[0][0] <= now - self.tf_lag_ns:
             due.append(slot.poses_unsent.popleft())
@@ -547,11 +572,19 @@ class SimBridgeNode(Node):
             stamps.append(at)
         return stamps
 
-    def _odometry(self, o: Observation, header: Header) -> Odometry:
+    def _odometry(self, slot: RobotSlot, o: Observation, header: Header) -> Odometry:
+        """The robot's odometry: its pose in its ``odom`` frame (the map's, unless its odometry drifts)."""
+        frame = self.frame_of[o.agent]
+        if not slot.odometry.drifts:
+            return Odometry(
+                header=header, child_frame_id=f"{frame}/base_link", pose=_pose_with_covariance(o.position, o.heading)
+            )
+        pose = slot.odometry.odom_pose(slot.poses[-1][1])
+        yaw = math.degrees(math.atan2(pose.rotation[1, 0], pose.rotation[0, 0]))
         return Odometry(
-            header=header,
-            child_frame_id=f"{self.frame_of[o.agent]}/base_link",
-            pose=_pose_with_covariance(o.position, o.heading),
+            header=Header(stamp=header.stamp, frame_id=f"{frame}/odom"),
+            child_frame_id=f"{frame}/base_link",
+            pose=_pose_with_covariance((pose.translation[0], pose.translation[1]), yaw),
         )
 
     def _on_tick(self, slot: RobotSlot, tick: StepTick) -> None:
