@@ -39,10 +39,14 @@ def test_seeing_all_runs_the_same_planner_on_the_whole_world(tmp_path):
 def test_the_profile_bench_tells_the_nodes_each_robots_body_and_reads_robot_states_drops():
     """bench/twin_robots.py: the team file it runs gives each robot the body its twin profile documents, and it reads
     the detection arrays each robot_state placed and dropped from the line the node says as it stops."""
-    from twin_robots import drops, team_edit
+    from coteam_ros.team_config import TwinSection
+    from twin_robots import CLASS_ONLY, drops, team_edit
 
     edit = team_edit({"robot1": "stretch3", "robot2": "generic"})
     assert edit["twin"]["robots"] == {"robot1": "stretch3", "robot2": "generic"}
+    twin = TwinSection(**edit["twin"])  # the sensors it asks for are the twin's options
+    assert twin.odometry.drift_m_per_m > 0 and twin.detector.fov_deg == 90 and twin.detector.ids
+    assert not TwinSection(**{**edit["twin"], **CLASS_ONLY}).detector.ids
     assert edit["robots"] == [
         {"name": "robot1", "capabilities": {"grippers": 1, "open_needs_free_gripper": True, "speed_mps": 0.26}},
         {"name": "robot2", "capabilities": {"grippers": 2, "open_needs_free_gripper": False}},

@@ -143,9 +143,8 @@ def test_forged_and_replayed_messages_change_nothing(tmp_path: Path, monkeypatch
     assert ours == theirs
     assert attacker.genuine and not attacker.unverified, "the planners sign what they send"
     assert attacker.genuine & attacker.forged, "forgeries were waiting for the steps of genuine messages"
-    # each (name, step) forged is sent three ways and reaches at least one planner; the last steps' forgeries may come
-    # after the episode ended, and how many of each three a planner reads before it moves on depends on the load
-    assert result["messages_dropped"] >= len(attacker.forged)
+    # How many forgeries reach a planner before the episode's last step depends on the load (the attacker is starved
+    # on a busy machine and its forgeries come late): that each refusal is counted is test_team_messages_over_dds's.
 
 
 def test_a_planner_says_once_that_its_executor_died_and_the_robot_idles(
