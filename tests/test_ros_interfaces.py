@@ -235,6 +235,7 @@ def test_constants():
     assert result.TF_ERROR == 9002
     assert result().error_code == result.NONE
     assert action.Manipulate.Goal().target_id == -1  # "no target" unless set
+    assert action.Manipulate.Result().object_id == -1  # an arm that names no object
 
 
 def test_navigate_to_pose_is_nav2s():
@@ -296,7 +297,10 @@ def test_field_types():
         "failure_reason": "string",
         "steps_taken": "int32",
         "meetings": "int32",
+        "holding": "sequence<int32>",
     }
+    assert action.Manipulate.Goal.get_fields_and_field_types()["object_position"] == "geometry_msgs/PointStamped"
+    assert action.Manipulate.Result.get_fields_and_field_types()["object_class"] == "string"
 
 
 _PUBLISHER = """

@@ -167,7 +167,7 @@ def test_robots_that_detect_in_their_camera_images_finish_the_task_against_the_t
     assert truth["success"], truth
 
 
-@pytest.mark.parametrize("kinds", [("tiago", "tiago_dual")])
+@pytest.mark.parametrize("kinds", [("tiago", "tiago_dual"), ("stretch3", "fetch"), ("hsr", "locobot")])
 def test_robots_of_documented_kinds_finish_the_task_each_keeping_to_its_body(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kinds: tuple[str, str]
 ):
@@ -183,10 +183,10 @@ def test_robots_of_documented_kinds_finish_the_task_each_keeping_to_its_body(
         "twin": {"tick_hz": 5.0, "robots": playing},
         "robots": [{"name": name, "capabilities": body} for name, body in bodies.items()],
     }
-    twin, _, _ = _finished_run(tmp_path, monkeypatch, edit)
+    twin, _, log = _finished_run(tmp_path, monkeypatch, edit)
     assert twin["meta"]["robots"] == playing
-    goals = twin["meta"]["goals"]
-    assert not any(g.get("manipulations refused") for g in goals.values()), goals
+    refused = [line for line in log.splitlines() if "arm refuses" in line]
+    assert not refused, "\n".join(refused)
     speeds = twin["meta"]["speeds"]
     assert all(0 < speeds[name]["top_mps"] <= body["speed_mps"] for name, body in bodies.items()), speeds
 
@@ -249,9 +249,9 @@ def test_a_detector_in_the_cameras_frame_stamped_before_its_late_tf_still_sees_e
     (truth,) = json.loads((out / "twin.json").read_text())["episodes"]
     assert truth["success"], truth
     dropped = [re.sub(r"\[\d+\.\d+\] ", "", line) for line in log.splitlines() if "detections dropped" in line]
-    said_by = [line.split("]")[0] for line in dropped]
-    assert len(said_by) == len(set(said_by)) <= 4, "\n".join(dropped)  # each node says a cause once, frames named
-    assert all("nothing at or before" in line for line in dropped), "\n".join(dropped)  # before the localisation
+    assert len(dropped) == len(set(dropped)), "\n".join(dropped)  # each node says a cause once, frames named
+    before_localisation = ("nothing at or before", "are not connected (yet)")
+    assert all(any(cause in line for cause in before_localisation) for line in dropped), "\n".join(dropped)
     for placed, lost in re.findall(r"detection arrays: (\d+) placed, (\d+) dropped", log):
         assert int(lost) <= 0.1 * int(placed), (placed, lost)
 

@@ -218,3 +218,33 @@ def test_the_runs_results_from_the_robots_end_reports(tmp_path: Path) -> None:
     stopped = EndReport("robot1", "time limit", False, (1, 3), 300.0, 600, 40, [], 0, 0, 0, {})
     late = team_result([stopped], "example-flat", "groceries", "cwah", "pce")
     assert not late.success and late.transport_rate == pytest.approx(1 / 3)
+
+
+def test_a_robot_decides_on_what_its_arm_says_it_holds_before_its_status_shows_it() -> None:
+    """A one-gripper robot's grasp succeeded; the status its planner decides on next was sent before the arm's
+    result, so it shows the gripper empty. The action's result carries the arm's holdings: the robot is not offered
+    another grab (its arm would refuse: gripper occupied), nor a door to open with its gripper full."""
+    from coteam.capabilities import RobotCapabilities
+
+    brain, asm = _robot()
+    scene = load_world(FLAT).scene
+    memory = brain.memory
+    memory.capabilities = RobotCapabilities(grippers=1, open_needs_free_gripper=True)
+    table = next(s for s in scene.surfaces if s.name == "coffeetable")
+    apples = sorted(i.id for i in scene.items if i.name == "apple")
+    seen = [Detection("apple", a, "", "livingroom", "coffeetable", table.position, 1.0, 0) for a in apples]
+    brain.observe(asm.observation(0, (6.5, 1.3), 90, seen))
+    nav = NavGrid(scene.floorplan)
+
+    def grabs() -> list:
+        return [o for o in available_actions(memory, nav) if o.action.verb == Verb.GRAB]
+
+    assert memory.free_hands() == 1 and grabs()
+    memory.arm_holds([apples[0], -1])  # ExecuteSkill.Result.holding
+    assert memory.holding == (apples[0], None) and memory.free_hands() == 0
+    assert memory.objects[apples[0]].held_by == "robot1" and memory.needs_a_free_gripper_to_open()
+    assert grabs() == []
+    brain.observe(asm.observation(1, (6.5, 1.3), 90, seen))  # a status sent before the arm's result: hands empty
+    assert memory.holding == (apples[0], None) and grabs() == [], "the arm's word stands"
+    brain.observe(asm.observation(2, (6.5, 1.3), 90, seen[1:], holding=[apples[0]]))  # the status that shows it
+    assert memory.arm_word is None and memory.holding == (apples[0], None)

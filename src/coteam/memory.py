@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from coteam.actions import is_message_text
@@ -101,10 +102,17 @@ class AgentMemory:
     # each container's state (my own sight or arm, a teammate's word, or the planner's view: adopt)
     doors_told: dict[int, bool] = field(default_factory=dict)
     door_known_at: dict[int, int] = field(default_factory=dict)
+    # Real robots: what my arm's last result said my hands hold (arm_holds), until an observation shows the same
+    arm_word: tuple[int | None, ...] | None = None
 
     # --- updating ----------------------------------------------------------------------------------------
     def update(self, obs: Observation) -> None:
         """My own observation: where I am and what I hold, what I see, and the messages delivered to me."""
+        if self.arm_word is not None:  # my arm's last word on my hands stands until an observation shows it
+            hands = len(obs.holding)
+            said = (*self.arm_word, *[None] * hands)[:hands]
+            self.arm_word = None if obs.holding == said else self.arm_word
+            obs = replace(obs, holding=said)
         self.step, self.frames = obs.step, obs.frames
         self.position, self.heading, self.room = obs.position, obs.heading, obs.room
         self.holding = obs.holding
@@ -117,6 +125,15 @@ class AgentMemory:
             if own is not None and own in self.objects:
                 self._mark_held(own, self.agent)
         self.messages.extend(obs.messages)
+
+    def arm_holds(self, holding: Sequence[int]) -> None:
+        """My arm's word on what my hands hold now (an id per hand, -1 empty), ahead of my next observation: a real
+        robot decides on what its grippers hold, not on a status sent before its last grasp or put (such statuses'
+        holdings are taken for this word until one shows it)."""
+        self.holding = self.arm_word = tuple(None if held < 0 else held for held in holding)
+        for held in self.holding:
+            if held is not None and held in self.objects:
+                self._mark_held(held, self.agent)
 
     def absorb(self, obs: Observation) -> None:
         """A teammate's observation of the same step, shared by a centralised team: what it saw (and saw gone), the

@@ -649,6 +649,7 @@ class ExecutorNode(Node):
             failure_reason=outcome.reason,
             steps_taken=outcome.primitives,
             meetings=job.meetings,
+            holding=[] if self.stepwise else list(self.arm.holding),
         )
         state = "succeed" if outcome.success else ("canceled" if outcome.reason == "canceled" else "abort")
         self.ended = EndedJob(job.action, job.step, job.seq, result, state)
@@ -846,6 +847,7 @@ class ExecutorNode(Node):
                 said = f"{result.object_class} ({result.object_id})"
                 self.get_logger().info(f"the arm took {said}, not ({request.object_id})")
             self.arm.succeeded(request, result.object_id)
+            self.memory.arm_holds(self.arm.holding)  # the skill goes on with what the hands hold now
             self.arm_publisher.publish(self.arm.to_msg(self.robot, Header(stamp=self.get_clock().now().to_msg())))
         if handle is not self.manipulation:
             return  # a goal given up on (timed out, or its job canceled): its job's outcome is decided already

@@ -564,6 +564,8 @@ class PlannerNode(Node):
         result = future.result().result
         skill.outcome = SkillOutcome(skill.action, result.success, result.failure_reason, result.steps_taken)
         self.passage_meetings += result.meetings
+        if result.holding:  # a real arm: what it holds now, which the next status may not show yet
+            self.brain.memory.arm_holds(result.holding)
         if not result.success and result.failure_reason not in (EPISODE_OVER, "canceled"):  # no failure of the robot
             self.get_logger().info(f"{format_action(skill.action, self.benchmark)} failed: {result.failure_reason}")
             self.failures[result.failure_reason] += 1

@@ -914,6 +914,8 @@ class SimBridgeNode(Node):
             refusal = "the base is moving"
         if refusal:  # the robot's own arm cannot: its driver says so at once
             slot.counts["manipulations refused"] += 1
+            operation = ManipulationKind(request.operation).name.lower()
+            self.get_logger().warning(f"{slot.name}'s arm refuses {operation} of ({request.object_id}): {refusal}")
             self.goals.finish(handle, Manipulate.Result(success=False, failure_reason=refusal), "abort")
             return
         silent = self._fault(slot, ("arm_silent",), slot.counts["manipulation goals"]) is not None
