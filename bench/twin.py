@@ -58,6 +58,10 @@ PLAYED = {
 }
 
 
+def _json_or(path: Path, missing: dict) -> dict:
+    return json.loads(path.read_text()) if path.exists() else missing
+
+
 def twin_run(work: Path, edit: dict | None = None, timeout_s: float = TIMEOUT_S, files: tuple[str, ...] = ()) -> dict:
     """One run of config/team_twin.yaml in ``work`` (with ``edit``'s keys replaced; ``files``: more of config/ it
     names): the team's results, the twin's, the planners' end reports, the twin's trace, CPU seconds per node, and
@@ -89,12 +93,15 @@ def twin_run(work: Path, edit: dict | None = None, timeout_s: float = TIMEOUT_S,
         if label not in cpu:
             cpu[label] = _stop(proc).cpu_s
     write_team_results(cfg, out, stopped=None)
-    reports = [json.loads((out / END_REPORT.format(robot=r)).read_text()) for r in cfg.robot_names]
+    # a run whose nodes were stopped before they wrote their accounts still makes a row: what is missing says so
+    silent_twin = {"episodes": [{"success": False, "transport_rate": 0.0}], "meta": {"goals": {}}, "silent": True}
+    no_report = {"ended": "no end report", "wall_s": 0.0, "goal_items": [0, 0], "failures": {}}
+    reports = [_json_or(out / END_REPORT.format(robot=r), {"robot": r, **no_report}) for r in cfg.robot_names]
     return {
         "results": json.loads((out / "results.json").read_text()),
-        "twin": json.loads((out / TWIN_RESULTS).read_text()),
+        "twin": _json_or(out / TWIN_RESULTS, silent_twin),
         "reports": reports,
-        "trace": json.loads((out / "twin_trace.json").read_text()),
+        "trace": _json_or(out / "twin_trace.json", {}),
         "cpu": cpu,
         "logs": {label: path.read_text(errors="replace") for label, path in logs.items()},
     }

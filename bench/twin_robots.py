@@ -77,7 +77,7 @@ def row(label: str, k: int, run: dict) -> str:
     (truth,) = run["twin"]["episodes"]
     goals = run["twin"]["meta"]["goals"].values()
     total = {key: sum(g.get(key, 0) for g in goals) for key in {k for g in goals for k in g}}
-    by_itself = all(r["ended"] != "stopped" for r in run["reports"]) and team["success"]
+    by_itself = team["success"] and all(r["ended"] not in ("stopped", "no end report") for r in run["reports"])
     nav = "/".join(str(total.get(k, 0)) for k in ("navigation succeeded", "navigation canceled", "navigation failed"))
     arm = total.get("manipulations succeeded", 0) + total.get("manipulations failed", 0)
     placed, dropped, causes = drops(run["logs"])
@@ -86,7 +86,7 @@ def row(label: str, k: int, run: dict) -> str:
         f"| {label} | {k} | {'yes' if by_itself else 'no'} | {max(r['wall_s'] for r in run['reports']):.1f} | {nav} | "
         f"{arm} ({total.get('manipulations failed', 0)}) | {team['retries_blocked']} | {team['passage_meetings']} | "
         f"{total.get('navigation held by a robot', 0)} | {dropped} of {placed + dropped}{why} | "
-        f"{truth['transport_rate']:.2f} |"
+        f"{'no account' if run['twin'].get('silent') else format(truth['transport_rate'], '.2f')} |"
     )
 
 

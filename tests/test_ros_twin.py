@@ -211,6 +211,20 @@ def test_robots_whose_detectors_give_classes_without_ids_finish_with_every_item_
     assert all(r["goal_items"][0] <= round(truth["transport_rate"] * r["goal_items"][1]) for r in reports), reports
 
 
+def test_a_centralised_team_on_robots_ends_the_task_by_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """EvoCF decides for the whole team in one coordinator: on robots nothing says when the task is over, so the
+    coordinator ends it when the team's map shows the goal met, tells every planner (END_TASK), and each writes its
+    end report and ends, as a decentralised team's planners do."""
+    edit = {"team": {"method": "evocf", "backend": "symbolic"}, "twin": {"tick_hz": 5.0}}
+    _, out, log = _finished_run(tmp_path, monkeypatch, edit)
+    assert "task over: goal met on the team's map" in log
+    reports = [json.loads((out / f"{r}.end.json").read_text()) for r in ("robot1", "robot2")]
+    assert {r["ended"] for r in reports} == {"goal met on the team's map"}, reports
+    assert all(r["goal_met"] and r["goal_items"][0] == r["goal_items"][1] for r in reports), reports
+    (episode,) = json.loads((out / "results.json").read_text())["episodes"]
+    assert episode["success"] and all(m > 0 for m in episode["travel_m"].values()), episode
+
+
 def test_robots_face_to_face_in_a_hallway_give_way_by_name_and_both_finish(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

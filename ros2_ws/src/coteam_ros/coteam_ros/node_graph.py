@@ -220,6 +220,8 @@ def node_list(
                     **episode,
                     **safety,
                     **team_bodies,
+                    # real robots: the task ends when the team's map shows the goal met (coteam_ros.task_end)
+                    **({"ends_task": True, "time_limit_s": cfg.time_limit_s or 0.0} if cfg.world is None else {}),
                 },
             )
         )

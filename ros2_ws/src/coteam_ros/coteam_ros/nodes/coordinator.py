@@ -28,6 +28,12 @@ actions failing as ``executor unavailable``, as a decentralised robot's do).
 
 At the episode's end (a report with ``episode_done``) the team's episode ends with every robot's memory
 (``end_episode``; a method's store is saved then).
+
+**Real robots** (``ends_task``): no simulator says when the task is over. The coordinator ends it when a robot's
+memory (what the team saw) shows the goal met by distinct items (:func:`coteam_ros.task_end.goal_progress`, each
+robot's own put-downs counted by robot), or ``time_limit_s`` after the first report: it sends every planner
+``END_TASK`` with why and the goal items, and decides no more; each planner stops its robot, writes its end report
+and ends, as a decentralised one does.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ from coteam_ros.convert import decision_to_msg
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer
 from coteam_ros.qos import DECISIONS, TURNS
+from coteam_ros.task_end import goal_met, goal_progress
 
 NODE_NAME = "coordinator"
 LOST = "the robot's planner lost the action"  # an action the planner no longer runs (it was restarted)
@@ -96,6 +103,10 @@ class CoordinatorNode(Node):
         self.report_timeout_s: float = self.declare_parameter("report_timeout_s", 3.0).value
         self.answer_timeout_s: float = self.declare_parameter("answer_timeout_s", 3.0).value
         self.startup_timeout_s: float = self.declare_parameter("startup_timeout_s", 60.0).value
+        # real robots: the task ends when the team's map shows the goal met, or at the time limit
+        self.ends_task: bool = self.declare_parameter("ends_task", False).value
+        self.time_limit_s: float = self.declare_parameter("time_limit_s", 0.0).value
+        self.started: float | None = None  # when the first report came
         if namespaces == [""]:
             namespaces = ["/" + r for r in robots]
         if len(namespaces) != len(robots):
@@ -168,6 +179,8 @@ class CoordinatorNode(Node):
         if ending is not None:
             self._end_episode(ending)
             return
+        if self.ends_task and self._task_over():
+            return
         for name in observations:
             robot = self.robots[name]
             if robot.answer.ready:
@@ -199,6 +212,42 @@ class CoordinatorNode(Node):
                     if other.name != name:
                         other.brain.absorb(obs)
         return observations
+
+    def _task_over(self) -> bool:
+        """Real robots: end the task when a robot's memory shows the goal met, or at the time limit (every planner
+        is told); False while it goes on."""
+        now = time.monotonic()
+        self.started = now if self.started is None else self.started
+        progress = {r.name: goal_progress(r.brain.memory, self._put_down_by_others(r)) for r in self.robots.values()}
+        best = max(progress.values())
+        met = any(goal_met(r.brain.memory, self._put_down_by_others(r)) for r in self.robots.values())
+        if met:
+            why = "goal met on the team's map"
+        elif self.time_limit_s > 0 and now - self.started > self.time_limit_s:
+            why = "time limit"
+        else:
+            return False
+        self.done = True
+        for robot in self.robots.values():
+            self._command(robot, TurnCommand.END_TASK, action=why, goal_items=list(best))
+        done, wanted = best
+        memories = [r.brain.memory for r in self.robots.values()]
+        clock = max(r.brain.memory.step for r in self.robots.values())
+        self.team.end_episode(EpisodeOutcome.of(self.info.episode, met, clock, done / max(wanted, 1), memories))
+        self.get_logger().info(f"task over: {why} after {now - self.started:.1f} s ({done}/{wanted} goal items)")
+        return True
+
+    def _put_down_by_others(self, robot: TeamRobot) -> dict[str, list]:
+        """The other robots' own put-downs, by robot: what each one's arm put where it is now."""
+        return {
+            other.name: [
+                other.brain.memory.objects[i]
+                for i in other.brain.memory.put_down_by_me
+                if i in other.brain.memory.objects
+            ]
+            for other in self.robots.values()
+            if other is not robot
+        }
 
     def _end_episode(self, report: TurnReport) -> None:
         self.done = True
@@ -269,7 +318,9 @@ class CoordinatorNode(Node):
             self._play_next()
             self._take_step()
 
-    def _command(self, robot: TeamRobot, kind: int, action: str = "", tick: int = 0) -> None:
+    def _command(
+        self, robot: TeamRobot, kind: int, action: str = "", tick: int = 0, goal_items: list[int] | None = None
+    ) -> None:
         robot.seq += 1
         command = TurnCommand(
             header=self._header(),
@@ -280,6 +331,7 @@ class CoordinatorNode(Node):
             kind=kind,
             action=action,
             tick=tick,
+            goal_items=goal_items or [],
         )
         robot.commands.publish(command)
 

@@ -325,6 +325,12 @@ class PlannerNode(Node):
             )
             self._send_skill(skill, text)
 
+    def _count_travel(self, position: tuple[float, float]) -> None:
+        """Real robots: the way the robot drove, from its pose at each status."""
+        if self.last_position is not None:
+            self.travel_m += math.dist(self.last_position, position)
+        self.last_position = position
+
     def _teammate_change(self, change: RosterChange) -> None:
         """A teammate lost (silent past its lease) or back: my memory plans without it, or with it again."""
         memory = self.brain.memory
@@ -379,9 +385,7 @@ class PlannerNode(Node):
         taken = replace(obs, messages=texts)
         if self.ends_task:  # a real robot: its limits are in seconds on its clock (failed actions' back-off)
             self.brain.memory.clock_s = self.get_clock().now().nanoseconds / 1e9
-            if self.last_position is not None:  # the way it drove, from its pose at each status
-                self.travel_m += math.dist(self.last_position, taken.position)
-            self.last_position = taken.position
+            self._count_travel(taken.position)
         self.brain.observe(taken)
         if self.journal is not None:
             self.journal.keep(taken)
@@ -564,7 +568,7 @@ class PlannerNode(Node):
         result = future.result().result
         skill.outcome = SkillOutcome(skill.action, result.success, result.failure_reason, result.steps_taken)
         self.passage_meetings += result.meetings
-        if result.holding:  # a real arm: what it holds now, which the next status may not show yet
+        if result.holding and not self.coordinated:  # a real arm: what it holds now (the next status may not say)
             self.brain.memory.arm_holds(result.holding)
         if not result.success and result.failure_reason not in (EPISODE_OVER, "canceled"):  # no failure of the robot
             self.get_logger().info(f"{format_action(skill.action, self.benchmark)} failed: {result.failure_reason}")
@@ -593,22 +597,24 @@ class PlannerNode(Node):
             self.journal.close()
         super().destroy_node()
 
-    def _end_task(self, why: str, shut_down: bool = True) -> None:
+    def _end_task(self, why: str, shut_down: bool = True, told: tuple[int, int] | None = None) -> None:
         """Stop the robot (its running action is canceled), tell the team when my map shows the goal met, write
-        my end report and shut the node down (exit 0) once the message is out."""
+        my end report and shut the node down (exit 0) once the message is out. A coordinated robot's task is ended
+        by its coordinator, which ``told`` the goal items its team's map shows."""
         self.done = True
-        memory = self.brain.memory
-        met = why == "goal met on my map" or self.teammate_done is not None
+        memory = None if self.coordinated else self.brain.memory
+        met = why.startswith("goal met") or self.teammate_done is not None
         said = ""
-        if why == "goal met on my map":
+        if why == "goal met on my map" and memory is not None:
             said = truncate_message(f"The goal is met: {goal_text(memory)} I stop.")
             self._send_team_message(said, task_done_payload(self.robot))
         if self.skill is not None and self.skill.handle is not None:
             self.skill.handle.cancel_goal_async()
         elapsed = time.monotonic() - self.started if self.started is not None else 0.0
-        done, wanted = goal_progress(memory, self.team_put_down)
+        done, wanted = told if told is not None or memory is None else goal_progress(memory, self.team_put_down)
+        whose = "the team's map" if memory is None else "my map"
         self.get_logger().info(
-            f"task over for {self.robot}: {why} after {elapsed:.1f} s ({done}/{wanted} goal items on my map)"
+            f"task over for {self.robot}: {why} after {elapsed:.1f} s ({done}/{wanted} goal items on {whose})"
         )
         if self.end_report:
             EndReport(
@@ -619,12 +625,12 @@ class PlannerNode(Node):
                 wall_s=round(elapsed, 3),
                 statuses=self.step + 1,
                 decisions=self.decisions,
-                decision_ms=[round(1000 * s, 3) for s in self.brain.decision_seconds],
-                messages=len(memory.sent) + (1 if said else 0),
-                message_chars=sum(len(m.text) for m in memory.sent) + len(said),
+                decision_ms=[] if memory is None else [round(1000 * s, 3) for s in self.brain.decision_seconds],
+                messages=0 if memory is None else len(memory.sent) + (1 if said else 0),
+                message_chars=0 if memory is None else sum(len(m.text) for m in memory.sent) + len(said),
                 messages_dropped=self.inbox.dropped,
                 failures=dict(self.failures),
-                retries_blocked=memory.retries.retries_blocked,
+                retries_blocked=0 if memory is None else memory.retries.retries_blocked,
                 passage_meetings=self.passage_meetings,
                 travel_m=round(self.travel_m, 3),
                 **self._runtime_counts(),
@@ -702,6 +708,10 @@ class PlannerNode(Node):
         if status.robot != self.robot or status.step <= self.step or self.done:
             return
         self.step, self.clock, self.ready, self.done = status.step, status.clock, status.ready, status.episode_done
+        if self.ends_task:
+            if self.started is None:
+                self.started = time.monotonic()
+            self._count_travel(observation_from_dict(json.loads(status.observation_json)).position)
         if self.report is None:  # else the executor has still not said how the action goes: the wait goes on
             self.waiting_since = time.monotonic()
         self.report = TurnReport(
@@ -718,6 +728,10 @@ class PlannerNode(Node):
         self._send_report()
 
     def _on_command(self, command: TurnCommand) -> None:
+        if command.robot == self.robot and command.kind == TurnCommand.END_TASK and self.ends_task and not self.done:
+            done, wanted = [*command.goal_items, 0, 0][:2]
+            self._end_task(command.action or "the coordinator ended the task", told=(done, wanted))
+            return
         if command.robot != self.robot or command.step != self.step:
             return  # another robot's, or for a step that is over
         epoch, seq = self.last_command
