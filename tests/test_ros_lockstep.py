@@ -140,7 +140,7 @@ def test_an_action_the_episode_cut_short_is_not_logged_as_a_failure(
         monkeypatch.setattr(planner, "get_logger", lambda: SimpleNamespace(info=said.append))
         action = parse_action("go to <kitchen> (1)", planner.benchmark)
         for reason in ("episode over", "not reachable"):
-            result = SimpleNamespace(success=False, failure_reason=reason, steps_taken=3, meetings=0)
+            result = SimpleNamespace(success=False, failure_reason=reason, steps_taken=3, meetings=0, holding=[])
             planner._on_skill_result(
                 RunningSkill(action, 0), SimpleNamespace(result=lambda r=result: SimpleNamespace(result=r))
             )

@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config"
 TIMEOUT_S = 420  # the slow robots (0.26 m/s) take up to 2 min alone, more under a loaded machine
 TOP_SPEED_MPS = 1.35  # the twin's robots without a speed limit: a C-WAH walk step (0.27 m) a step, 5 steps a second
-SETTLE_STEPS = 10  # twin steps (2 s at 5 Hz): news of a claim, and the next status of the robot that gives way
+SETTLE_STEPS = 25  # twin steps (5 s at 5 Hz): news of a claim, and the next status of the robot that gives way (a
+# loaded machine delays both by seconds)
 
 
 def _team_run(
