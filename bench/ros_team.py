@@ -72,7 +72,10 @@ def _reap(proc: subprocess.Popen, block_s: float | None = None) -> Reaped | None
     """``os.wait4`` the child (never Popen.wait/poll, which would drop its rusage); None while it runs."""
     deadline = None if block_s is None else time.monotonic() + block_s
     while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        try:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped already (Popen.send_signal polls first): its CPU time is lost
+            return Reaped(proc.returncode if proc.returncode is not None else 0, 0.0, time.monotonic())
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
             return Reaped(proc.returncode, usage.ru_utime + usage.ru_stime, time.monotonic())
