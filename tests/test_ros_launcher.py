@@ -66,6 +66,15 @@ elif mode == "bridge":      # bridge CODE SECONDS: ends the episode with CODE af
 elif mode == "crash":
     print("about to crash", flush=True)
     sys.exit(1)
+elif mode == "segfault":    # segfault COUNTER N: crashes in native code at its first N starts, then is polite
+    counter = sys.argv[2]
+    starts = int(open(counter).read()) + 1 if os.path.exists(counter) else 1
+    open(counter, "w").write(str(starts))
+    if starts <= int(sys.argv[3]):
+        print(f"start {starts}: segfault", flush=True)
+        os.kill(os.getpid(), signal.SIGSEGV)
+    signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+    ready(); idle()
 elif mode == "cannot":      # a node whose parameters are bad: one line, exit 2 (coteam_ros.CANNOT_START)
     print("PlannerNode: cannot start: pce: unknown switch 'lamda'", file=sys.stderr, flush=True)
     sys.exit(2)
@@ -216,6 +225,33 @@ def test_dead_teammate_does_not_stop_the_team(fake: Callable[..., list[str]]) ->
     assert "[sim_bridge@/] bridge done" in bg.out.text  # the episode ran to its end
     assert "planner@/bob died during the run" in bg.out.text
     assert bg.codes == {"sim_bridge@/": 0, "planner@/bob": 1, "planner@/alice": 0}
+
+
+def test_a_robot_node_that_crashes_in_native_code_is_started_again_a_few_times(
+    tmp_path: Path, fake: Callable[..., list[str]]
+) -> None:
+    """A segmentation fault (a middleware library's) is started again, as ros2 launch's respawn would: the run
+    goes on as if nothing happened; one that crashes at every start is a death after CRASH_RESTARTS restarts."""
+    from coteam_ros.launcher import CRASH_RESTARTS
+
+    once = [
+        Child("sim_bridge@/", fake("bridge", 0, 4.0), bridge=True),
+        Child("planner@/bob", fake("segfault", tmp_path / "bob", 1)),
+    ]
+    bg = Background(once, sigint_grace=5.0)
+    assert bg.join() == 0, bg.out.text
+    assert "planner@/bob crashed (SIGSEGV): started again in 1 s (1 of 3)" in bg.out.text
+    assert bg.out.count("[planner@/bob] ready") == 1 and "died" not in bg.out.text
+
+    always = [
+        Child("sim_bridge@/", fake("bridge", 0, 8.0), bridge=True),
+        Child("planner@/bob", fake("segfault", tmp_path / "bob-always", 99)),
+    ]
+    bg = Background(always, sigint_grace=5.0)
+    assert bg.join() == 1, bg.out.text
+    assert bg.out.count("[planner@/bob] start ") == CRASH_RESTARTS + 1
+    assert f"planner@/bob exited with code -{int(signal.SIGSEGV)}" in bg.out.text
+    assert "planner@/bob died during the run" in bg.out.text
 
 
 def test_a_node_that_cannot_start_stops_the_run_with_its_one_line(fake: Callable[..., list[str]]) -> None:
@@ -448,7 +484,7 @@ def test_launch_subcommand_registered() -> None:
 def test_a_run_ends_as_its_nodes_exit_whichever_launcher_runs_it() -> None:
     """coteam_ros.launcher.RunEnding, for `coteam launch` and `ros2 launch` alike."""
     from coteam_ros import CANNOT_START
-    from coteam_ros.launcher import RunEnding
+    from coteam_ros.launcher import CRASH_RESTARTS, RunEnding
 
     nodes = frozenset({"twin@/", "planner@/r1", "planner@/r2", "executor@/r1"})
     robots = RunEnding(nodes, frozenset(), frozenset({"planner@/r1", "planner@/r2"}))
@@ -462,6 +498,13 @@ def test_a_run_ends_as_its_nodes_exit_whichever_launcher_runs_it() -> None:
     assert sim.exited("sim_bridge@/", -9) == (["sim_bridge@/ exited with code -9: the run ends"], 137)
     fresh = RunEnding(sim.nodes, sim.bridges, sim.planners)
     assert fresh.exited("planner@/a", CANNOT_START) == (["planner@/a cannot start: the run stops"], CANNOT_START)
+    # started again: a robot's node after a native crash, up to CRASH_RESTARTS times; never the bridge, nor a
+    # Python error (exit 1) or a kill, which would fail the same way again
+    assert fresh.restart_after_crash("sim_bridge@/", -signal.SIGSEGV) is None
+    assert fresh.restart_after_crash("planner@/a", 1) is None and fresh.restart_after_crash("planner@/a", -9) is None
+    restarts = [fresh.restart_after_crash("planner@/a", -signal.SIGSEGV) for _ in range(CRASH_RESTARTS + 1)]
+    assert restarts[0] == f"planner@/a crashed (SIGSEGV): started again in 1 s (1 of {CRASH_RESTARTS})"
+    assert all(restarts[:-1]) and restarts[-1] is None
 
 
 def test_ros2_launch_starts_the_nodes_coteam_launch_starts_and_writes_the_same_results(tmp_path: Path) -> None:

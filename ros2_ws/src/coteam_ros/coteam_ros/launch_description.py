@@ -5,8 +5,9 @@ It does what ``coteam launch`` does (:mod:`coteam_ros.launcher`), from the same 
 (:func:`~coteam_ros.launcher.run_outputs`: results, traces, end reports), and the run ends as
 :class:`~coteam_ros.launcher.RunEnding` says (a node that cannot start stops it, the bridge's exit or the last
 planner's end of its task ends it); a run on robots then writes ``results.json`` from the end reports
-(:func:`~coteam_ros.launcher.finish_team_run`). What ``ros2 launch`` cannot do: its own exit status is not the run's
-(``results.json`` says whether the goal was met), and it has no ``--timeout``.
+(:func:`~coteam_ros.launcher.finish_team_run`); a robot's node that crashes is started again as there
+(:meth:`~coteam_ros.launcher.RunEnding.restart_after_crash`). What ``ros2 launch`` cannot do: its own exit
+status is not the run's (``results.json`` says whether the goal was met), and it has no ``--timeout``.
 
 ``launch`` and ``launch_ros`` exist only on apt-installed ROS 2 (no wheels), so they are imported when a launch
 file asks for its description, never when ``coteam_ros`` is imported; :func:`launch_plan` is what the description
@@ -23,7 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from coteam_ros.keystore import prepare_keystore
-from coteam_ros.launcher import DDS_PROFILE, RunEnding, ends_run, ends_task, finish_team_run, fresh_results, run_outputs
+from coteam_ros.launcher import (
+    DDS_PROFILE,
+    RESTART_DELAY_S,
+    RunEnding,
+    ends_run,
+    ends_task,
+    finish_team_run,
+    fresh_results,
+    run_outputs,
+)
 from coteam_ros.node_graph import NodeSpec, model_groups, node_list, write_task_scene
 from coteam_ros.team_config import TeamConfig, load_config
 
@@ -117,6 +127,7 @@ def team_launch_description(kind: str) -> Any:
         RegisterEventHandler,
         SetEnvironmentVariable,
         Shutdown,
+        TimerAction,
     )
     from launch.event_handlers import OnProcessExit
     from launch.substitutions import LaunchConfiguration
@@ -137,12 +148,7 @@ def team_launch_description(kind: str) -> Any:
         scene = write_task_scene(cfg, tempfile.mkdtemp(prefix="coteam-launch-"))
         run = launch_plan(cfg, LaunchConfiguration("out").perform(context), str(scene), endpoints)
 
-        def exited(label: str, event: Any, _context: Any) -> list[Any]:
-            said, ends = run.exited(label, event.returncode)
-            actions = [LogInfo(msg=f"[coteam] {line}") for line in said]
-            return [*actions, Shutdown(reason=said[-1])] if ends else actions
-
-        for launched in run.nodes:
+        def started(launched: LaunchedNode) -> list[Any]:
             spec = launched.spec
             node = Node(
                 package="coteam_ros",
@@ -153,8 +159,21 @@ def team_launch_description(kind: str) -> Any:
                 remappings=spec.remappings,
                 output="screen",
             )
-            on_exit = lambda event, context, label=spec.label: exited(label, event, context)  # noqa: E731
-            actions += [node, RegisterEventHandler(OnProcessExit(target_action=node, on_exit=on_exit))]
+            on_exit = lambda event, _context: exited(launched, event.returncode)  # noqa: E731
+            return [node, RegisterEventHandler(OnProcessExit(target_action=node, on_exit=on_exit))]
+
+        def exited(launched: LaunchedNode, code: int) -> list[Any]:
+            if restart := run.ending.restart_after_crash(launched.spec.label, code):
+                return [
+                    LogInfo(msg=f"[coteam] {restart}"),
+                    TimerAction(period=RESTART_DELAY_S, actions=started(launched)),
+                ]
+            said, ends = run.exited(launched.spec.label, code)
+            actions = [LogInfo(msg=f"[coteam] {line}") for line in said]
+            return [*actions, Shutdown(reason=said[-1])] if ends else actions
+
+        for launched in run.nodes:
+            actions += started(launched)
         return actions
 
     world = "with" if needs_world else "without"

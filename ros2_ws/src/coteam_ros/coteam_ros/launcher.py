@@ -9,7 +9,11 @@ when a node cannot start (it exits with :data:`~coteam_ros.CANNOT_START` after o
 parameter or file, a missing module such as ``nav2_msgs``); then every remaining child gets SIGINT, then SIGTERM
 after a grace period, then SIGKILL, always to its whole process group. A child other than the bridge that dies
 later is reported (``planner@/bob exited with code 1``) and the rest keep running: a dead teammate does not stop
-the team, but the run's exit code says it died.
+the team, but the run's exit code says it died. A robot's node that crashes in native code (:data:`CRASH_SIGNALS`:
+a segmentation fault in a middleware library, say) is started again after :data:`RESTART_DELAY_S`, at most
+:data:`CRASH_RESTARTS` times a run, as ``ros2 launch``'s ``respawn`` would (a planner recalls its memory from its
+journal); a Python error (exit 1), a kill, or a crash past the limit is a death: what fails the same way again is
+not retried.
 
 Exit codes of :func:`run`: 2 when a node cannot start; the bridge's exit code when it ends the run (128 + N when
 it died of signal N); 128 + N when stopped by signal N (130 for Ctrl-C); 124 when the run reaches its timeout (the
@@ -43,6 +47,9 @@ from coteam_ros.task_end import END_REPORT, EndReport
 from coteam_ros.team_config import TeamConfig, load_config
 
 TIMEOUT_EXIT = 124
+CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGILL, signal.SIGFPE})
+CRASH_RESTARTS = 3  # a robot's node that crashed is started again at most this often a run
+RESTART_DELAY_S = 1.0  # after this long (its DDS participant's departure is seen first)
 TASK_UNFINISHED = 3  # robots: every planner ended its task, but no map showed the goal met (the time limit)
 TWIN_RESULTS = "twin.json"  # the twin's own results: what really happened in the simulated home
 MEMORY_JOURNAL = "{robot}.memory.jsonl"  # a planner's memory (coteam_ros.memory_journal), in the run's output folder
@@ -144,6 +151,19 @@ class RunEnding:
     planners: frozenset[str]
     codes: dict[str, int] = field(default_factory=dict)
     died: list[str] = field(default_factory=list)  # nodes that died during the run (not the bridge)
+    restarts: dict[str, int] = field(default_factory=dict)  # robots' nodes started again after a crash
+
+    def restart_after_crash(self, label: str, code: int) -> str | None:
+        """``label`` exited with ``code``: if it is a robot's node that crashed (:data:`CRASH_SIGNALS`) fewer than
+        :data:`CRASH_RESTARTS` times, the line saying it is started again (then it has not exited); else None."""
+        if label in self.bridges or -code not in CRASH_SIGNALS:
+            return None
+        done = self.restarts.get(label, 0)
+        if done >= CRASH_RESTARTS:
+            return None
+        self.restarts[label] = done + 1
+        name = signal.Signals(-code).name
+        return f"{label} crashed ({name}): started again in {RESTART_DELAY_S:g} s ({done + 1} of {CRASH_RESTARTS})"
 
     @staticmethod
     def of(children: Sequence[Child]) -> RunEnding:
@@ -262,24 +282,19 @@ def run(
     ending = RunEnding.of(children)
     try:
         for child in children:
-            proc = subprocess.Popen(
-                child.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                env=dict(env) if env is not None else child_env(),
-                cwd=cwd,
-                start_new_session=True,
-            )
-            reader = threading.Thread(target=_pump, args=(proc, child.label, out), daemon=True)
-            reader.start()
-            running.append(_Running(child, proc, reader))
+            running.append(_start(child, env, cwd, out))
         deadline = None if timeout is None else time.monotonic() + timeout
         while result is None:
-            for r in running:
+            for i, r in enumerate(running):
                 if r.returncode is None and (code := r.proc.poll()) is not None:
                     r.returncode = code
                     r.reader.join(timeout=0.5)  # its last lines first (unless a grandchild holds the pipe)
+                    if restart := ending.restart_after_crash(r.child.label, code):
+                        out(f"[{SELF}] {restart}")
+                        if stop.wait(RESTART_DELAY_S):
+                            break
+                        running[i] = _start(r.child, env, cwd, out)
+                        continue
                     said, result = ending.exited(r.child.label, code)
                     for line in said:
                         out(f"[{SELF}] {line}")
@@ -303,6 +318,21 @@ def run(
         for sig, handler in previous.items():
             signal.signal(sig, handler)  # type: ignore[arg-type]
     return result if result is not None else 1
+
+
+def _start(child: Child, env: Mapping[str, str] | None, cwd: str | os.PathLike[str] | None, out: _Printer) -> _Running:
+    proc = subprocess.Popen(
+        child.argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=dict(env) if env is not None else child_env(),
+        cwd=cwd,
+        start_new_session=True,
+    )
+    reader = threading.Thread(target=_pump, args=(proc, child.label, out), daemon=True)
+    reader.start()
+    return _Running(child, proc, reader)
 
 
 def _shutdown(

@@ -139,6 +139,7 @@ def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> N
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
     signal.signal(signal.SIGTERM, _on_sigterm)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1` a node that seems hung: its stacks
+    faulthandler.enable(all_threads=True)  # a crash in native code (a segmentation fault) leaves the Python stacks
     node = None
     name, status = getattr(make_node, "__name__", "node"), 0
     try:
