@@ -498,9 +498,11 @@ def test_a_run_ends_as_its_nodes_exit_whichever_launcher_runs_it() -> None:
     assert sim.exited("sim_bridge@/", -9) == (["sim_bridge@/ exited with code -9: the run ends"], 137)
     fresh = RunEnding(sim.nodes, sim.bridges, sim.planners)
     assert fresh.exited("planner@/a", CANNOT_START) == (["planner@/a cannot start: the run stops"], CANNOT_START)
-    # started again: a robot's node after a native crash, up to CRASH_RESTARTS times; never the bridge, nor a
+    # started again: a robot's node after a native crash, up to CRASH_RESTARTS times; never the bridge, the twin
+    # or the coordinator, nor a
     # Python error (exit 1) or a kill, which would fail the same way again
     assert fresh.restart_after_crash("sim_bridge@/", -signal.SIGSEGV) is None
+    assert fresh.restart_after_crash("coordinator@/", -signal.SIGSEGV) is None
     assert fresh.restart_after_crash("planner@/a", 1) is None and fresh.restart_after_crash("planner@/a", -9) is None
     restarts = [fresh.restart_after_crash("planner@/a", -signal.SIGSEGV) for _ in range(CRASH_RESTARTS + 1)]
     assert restarts[0] == f"planner@/a crashed (SIGSEGV): started again in 1 s (1 of {CRASH_RESTARTS})"

@@ -154,9 +154,10 @@ class RunEnding:
     restarts: dict[str, int] = field(default_factory=dict)  # robots' nodes started again after a crash
 
     def restart_after_crash(self, label: str, code: int) -> str | None:
-        """``label`` exited with ``code``: if it is a robot's node that crashed (:data:`CRASH_SIGNALS`) fewer than
+        """``label`` exited with ``code``: if it is a robot's node (in a robot's namespace: not the simulator, the
+        twin or a coordinator, whose state would be lost) that crashed (:data:`CRASH_SIGNALS`) fewer than
         :data:`CRASH_RESTARTS` times, the line saying it is started again (then it has not exited); else None."""
-        if label in self.bridges or -code not in CRASH_SIGNALS:
+        if label.endswith("@/") or -code not in CRASH_SIGNALS:
             return None
         done = self.restarts.get(label, 0)
         if done >= CRASH_RESTARTS:
