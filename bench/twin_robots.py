@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import yaml
@@ -59,16 +60,23 @@ def team_edit(team: dict[str, str]) -> dict:
     return {"twin": {"tick_hz": 5.0, "robots": team, "robots_block": True, **SENSORS}, "robots": robots}
 
 
-def drops(logs: dict[str, str]) -> tuple[int, int, list[str]]:
-    """Detection arrays placed and dropped over the robots' ``robot_state`` nodes, and the causes of drops."""
+CAUSE = re.compile(r"(.*): (\d+)$")
+FRAME = re.compile(r" from \S+")  # the camera frame of one robot: causes are counted over both robots
+
+
+def drops(logs: dict[str, str]) -> tuple[int, int, Counter[str]]:
+    """Detection arrays placed and dropped over the robots' ``robot_state`` nodes, and the drops by cause (the
+    camera frame left out)."""
     placed = dropped = 0
-    causes: list[str] = []
+    causes: Counter[str] = Counter()
     for label, text in logs.items():
         if not label.startswith("robot_state"):
             continue
         for found in DROPS.finditer(text):
             placed, dropped = placed + int(found[1]), dropped + int(found[2])
-            causes += [c for c in (found[3] or "").split("; ") if c]
+            for cause in filter(None, (found[3] or "").split("; ")):
+                if counted := CAUSE.match(cause):
+                    causes[FRAME.sub("", counted[1])] += int(counted[2])
     return placed, dropped, causes
 
 
@@ -81,7 +89,7 @@ def row(label: str, k: int, run: dict) -> str:
     nav = "/".join(str(total.get(k, 0)) for k in ("navigation succeeded", "navigation canceled", "navigation failed"))
     arm = total.get("manipulations succeeded", 0) + total.get("manipulations failed", 0)
     placed, dropped, causes = drops(run["logs"])
-    why = f" ({'; '.join(sorted(set(causes)))})" if causes else ""
+    why = f" ({'; '.join(f'{cause}: {n}' for cause, n in causes.most_common())})" if causes else ""
     return (
         f"| {label} | {k} | {'yes' if by_itself else 'no'} | {max(r['wall_s'] for r in run['reports']):.1f} | {nav} | "
         f"{arm} ({total.get('manipulations failed', 0)}) | {team['retries_blocked']} | {team['passage_meetings']} | "

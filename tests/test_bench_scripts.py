@@ -53,7 +53,7 @@ def test_the_profile_bench_tells_the_nodes_each_robots_body_and_reads_robot_stat
     ]
     logs = {
         "robot_state@/robot1": "[INFO] detection arrays: 40 placed, 2 dropped (no transform from a within 0.5 s: 2)",
-        "robot_state@/robot2": "[INFO] detection arrays: 38 placed, 0 dropped",
+        "robot_state@/robot2": "[INFO] detection arrays: 38 placed, 1 dropped (no transform from b within 0.5 s: 1)",
         "planner@/robot1": "detection arrays: 9 placed, 9 dropped",
     }
-    assert drops(logs) == (78, 2, ["no transform from a within 0.5 s: 2"])
+    assert drops(logs) == (78, 3, {"no transform within 0.5 s": 3}), "counted by cause over both robots' cameras"
