@@ -12,6 +12,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -830,6 +831,10 @@ class _Fake:
         def __init__(self, *, msg, **kwargs):
             self.msg = msg
 
+    class TimerAction:
+        def __init__(self, *, period, actions, cancel_on_shutdown=True, **kwargs):
+            self.period, self.actions = period, actions
+
     class SetEnvironmentVariable:
         def __init__(self, name, value):
             self.name, self.value = name, value
@@ -895,6 +900,7 @@ def _fake_modules(monkeypatch: pytest.MonkeyPatch) -> None:
     mods["launch.actions"].RegisterEventHandler = _Fake.RegisterEventHandler
     mods["launch.actions"].Shutdown = _Fake.Shutdown
     mods["launch.actions"].LogInfo = _Fake.LogInfo
+    mods["launch.actions"].TimerAction = _Fake.TimerAction
     mods["launch.actions"].SetEnvironmentVariable = _Fake.SetEnvironmentVariable
     mods["launch.event_handlers"].OnProcessExit = _Fake.OnProcessExit
     mods["launch.substitutions"].LaunchConfiguration = _Fake.LaunchConfiguration
@@ -984,6 +990,37 @@ def test_launch_file_and_pip_launcher_start_the_same_nodes(
         assert child.argv[:3] == [sys.executable, "-m", f"coteam_ros.nodes.{spec.executable}"]
         assert child.argv[3:] == ros_args(spec, tmp_path)
         assert child.label == f"{spec.name}@{spec.namespace}"
+
+
+def test_the_launch_file_starts_a_robots_node_again_after_a_native_crash(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """As coteam launch does (coteam_ros.launcher.RunEnding.restart_after_crash): a planner dead of SIGSEGV is
+    started again by a timer with the same parameters; the simulator bridge is not."""
+    _fake_modules(monkeypatch)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    config = Path(shutil.copy(SIM, tmp_path))
+    spec = importlib.util.spec_from_file_location("launch_file_sim_crash", LAUNCH_FILES["sim"])
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    description = module.generate_launch_description()
+    context = types.SimpleNamespace(launch_configurations={"config": str(config), "out": str(tmp_path / "out")})
+    (opaque,) = [e for e in description.entities if isinstance(e, _Fake.OpaqueFunction)]
+    actions = opaque.execute(context)
+    handlers = {
+        h.event_handler.target_action.executable: h for h in actions if isinstance(h, _Fake.RegisterEventHandler)
+    }
+    started = len(_Fake.nodes)
+    again = handlers["planner"].event_handler.on_exit(types.SimpleNamespace(returncode=-signal.SIGSEGV), context)
+    log, timer = again
+    assert "crashed (SIGSEGV): started again in 1 s (1 of 3)" in log.msg and timer.period == launcher.RESTART_DELAY_S
+    node, handler = timer.actions
+    assert handler.event_handler.target_action is node and len(_Fake.nodes) == started + 1
+    crashed = [n for n in _Fake.nodes[:started] if n["executable"] == "planner"][-1]  # the handler's: the last
+    assert _Fake.nodes[-1] == crashed, "the same node with the same parameters"
+    bridge = handlers["sim_bridge"].event_handler.on_exit(types.SimpleNamespace(returncode=-signal.SIGSEGV), context)
+    assert any(isinstance(a, _Fake.Shutdown) for a in bridge), "the simulator's crash ends the run"
 
 
 @pytest.mark.parametrize(
