@@ -54,8 +54,11 @@ demo: venv
 	$(VENV)/bin/coteam launch config/team_sim.yaml --out runs/demo --timeout 600
 	$(VENV)/bin/coteam render runs/demo/trace.json
 
+# Two passes: the tests that compute, one per core; then those that start a team of ROS 2 processes, which wait on
+# each other in real time more than they compute (about half a core each), three at a time.
 test: venv $(LOCAL_LLM) $(RAY)
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 -m "not team"
+	$(PY) -m pytest -q -n 3 -m team
 
 lint: venv
 	$(VENV)/bin/ruff check src sim harness tests bench ros2_ws/src/coteam_ros

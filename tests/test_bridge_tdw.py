@@ -225,6 +225,7 @@ def test_coteam_run_plays_the_tdwmat_tdw_suite_on_the_fake(tmp_path: Path) -> No
     assert results["meta"]["engine"] == "fake" and results["episodes"][0]["transport_rate"] > 0
 
 
+@pytest.mark.team
 def test_over_ros_the_sim_bridge_hosts_tdw_and_the_robots_run_unchanged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -162,6 +162,7 @@ def test_coteam_run_plays_the_mapthor_suite_on_the_fake_and_says_in_one_line_whe
     assert "AI2-THOR" in real.stderr
 
 
+@pytest.mark.team
 def test_over_ros_the_sim_bridge_hosts_the_bridge_and_the_robots_run_unchanged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -39,15 +39,27 @@ nodes.spin_node(StuckAtExit)
 """
 
 
-@pytest.mark.parametrize("teardown", ["returns", "hangs"])
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize(
+    ("teardown", "started"),
+    [("returns", None), ("hangs", None), ("returns", _ignore_sigint)],
+    ids=["returns", "hangs", "started-with-sigint-ignored"],  # as by a shell's `nohup` or `&`: Python keeps it so
+)
 def test_sigint_ends_a_node_with_status_0_even_when_its_teardown_hangs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, teardown: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, teardown: str, started: object
 ) -> None:
     isolate_ros(tmp_path, monkeypatch)
     script = tmp_path / "stuck.py"
     script.write_text(SCRIPT)
     proc = subprocess.Popen(
-        [sys.executable, str(script), teardown], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, str(script), teardown],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=started,  # a signal disposition, set before exec
     )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "spinning"

@@ -35,6 +35,8 @@ from coteam_ros.launcher import child_env, launch, plan  # noqa: E402
 from coteam_ros.team_config import load_config  # noqa: E402
 from coteam_sim.suites import get_suite  # noqa: E402
 
+pytestmark = pytest.mark.team  # starts a team of ROS 2 processes: `make test` runs these apart
+
 
 @pytest.mark.parametrize("method", ["pce", "cobel", "reveca", "mindmap"])
 @pytest.mark.parametrize("suite", ["cwah-test", "tdwmat-test"])

@@ -21,6 +21,8 @@ import yaml
 from ros_isolation import isolate_ros
 from ros_team_run import assert_never_a_third_identical_failure
 
+pytestmark = pytest.mark.team  # starts a team of ROS 2 processes: `make test` runs these apart
+
 pytest.importorskip("rclpy")
 
 ROOT = Path(__file__).resolve().parents[1]

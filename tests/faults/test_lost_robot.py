@@ -29,6 +29,8 @@ from coteam_ros.launcher import child_env, plan  # noqa: E402
 from coteam_ros.netlab import Partition, lab_unavailable, run_team_on_lan  # noqa: E402
 from coteam_ros.team_config import load_config  # noqa: E402
 
+pytestmark = pytest.mark.team  # starts a team of ROS 2 processes: `make test` runs these apart
+
 REALTIME = "suite: cwah-test, episode: 0, seed: 0, mode: realtime, tick_hz: 2.0"  # about 45 s of episode
 
 

@@ -28,8 +28,9 @@ rclpy = pytest.importorskip("rclpy")
 from coteam_harness.trace import load_trace  # noqa: E402
 from coteam_ros.netlab import PROFILES, LinkProfile, VirtualLan, lab_unavailable, run_team_on_lan  # noqa: E402
 
+pytestmark = [pytest.mark.team]  # starts a team of ROS 2 processes: `make test` runs these apart
 if os.geteuid() != 0:  # as root a lab must work: a failure to make one fails the tests, it does not skip them
-    pytestmark = pytest.mark.skip(reason=f"no network lab: {lab_unavailable()}")
+    pytestmark.append(pytest.mark.skip(reason=f"no network lab: {lab_unavailable()}"))
 
 RECEIVER = """
 import socket, sys, time

@@ -35,6 +35,8 @@ from coteam_ros.node_graph import node_list  # noqa: E402
 from coteam_ros.team_config import load_config  # noqa: E402
 from coteam_sim.suites import get_suite  # noqa: E402
 
+pytestmark = pytest.mark.team  # starts a team of ROS 2 processes: `make test` runs these apart
+
 
 def _oracle_config(path: Path, world: str, params: str = "{}", method: str = "oracle") -> Path:
     backend = ", backend: symbolic" if method == "oracle" else ""

@@ -41,6 +41,8 @@ from coteam_ros.launcher import child_env, plan  # noqa: E402
 from coteam_ros.team_config import load_config  # noqa: E402
 from coteam_sim.suites import get_suite  # noqa: E402
 
+pytestmark = pytest.mark.team  # starts a team of ROS 2 processes: `make test` runs these apart
+
 
 def _quiet(child) -> subprocess.Popen:
     return subprocess.Popen(child.argv, env=child_env(), stdout=subprocess.DEVNULL)

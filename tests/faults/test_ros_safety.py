@@ -34,6 +34,8 @@ from coteam_ros.launcher import child_env, launch, plan, run  # noqa: E402
 from coteam_ros.team_config import load_config  # noqa: E402
 from coteam_sim.suites import get_suite  # noqa: E402
 
+pytestmark = pytest.mark.team  # starts a team of ROS 2 processes: `make test` runs these apart
+
 SCENE = get_suite("cwah-test").episodes()[0].build()
 LOCKSTEP = "suite: cwah-test, episode: 0, seed: 0, mode: lockstep"
 

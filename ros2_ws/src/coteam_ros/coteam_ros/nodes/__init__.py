@@ -138,6 +138,9 @@ def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> N
     before it goes: a robot stops when its team is stopped."""
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
     signal.signal(signal.SIGTERM, _on_sigterm)
+    # and SIGINT always: a process started in the background by a shell (nohup, `cmd &`) inherits SIGINT ignored,
+    # and Python then leaves it so: the launcher's SIGINT would not stop the node
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1` a node that seems hung: its stacks
     faulthandler.enable(all_threads=True)  # a crash in native code (a segmentation fault) leaves the Python stacks
     node = None
