@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from rich.table import Table
 
+from coteam.handling_file import load_handling
 from coteam.llm import backends
 from coteam.registry import method_names
 from coteam.safety import SafetyPolicy, load_policy
@@ -156,6 +157,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         specs = [replace(spec, perception=args.perception) for spec in specs]
     if args.distractors:
         specs = [replace(spec, distractors=args.distractors) for spec in specs]
+    if args.handling:
+        if any(spec.bridge for spec in specs):
+            raise ValueError(f"--handling: {args.suite} runs on an external engine, which has its own handling")
+        limits = load_handling(args.handling)
+        specs = [replace(spec, handling=limits) for spec in specs]
     tags = (f"-{args.perception}" if args.perception else "") + (
         f"-noisy{args.distractors}" if args.distractors else ""
     )
@@ -428,6 +434,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="add this many task-irrelevant items to every episode (any suite; the noisy suites add 10 or 20)",
     )
     p.add_argument("--safety", metavar="FILE", help="a safety policy the robots keep (docs/reliability.md)")
+    p.add_argument(
+        "--handling",
+        metavar="FILE",
+        help="handling limits the simulator applies and nobody tells the robots, instead of the suite's "
+        "(coteam.handling_file; the strict suites' are coteam_sim/handling/*.yaml)",
+    )
     p.add_argument(
         "--approve",
         choices=("yes", "no"),

@@ -241,7 +241,7 @@ class Simulator:
         if placement.relation in (Relation.IN, Relation.ON) and w.is_fixture(placement.target):
             place = w.fixture(placement.target).name
         held = [w.item(h).name for h in w.agents[agent].hands if h is not None]
-        return limits.grab_failure(agent, w.item(item_id).name, place, held)
+        return limits.failure("grab", agent, w.item(item_id).name, place, held)
 
     # --- TDW-MAT ---------------------------------------------------------------------------------------------
     def handling_refusal(self, agent: str, prim: Primitive) -> str:

@@ -3,16 +3,20 @@
 ``cwah-test``: 10 episodes, 2 per task, in the papers' task order. ``tdwmat-test``: 24 episodes = 2 floor plans
 × 3 layouts × food/stuff × low/high container counts. A fresh suite draws episodes with the same task
 distribution from a user seed: episode ``i`` of seed ``N`` is always the same scene. The strict generators
-(``cwah-strict``, ``tdwmat-strict``) draw the same scenes with handling limits the robots are not told of
-(:data:`STRICT_LIMITS`): skills fail on them systematically, by object class and robot, so a method can learn them.
+(``cwah-strict``, ``tdwmat-strict``) draw the same scenes with handling limits the robots are not told of (the
+handling files of :data:`STRICT_HANDLING`): skills fail on them systematically, by object class and robot, so a method
+can learn them.
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
 from typing import Any
 
+from coteam.handling_file import load_handling
 from coteam.world import Benchmark, HandlingLimits, Scene
 from coteam_sim import catalog
 from coteam_sim.generator import add_distractors, generate_cwah, generate_tdwmat
@@ -26,8 +30,9 @@ class EpisodeSpec:
     params: dict[str, Any] = field(default_factory=dict, hash=False)
     perception: str = ""  # visual suites: the detector the agents see items with (coteam_sim.camera.PERCEPTION)
     distractors: int = 0  # noisy suites: task-irrelevant items added to the scene (coteam_sim.generator)
-    strict: bool = False  # strict suites: the scene has the handling limits of STRICT_LIMITS
+    strict: bool = False  # strict suites: the scene has the handling limits of STRICT_HANDLING
     bridge: str = ""  # bridge suites: the external engine whose session gives the scene (coteam_sim.bridges)
+    handling: HandlingLimits | None = None  # a handling file's limits instead of the suite's (coteam run --handling)
 
     @property
     def name(self) -> str:
@@ -42,25 +47,29 @@ class EpisodeSpec:
         else:
             scene = generate_tdwmat(p["floorplan"], p["layout"], p["category"], p["containers"], self.name)
         scene = add_distractors(scene, self.distractors)
+        if self.handling is not None:
+            return replace(scene, handling=self.handling)
         return strict_scene(scene) if self.strict else scene
 
 
-# The strict suites' limits: bottles and pots (C-WAH), a loaf and a pencil bucket (TDW-MAT) are lifted with both
-# hands; wall cabinets and shelves are out of reach of every second robot of the team (bob, dave, ...).
-STRICT_LIMITS = {
-    Benchmark.CWAH: (frozenset({"juice", "wine", "coffeepot"}), frozenset({"kitchencabinet", "bookshelf"})),
-    Benchmark.TDWMAT: (
-        frozenset({"loaf_bread", "pencil_bucket"}),
-        frozenset({"wardrobe_shelf", "shelf", "cabinet_top", "rack"}),
-    ),
+# The strict suites' handling files (coteam.handling_file): bottles and pots (C-WAH), a loaf and a pencil bucket
+# (TDW-MAT) are lifted with both hands; wall cabinets and shelves are out of reach of every second robot of the team
+# (bob, dave, ...).
+STRICT_HANDLING = {
+    Benchmark.CWAH: Path(__file__).parent / "handling" / "cwah-strict.yaml",
+    Benchmark.TDWMAT: Path(__file__).parent / "handling" / "tdwmat-strict.yaml",
 }
 
 
+@cache
+def strict_limits(benchmark: Benchmark) -> HandlingLimits:
+    """The strict suite's handling limits on ``benchmark``."""
+    return load_handling(STRICT_HANDLING[benchmark])
+
+
 def strict_scene(scene: Scene) -> Scene:
-    """``scene`` with the strict suites' handling limits (:data:`STRICT_LIMITS`)."""
-    heavy, high = STRICT_LIMITS[scene.benchmark]
-    short = frozenset(a.name for a in scene.agent_starts[1::2])
-    return replace(scene, handling=HandlingLimits(heavy, high, short))
+    """``scene`` with the strict suites' handling limits (:data:`STRICT_HANDLING`)."""
+    return replace(scene, handling=strict_limits(scene.benchmark))
 
 
 @dataclass(frozen=True)

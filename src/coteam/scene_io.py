@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from coteam.handling_file import HANDLING_FORMAT, limits_from_dict, limits_to_dict
 from coteam.world import (
     AgentStart,
     Benchmark,
@@ -54,11 +55,7 @@ def scene_to_dict(scene: Scene) -> dict[str, Any]:
             "predicates": [[p.relation.value, p.item, p.target, p.count] for p in scene.task.predicates],
         },
         "initially_open": sorted(scene.initially_open),
-        "handling": {
-            "heavy": sorted(scene.handling.heavy),
-            "high": sorted(scene.handling.high),
-            "short": sorted(scene.handling.short),
-        },
+        "handling": limits_to_dict(scene.handling),
     }
 
 
@@ -91,8 +88,32 @@ def scene_from_dict(d: dict[str, Any]) -> Scene:
             int(t["horizon"]),
         ),
         initially_open=frozenset(d.get("initially_open", ())),
-        handling=HandlingLimits(**{k: frozenset(v) for k, v in d.get("handling", {}).items()}),
+        handling=_handling(d.get("handling")),
     )
+
+
+def _handling(d: dict[str, Any] | None) -> HandlingLimits:
+    """A scene file's handling limits: a handling document (:mod:`coteam.handling_file`), or the heavy / high /
+    short lists scene files had before it."""
+    if not d:
+        return HandlingLimits()
+    if "format" in d:
+        return limits_from_dict(d)
+    heavy, high, short = (sorted(d.get(key, ())) for key in ("heavy", "high", "short"))
+    constraints = [
+        *(
+            [{"when": {"verb": "grab", "place": high, "robot": short}, "fails": "out of reach"}]
+            if high and short
+            else []
+        ),
+        *([{"when": {"verb": "grab", "held": heavy}, "fails": "hands busy with a heavy object"}] if heavy else []),
+        *(
+            [{"when": {"verb": "grab", "item": heavy, "hands_in_use": ["1", "2"]}, "fails": "needs both hands"}]
+            if heavy
+            else []
+        ),
+    ]
+    return limits_from_dict({"format": HANDLING_FORMAT, "constraints": constraints})
 
 
 def _room(entry: list[Any]) -> Room:

@@ -1,8 +1,28 @@
-"""A pydantic validation error in one line: where in the document, and what is wrong."""
+"""A document file's problems in one line: a YAML file that cannot be read or parsed, and a pydantic validation
+error (where in the document, and what is wrong)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import yaml
 from pydantic import ValidationError
+
+
+def read_yaml(path: Path, error: type[ValueError]) -> Any:
+    """The YAML document in ``path``; an ``error`` of one line naming the file when it cannot be read, is no text or
+    is not YAML (with the line of the problem)."""
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise error(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise error(f"{path}: not a text file") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise error(f"{path}: not YAML{where}") from None
 
 
 def first_problem(exc: ValidationError, root: str = "") -> str:

@@ -8,6 +8,7 @@ except through observations (the oracle is the one documented exception: it is g
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
@@ -111,26 +112,48 @@ class Surface:
     position: Vec2
 
 
+HANDLING_FACTS = ("verb", "item", "place", "robot", "held", "hands_in_use")  # what a handling constraint reads
+HANDLED_VERBS = ("grab",)  # the primitives the handling limits are checked on
+
+
+@dataclass(frozen=True)
+class HandlingConstraint:
+    """One limit of a home's handling: when every fact named in ``when`` has one of its values, the action fails
+    with ``fails``. Facts (:data:`HANDLING_FACTS`): the ``verb``; the ``item``'s class; the ``place`` (the class of
+    the fixture the item is in or on, '' elsewhere); the ``robot``; ``held``, a class of what its hands hold (any one
+    of them); ``hands_in_use`` ("0", "1", "2")."""
+
+    when: tuple[tuple[str, frozenset[str]], ...]
+    fails: str
+
+    def holds(self, facts: Mapping[str, str | tuple[str, ...]]) -> bool:
+        for fact, allowed in self.when:
+            have = facts[fact]
+            if not (allowed.intersection(have) if isinstance(have, tuple) else have in allowed):
+                return False
+        return True
+
+
 @dataclass(frozen=True)
 class HandlingLimits:
-    """Physical limits of a home's objects and robots that nobody tells the robots (the strict suites; a real home
-    has its own): an item of a ``heavy`` class is lifted only with both hands free and, held, leaves no hand for
-    anything else; an item in or on a fixture of a ``high`` class is out of reach of the ``short`` robots."""
+    """Physical limits of a home's objects and robots that nobody tells the robots (the strict suites, a handling
+    file: :mod:`coteam.handling_file`; a real home has its own): the first constraint that holds says why an action
+    fails."""
 
-    heavy: frozenset[str] = frozenset()  # item names
-    high: frozenset[str] = frozenset()  # fixture names
-    short: frozenset[str] = frozenset()  # robot names
+    constraints: tuple[HandlingConstraint, ...] = ()
 
-    def grab_failure(self, robot: str, item: str, place: str | None, held: list[str]) -> str:
-        """Why ``robot`` cannot pick up an ``item`` lying in or on the fixture ``place`` (None: not in or on one)
+    def failure(self, verb: str, robot: str, item: str, place: str | None, held: Sequence[str]) -> str:
+        """Why ``robot`` cannot ``verb`` an ``item`` lying in or on the fixture ``place`` (None: not in or on one)
         with ``held`` in its hands ('' when it can)."""
-        if robot in self.short and place in self.high:
-            return "out of reach"
-        if any(h in self.heavy for h in held):
-            return "hands busy with a heavy object"
-        if item in self.heavy and held:
-            return "needs both hands"
-        return ""
+        facts = {
+            "verb": verb,
+            "item": item,
+            "place": place or "",
+            "robot": robot,
+            "held": tuple(held),
+            "hands_in_use": str(len(held)),
+        }
+        return next((c.fails for c in self.constraints if c.holds(facts)), "")
 
 
 @dataclass(frozen=True)

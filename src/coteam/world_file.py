@@ -54,7 +54,7 @@ from coteam.capabilities import RobotCapabilities
 from coteam.navigation import nearest_free_cell
 from coteam.physics import Physics
 from coteam.safety import SafetyGate, SafetyPolicy, policy_summary
-from coteam.validation import first_problem
+from coteam.validation import first_problem, read_yaml
 from coteam.world import (
     AgentStart,
     Benchmark,
@@ -209,14 +209,7 @@ def load_map_yaml(path: Path) -> OccupancyMap:
 def load_world(path: str | Path) -> World:
     """Read, validate and compile a world file; a :class:`WorldFileError` of one line when it cannot be used."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise WorldFileError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise WorldFileError(f"{path}: not YAML{where}") from None
+    data = read_yaml(path, WorldFileError)
     try:
         spec = WorldFile.model_validate(data)
     except ValidationError as exc:

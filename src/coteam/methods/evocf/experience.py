@@ -13,7 +13,7 @@ import numpy as np
 
 from coteam.kit.embedding import TextEmbedder, top_k
 from coteam.kit.store import MethodStore, StoreSchema, TableMerge
-from coteam.methods.evocf.rules import ActionFacts, Rule, RuleKind
+from coteam.methods.evocf.rules import ActionFacts, Outcome, Rule, RuleKind
 
 SCHEMA = StoreSchema(
     version=1,
@@ -60,10 +60,9 @@ class ExperienceMemory:
             "SELECT rule, kind, verb, conditions, reason, support, contradictions FROM rules ORDER BY rowid"
         ):
             self.rules[key] = Rule(RuleKind(kind), verb, json.loads(conditions), reason, support, contradictions)
-        rows = store.db.execute(
-            "SELECT episode, step, facts, reason, rule FROM transitions WHERE outcome = 'failed' ORDER BY rowid"
-        ).fetchall()
-        self.failures = [Failure(e, s, ActionFacts.from_json(f), r, rule) for e, s, f, r, rule in rows]
+        rows = store.db.execute("SELECT episode, step, facts, reason, rule FROM transitions ORDER BY rowid").fetchall()
+        self.history = [Outcome(ActionFacts.from_json(f), r) for _, _, f, r, _ in rows]  # what induction learns from
+        self.failures = [Failure(e, s, ActionFacts.from_json(f), r, rule) for e, s, f, r, rule in rows if r]
         self._vectors = embedder.embed([f.text() for f in self.failures]).reshape(len(self.failures), embedder.dim)
         self._queries: dict[str, np.ndarray] = {}
 
@@ -72,12 +71,14 @@ class ExperienceMemory:
     ) -> None:
         """One action's outcome (``reason`` '' when it succeeded) in ``situation`` (what the team knew, in words),
         with its preconditions (``facts``) and the ``joint`` plan it was part of; a failure adds ``rule`` to the
-        library (or supports it again), a success contradicts every rule that predicted its failure."""
+        library with the failures and successes of the memory it covers (its support and contradictions), a success
+        contradicts every rule that predicted its failure."""
         key = ""
+        self.history.append(Outcome(facts, reason))
         if reason:
             if rule is not None:
                 key = rule.key
-                self._add_rule(rule)
+                self._put(self.counted(rule))
             failure = Failure(episode, step, facts, reason, key)
             self.failures.append(failure)
             self._vectors = np.vstack([self._vectors, self.embedder.embed([failure.text()])])
@@ -101,10 +102,13 @@ class ExperienceMemory:
                 ),
             )
 
-    def _add_rule(self, rule: Rule) -> None:
-        old = self.rules.get(rule.key)
-        support = 1 if old is None else old.support + 1
-        self._put(Rule(rule.kind, rule.verb, rule.conditions, rule.reason, support, old.contradictions if old else 0))
+    def counted(self, rule: Rule) -> Rule:
+        """``rule`` with its support (the memory's actions it covers that failed with its reason) and contradictions
+        (those that succeeded)."""
+        covered = [o for o in self.history if rule.matches(o.facts)]
+        support = sum(o.reason == rule.reason for o in covered)
+        contradictions = sum(not o.reason for o in covered)
+        return Rule(rule.kind, rule.verb, rule.conditions, rule.reason, support, contradictions)
 
     def _put(self, rule: Rule) -> None:
         self.rules[rule.key] = rule

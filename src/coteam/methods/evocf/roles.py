@@ -5,7 +5,7 @@ fallback for an unusable answer:
   value model's greedy assignment.
 * ``evocf.induce`` -- the constraint inductor: a failed action becomes a rule. The model names the rule's kind and
   which facts of the failed action are its conditions; the values come from the facts, so a rule never states
-  what was not observed. Symbolic: the template of the failure's reason (:data:`.rules.TEMPLATES`).
+  what was not observed. Symbolic: learnt from the memory's actions and outcomes (:func:`.rules.induce`).
 * ``evocf.generate`` -- the counterfactual generator: alternative joint plans by letter, each with the operators
   that made it. Symbolic: guided generation (:func:`.counterfactual.guided`).
 * ``evocf.evaluate`` -- the evaluator: a ranking of the candidates by number, with reasons and no scores. Symbolic:
@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from coteam.kit.lettered import Lettered, letter_schema, match_option
 from coteam.llm import Role, RoleContext
 from coteam.methods.evocf.counterfactual import OPERATORS, Candidate
-from coteam.methods.evocf.rules import CONDITIONS, ActionFacts, RuleKind, induce
+from coteam.methods.evocf.rules import CONDITIONS, ActionFacts, Outcome, RuleKind, induce
 from coteam.options import ActionOption
 
 
@@ -105,6 +105,7 @@ class InduceAnswer(BaseModel):
 class InduceQuestion:
     facts: ActionFacts
     reason: str
+    history: tuple[Outcome, ...] = ()  # the memory's actions and outcomes the symbolic inductor learns from
 
     def conditions(self) -> list[str]:
         """The conditions the facts give a value to (a teammate acting on another object is no condition)."""
@@ -118,7 +119,7 @@ def _induce(ctx: RoleContext) -> InduceQuestion:
 
 def induce_symbolically(ctx: RoleContext) -> InduceAnswer:
     q = _induce(ctx)
-    rule = induce(q.facts, q.reason)
+    rule = induce(q.facts, q.reason, q.history)
     return InduceAnswer(kind=rule.kind, conditions=list(rule.conditions), description=rule.text())
 
 

@@ -1,6 +1,6 @@
 """EvoCF's symbolic rules: what a robot's action looked like (:class:`ActionFacts`), a rule that predicts its failure
-(:class:`Rule`, typed by the paper's six kinds), and the symbolic inductor that turns one failed action into a rule
-with variables (:func:`induce`).
+(:class:`Rule`, typed by the paper's six kinds), and the symbolic inductor that learns a rule with variables from the
+team's recorded actions and outcomes (:func:`induce`).
 
 A rule reads ``verb ?x [if condition and ...] -> fails "reason"``; its conditions come from a small vocabulary
 (:data:`CONDITIONS`) that a planner can check on any candidate action before it is tried:
@@ -20,7 +20,7 @@ A rule reads ``verb ?x [if condition and ...] -> fails "reason"``; its condition
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -125,40 +125,78 @@ class Rule:
         return True
 
 
-# The symbolic inductor's templates: a failure reason -> the rule's kind and the facts that become its conditions
-# (``name=value``: that value whatever the facts say). Reasons of one home's layout (a path, a container) carry the
-# episode and the object; the others generalise to every object of the class.
-TEMPLATES: dict[str, tuple[RuleKind, tuple[str, ...]]] = {
-    "needs both hands": (RuleKind.ACTION_VALIDITY, ("item", "holding")),
-    "hands busy with a heavy object": (RuleKind.ACTION_VALIDITY, ("held",)),
-    "out of reach": (RuleKind.OBJECT_REACHABILITY, ("robot", "place")),
-    "not reachable": (RuleKind.SPATIAL_FEASIBILITY, ("robot", "episode", "target")),
-    "blocked": (RuleKind.SPATIAL_FEASIBILITY, ("robot", "episode", "target")),
-    "timeout": (RuleKind.SPATIAL_FEASIBILITY, ("robot", "episode", "target")),
-    "container full": (RuleKind.SPATIAL_FEASIBILITY, ("episode", "target")),
-    "object taken": (RuleKind.TEMPORAL_CONSISTENCY, ("shared=yes",)),
-    "no free hand": (RuleKind.LOAD_BALANCE, ("holding",)),
-    "hand full": (RuleKind.LOAD_BALANCE, ("holding",)),
-    "not holding": (RuleKind.GOAL_ALIGNMENT, ("holding",)),
-    "not holding anything for this target": (RuleKind.GOAL_ALIGNMENT, ("held", "item")),
-}
-DEFAULT_TEMPLATE = (RuleKind.ACTION_VALIDITY, ("robot", "item", "place", "episode"))
+@dataclass(frozen=True)
+class Outcome:
+    """An action the team took and how it ended: ``reason`` is the failure's ('' when it succeeded)."""
+
+    facts: ActionFacts
+    reason: str = ""
 
 
-def induce(facts: ActionFacts, reason: str) -> Rule:
-    """The rule the symbolic inductor draws from ``facts``'s action failing with ``reason`` (:data:`TEMPLATES`;
-    another reason: the same action of the same robot on the same class in the same place and home)."""
-    kind, used = TEMPLATES.get(reason, DEFAULT_TEMPLATE)
-    conditions: dict[str, str] = {}
-    for condition in used:
-        condition, fixed, given = condition.partition("=")
-        if fixed:
-            conditions[condition] = given
-            continue
+DELIVERIES = ("put", "put_in", "transport")  # verbs whose rules on the hands are about what is delivered
+INDUCTION_CONFIDENCE = 0.9  # a generalisation stands while at least this share of the actions it covers failed so
+
+
+def literals(facts: ActionFacts) -> list[tuple[str, str]]:
+    """The action's facts as ``(condition, value)`` literals, in :data:`CONDITIONS` order (one per held class)."""
+    found = []
+    for condition in CONDITIONS:
         value = facts.value(condition)
-        if isinstance(value, tuple):
-            if not value:
-                continue
-            value = value[0]
-        conditions[condition] = value
-    return Rule(kind, facts.verb, conditions, reason)
+        found += [(condition, v) for v in (value if isinstance(value, tuple) else (value,)) if v]
+    return [lit for lit in found if lit != ("shared", "no")]  # a teammate on another object is no condition
+
+
+def _holds(literal: tuple[str, str], facts: ActionFacts) -> bool:
+    condition, wanted = literal
+    have = facts.value(condition)
+    return (wanted in have) if isinstance(have, tuple) else (have == wanted)
+
+
+def induce(facts: ActionFacts, reason: str, history: Sequence[Outcome] = ()) -> Rule:
+    """The rule the symbolic inductor learns from ``facts``'s action failing with ``reason``, given the team's
+    recorded ``history`` of actions and outcomes: the most general conjunction of this action's facts that the data
+    support and that still separates failures from successes. It starts from all of the action's facts and
+    generalises over the earlier failures of that verb and reason, the most alike first: a fact on which such a
+    failure differs is dropped (it was no cause there), unless the conjunction left would cover so many successes
+    that fewer than :data:`INDUCTION_CONFIDENCE` of the actions it covers failed with ``reason`` (then that failure
+    had another cause, and is skipped). A fact no failure has varied stays: without that evidence a condition is
+    kept rather than guessed away (a rule too general would forbid what works, and the robots, kept from it, would
+    never learn otherwise). Support and contradictions are the failures and successes the rule covers. What the
+    reason says is never read: only which actions failed with it."""
+    same_verb = [o for o in history if o.facts.verb == facts.verb]
+    failed = [o.facts for o in same_verb if o.reason == reason]
+
+    def coverage(conjunction: Sequence[tuple[str, str]]) -> tuple[int, int]:
+        covered = [o for o in same_verb if all(_holds(lit, o.facts) for lit in conjunction)]
+        support = sum(o.reason == reason for o in covered) + (facts not in failed)  # this failure, not yet recorded
+        return support, sum(not o.reason for o in covered)
+
+    conjunction = literals(facts)
+    for other in sorted(failed, key=lambda f: -sum(_holds(lit, f) for lit in conjunction)):
+        general = [lit for lit in conjunction if _holds(lit, other)]
+        if general and len(general) < len(conjunction):
+            support, contradictions = coverage(general)
+            if support >= INDUCTION_CONFIDENCE * (support + contradictions):
+                conjunction = general
+    if len({condition for condition, _ in conjunction}) < len(conjunction):  # two held classes: keep the first
+        conjunction = [lit for i, lit in enumerate(conjunction) if lit[0] not in {c for c, _ in conjunction[:i]}]
+    support, contradictions = coverage(conjunction)
+    conditions = dict(conjunction)
+    return Rule(kind_of(facts.verb, conditions), facts.verb, conditions, reason, support, contradictions)
+
+
+def kind_of(verb: str, conditions: Mapping[str, str]) -> RuleKind:
+    """The paper's kind of a rule, from what its conditions are about: a teammate on the same object (temporal
+    consistency), only one robot in one home (spatial feasibility: a path, a spot), a robot and a place but no kind
+    of object (object reachability), the robot's hands but no kind of object (goal alignment for a delivery, load
+    balance otherwise), else the action on that kind of object (action validity)."""
+    if conditions.get("shared") == "yes":
+        return RuleKind.TEMPORAL_CONSISTENCY
+    about = set(conditions) - {"shared"}
+    if about and about <= {"robot", "episode", "target"}:
+        return RuleKind.SPATIAL_FEASIBILITY
+    if "item" not in about and "robot" in about and "place" in about:
+        return RuleKind.OBJECT_REACHABILITY
+    if "item" not in about and about & {"holding", "held"}:
+        return RuleKind.GOAL_ALIGNMENT if verb in DELIVERIES else RuleKind.LOAD_BALANCE
+    return RuleKind.ACTION_VALIDITY

@@ -15,10 +15,12 @@ One planner sees the union of the robots' observations and decides one joint act
 4. **Evaluator**: candidates ranked by the rules they break (summed confidence), then by repeats of past failures,
    then by robots taking over an action a rule forbids a teammate, then by robots a rule stopped that still fetch
    or deliver (rather than search), then the base plan first, then team value (:attr:`Assessment.rank`;
-   ``evaluator=heuristic``, the ablation: value only, after dropping exact repeats of this episode's failures).
-5. **Rule induction** (:mod:`.rules`): when a robot's action fails, the failure becomes a rule with variables, typed
-   by the paper's six kinds, de-duplicated with support and contradiction counts; every outcome is a transition of
-   the memory. With ``store=PATH`` the memory outlives the episode and the run.
+   ``evaluator=heuristic``, the ablation: a fixed score without the memory's experience -- how many rules of the
+   library a plan breaks, each counted alike, then repeats of this episode's failures, then value).
+5. **Rule induction** (:mod:`.rules`): when a robot's action fails, a rule with variables is learnt from the memory's
+   transitions (the action's facts generalised over the earlier failures of that reason while the rule still
+   separates failures from successes), typed by the paper's six kinds, with support and contradiction counts; every
+   outcome is a transition of the memory. With ``store=PATH`` the memory outlives the episode and the run.
 """
 
 from __future__ import annotations
@@ -79,9 +81,9 @@ class EvocfConfig(ValueRoleConfig):
     )
     evaluator: Literal["rules", "heuristic"] = Field(
         "rules",
-        description="rules: broken rules, past failures, hand-overs, stopped robots that still work, then the base "
-        "plan, then value; heuristic "
-        "(ablation): value only, after dropping exact repeats of this episode's failures",
+        description="rules: broken rules by confidence, past failures retrieved from the memory, hand-overs, stopped "
+        "robots that still work, then the base plan, then value; heuristic (ablation): a fixed score, the number of "
+        "rules of the library a plan breaks, then repeats of this episode's failures, then value",
     )
     induction: bool = Field(True, description="induce rules from failures (false: the memory keeps outcomes only)")
     min_confidence: float = Field(0.5, ge=0, le=1, description="rules held with less confidence are not checked")
@@ -115,6 +117,7 @@ class Assessment:
     takes_over: tuple[str, ...]  # robots that take an action a rule forbids to another robot
     moves_on: tuple[str, ...]  # robots a rule stopped in the base plan that fetch or deliver instead of searching
     value: float
+    heuristic: bool = False  # ranked by the heuristic evaluator (the ablation)
 
     def findings(self) -> str:
         """What the symbolic evaluator found, in words (no scores)."""
@@ -135,6 +138,8 @@ class Assessment:
         freeing their hands for what a rule forbade them, then the base plan, then more value: a counterfactual
         replaces the base plan only on the evidence of the memory (choosing the best-valued of many candidates by
         the value model alone picks its overestimates: docs/experiments.md)."""
+        if self.heuristic:  # rules counted alike, this episode's failures, then value: no memory, no preference
+            return (len(self.broken), len(self.repeats), 0, 0, False, -self.value)
         broken = round(sum(r.confidence for _, r in self.broken), 6)
         base = not self.candidate.operators
         return (broken, len(self.repeats), -len(self.takes_over), -len(self.moves_on), not base, -self.value)
@@ -264,15 +269,15 @@ class EvocfTeam(CentralisedTeam):
 
     def _induce(self, facts: ActionFacts, reason: str, session: RoleSession | None) -> Rule:
         if session is None:
-            return induce(facts, reason)
-        question = InduceQuestion(facts, reason)
+            return induce(facts, reason, self.experience.history)
+        question = InduceQuestion(facts, reason, tuple(self.experience.history))
         slots = {
             "failure": f"{facts.text()}: {facts.action} failed ({reason})",
             "facts": "\n".join(f"{c}: {facts.value(c)}" for c in question.conditions()),
         }
         answer = session.ask(INDUCE, question, **slots)
-        if answer.source != "llm":  # the symbolic inductor: its template, with its fixed values
-            return induce(facts, reason)
+        if answer.source != "llm":  # the symbolic inductor: learnt from the memory's actions and outcomes
+            return induce(facts, reason, self.experience.history)
         values = {c: facts.value(c) for c in CONDITIONS if c in answer.value.conditions}
         conditions = {c: v if isinstance(v, str) else v[0] for c, v in values.items()}
         return Rule(answer.value.kind, facts.verb, conditions, reason)
@@ -395,7 +400,9 @@ class EvocfTeam(CentralisedTeam):
         repeats: list[str] = []
         for robot, option in candidate.plan.items():
             facts = self._facts(round, robot, option, candidate.plan)
-            if self.config.evaluator == "heuristic":
+            if self.config.evaluator == "heuristic":  # every rule held, checked alike; no retrieval
+                held = (r for r in self.experience.rules.values() if r.confidence >= self.config.min_confidence)
+                broken += [(robot, rule) for rule in held if rule.matches(facts)]
                 failures: Sequence[Any] = [
                     f for f in self.experience.failures if f.episode == facts.episode and f.facts.robot == robot
                 ]
@@ -406,8 +413,7 @@ class EvocfTeam(CentralisedTeam):
             if any(f.episode == facts.episode and f.facts.same_attempt(facts) for f in failures):
                 repeats.append(robot)
         if self.config.evaluator == "heuristic":
-            value = -math.inf if repeats else values.value(candidate.plan)
-            return Assessment(candidate, (), tuple(repeats), (), (), value)
+            return Assessment(candidate, tuple(broken), tuple(repeats), (), (), values.value(candidate.plan), True)
         plan = candidate.plan
         takes_over = tuple(r for r, o in plan.items() if o.text in self.forbidden and r not in self.forbidden[o.text])
         moves_on = tuple(r for r, o in plan.items() if r in self.stopped and o.action.verb in PROGRESS)
