@@ -423,3 +423,26 @@ def test_contested_grab_has_one_winner_decided_by_seed(benchmark: Benchmark) -> 
 def test_contested_grab_is_deterministic_per_seed(seed: int) -> None:
     scene, item = _contest_scene(Benchmark.CWAH)
     assert _contest(scene, item, seed) == _contest(scene, item, seed)
+
+
+def test_a_cwah_robot_reaches_nothing_through_a_wall() -> None:
+    """Within reach is not enough: the robot must be in the object's room (a primitive used to reach through a wall;
+    the skills walk into the room first, so no method's run on cwah-test changes)."""
+    for spec in get_suite("cwah-test").episodes():
+        scene = spec.build()
+        sim = Simulator(scene, NAMES[:2], seed=0)
+        fp, world, reach = scene.floorplan, sim.world, sim.config.cwah_reach_m
+        spots = [fp.center_of((x, y)) for y, row in enumerate(fp.rows) for x in range(len(row)) if fp.is_free(x, y)]
+        for container in (c for c in scene.containers if c.openable):
+            at, room = world.position_of(container.id), world.room_of(container.id)
+            rooms = {p: fp.room_at(p) for p in spots if distance(p, at) <= reach}
+            beyond = [p for p, r in rooms.items() if r is not None and r.id != room]
+            inside = [p for p, r in rooms.items() if r is not None and r.id == room]
+            if beyond and inside:
+                world.agents["alice"].position = beyond[0]
+                assert sim.step({"alice": Primitive(K.OPEN, (container.id,))})["alice"] == "too far"
+                world.agents["alice"].position = inside[0]
+                sim.busy_until = dict.fromkeys(sim.agents, 0)
+                assert sim.step({"alice": Primitive(K.OPEN, (container.id,))})["alice"] == ""
+                return
+    raise AssertionError("no container of cwah-test lies within reach of another room")

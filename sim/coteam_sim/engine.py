@@ -146,6 +146,13 @@ class Simulator:
     def _near(self, agent: str, object_id: int, reach: float) -> bool:
         return distance(self.world.agents[agent].position, self.world.position_of(object_id)) <= reach + 1e-6
 
+    def _within_reach(self, agent: str, object_id: int, reach: float) -> bool:
+        """C-WAH: the object is within ``reach`` and in the robot's own room (no arm reaches through a wall)."""
+        if not self._near(agent, object_id, reach):
+            return False
+        room = self.scene.floorplan.room_at(self.world.agents[agent].position)
+        return room is not None and room.id == self.world.room_of(object_id)
+
     def _known_object(self, object_id: int) -> bool:
         return self.world.is_item(object_id) or self.world.is_fixture(object_id)
 
@@ -187,7 +194,7 @@ class Simulator:
             container = w.fixture(target)
             if not container.openable:
                 return "cannot be opened"
-            if not self._near(agent, target, reach):
+            if not self._within_reach(agent, target, reach):
                 return "too far"
             w.is_open[target] = k == PrimitiveKind.OPEN
             return ""
@@ -198,7 +205,7 @@ class Simulator:
                 return "object taken"
             if w.hidden_in_closed(target):
                 return "container closed"
-            if not self._near(agent, target, reach):
+            if not self._within_reach(agent, target, reach):
                 return "too far"
             limit = self._handling_failure(agent, target)
             if limit:
@@ -221,7 +228,7 @@ class Simulator:
             return "not a container"
         if k == PrimitiveKind.PUT_ON and is_container:
             return "not a surface"
-        if not self._near(agent, dest, reach):
+        if not self._within_reach(agent, dest, reach):
             return "too far"
         if is_container:
             if not w.is_open[dest]:
