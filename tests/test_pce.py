@@ -238,3 +238,28 @@ def test_explain_prints_the_tree_with_scores_and_draws_it(cwah_trace, tmp_path, 
     assert f"chose: {decision['action']}" in out and "<== chosen" in out and "U=" in out
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert main(["explain", str(path), "--agent", "nobody", "--step", "3"]) == 2
+
+
+def test_the_symbolic_composer_expands_the_planners_proposal(tmp_path):
+    """The Composer branches first on the assumptions the Planner's candidate rests on (where one changes the best
+    action, a tree branches on it); without a Planner (`no_planner`) on the most uncertain facts, and the trees and
+    decisions part (cwah seed 101, episode 0, a tuning episode)."""
+
+    def branched_on(tree) -> set[str]:
+        if not tree or tree.get("type") != "hypothesis":
+            return set()
+        return {tree["text"]} | branched_on(tree["True"]) | branched_on(tree["False"])
+
+    scene = get_suite("cwah").episodes(seed=101, count=1)[0].build()
+    trees = {}
+    for ablation in ("none", "no_planner"):
+        run_episode(scene, "pce", params={"ablation": ablation}, trace_path=tmp_path / f"{ablation}.json")
+        decisions = load_trace(tmp_path / f"{ablation}.json")["decisions"]
+        trees[ablation] = [d["rationale"].get("tree") for d in decisions]
+        if ablation == "none":
+            planned = [
+                set(d["rationale"].get("planner", {}).get("assumptions", ())) & branched_on(d["rationale"].get("tree"))
+                for d in decisions
+            ]
+    assert any(planned), "some tree branches on an assumption the Planner named"
+    assert trees["none"] != trees["no_planner"]

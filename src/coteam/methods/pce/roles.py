@@ -133,10 +133,13 @@ PLANNER: Role[PlannerAnswer] = Role(
 
 # --- Composer --------------------------------------------------------------------------------------------
 def compose_symbolically(ctx: RoleContext) -> ComposerAnswer:
-    """Branch on the uncertain variables that change the best action, most uncertain first, up to depth D."""
+    """Branch on the uncertain variables that change the best action, up to depth D: the assumptions the Planner's
+    candidate rests on first (the paper's Composer expands the Planner's proposal), then the most uncertain
+    others; without a Planner (``no_planner``), the most uncertain first."""
     q = _data(ctx)
     s = q.symbolic
-    variables = s.variables()[:BRANCH_CANDIDATES]
+    behind = set(q.planner.assumptions) if q.planner is not None else set()
+    variables = sorted(s.variables(), key=lambda v: v.text not in behind)[:BRANCH_CANDIDATES]  # stable: by entropy
 
     def leaf(assumptions: dict[str, bool]) -> Leaf:
         best = s.best(assumptions)
