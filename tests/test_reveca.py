@@ -213,6 +213,30 @@ def test_the_llm_path_end_to_end(monkeypatch, tmp_path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("switch", "kept_out"),
+    [
+        ("no_relevance", ("relevance:", "it matters to the task")),
+        ("no_proximity", ("I think bob is in", "I think alice is in", "closer than", "farther than")),
+    ],
+)
+def test_an_llm_ablation_takes_its_information_out_of_the_prompts(monkeypatch, tmp_path, switch, kept_out) -> None:
+    """Each ablation removes what it names from what the model reads (the full method shows it): no relevance is
+    judged or shown; no teammate's whereabouts or relative proximity are told."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    scene = get_suite("cwah-test").episodes()[0].build()
+    seen = {}
+    for name, params in (("full", {}), (switch, {switch: True})):
+        model = ScriptedModel()
+        _, requests, _ = run_on_loopback("reveca", model, scene, tmp_path / f"{name}.json", **params)
+        seen[name] = ("\n".join(m["content"] for r in requests for m in r["messages"]), model.calls["relevance"])
+    full, mine = seen["full"][0], seen[switch][0]
+    assert any(text in full for text in kept_out), "the full method's prompts show it"
+    assert not any(text in mine for text in kept_out), switch
+    if switch == "no_relevance":
+        assert seen["full"][1] > 0 and seen[switch][1] == 0, "no object's relevance is asked"
+
+
 def test_explain_shows_the_retrieved_options_and_the_validation_exchange(tmp_path, capsys) -> None:
     from coteam.cli import main
 

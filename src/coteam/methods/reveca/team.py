@@ -28,7 +28,8 @@ Per decision of each agent:
 
 Switches for the paper's ablations: ``K`` (1-4, or ``all``: no retrieval), ``R`` (3, 4 or 5 relevance levels),
 ``no_proximity`` (rank by relevance and my own distance only; the symbolic planner, told nothing of where the
-teammates are, values the options as if alone), ``no_relevance`` (distance-greedy),
+teammates are, values the options as if alone; the LLM planner's prompt says nothing of them), ``no_relevance``
+(distance-greedy; no relevance judged, none shown to the planner or the validator),
 ``no_validation``, ``broadcast`` (questions and replies to the whole team), ``no_reasoning`` (the model answers
 at once, without its step-by-step reasoning), ``no_other_info`` (no memory of the
 teammates: no relative proximity, no trajectories to validate with).
@@ -119,8 +120,12 @@ class Candidate:
         return self.theirs is None or self.mine < self.theirs
 
     def described(self, teammate: str) -> str:
-        near = "" if self.theirs is None else f", I am {'closer' if self.closer else 'farther'} than {teammate}"
-        return f"{self.option.text} - relevance: {self.level}{near}"
+        """The option for the planner: its relevance (unless not judged: ``no_relevance``) and whether I am closer
+        than ``teammate`` (unless not known: ``no_proximity``)."""
+        told = [f"relevance: {self.level}"] if self.level else []
+        if self.theirs is not None:
+            told.append(f"I am {'closer' if self.closer else 'farther'} than {teammate}")
+        return f"{self.option.text} - {', '.join(told)}" if told else self.option.text
 
 
 @dataclass
@@ -287,14 +292,21 @@ class RevecaAgent(RoleAgent):
             answer_format=self._answer_format('"choice": "<one letter>"'),
             options=str(lettered),
             my_room=m.floorplan.room(m.room).name if m.room >= 0 else "somewhere",
-            teammate=mate or "my teammate",
-            teammate_room=m.room_name(where[1]) if where else "an unknown room",
+            teammate_whereabouts=self._whereabouts(m, mate, where),
             holding=f"{held} of {len(m.holding)}",
             recent=d.slots["actions"],
         )
         key, how = match_option(answer.value.choice, lettered)
         d.rationale.update(choice=answer.value.choice[:40], matched=how if answer.source == "llm" else answer.source)
         return self._validated(d, candidates[list(lettered).index(key)])
+
+    def _whereabouts(self, m: AgentMemory, mate: str, where: tuple[Vec2, int] | None) -> str:
+        """Where I think my nearest teammate is, for the planner's prompt; nothing when the planner is told nothing
+        of it (``no_proximity``, ``no_other_info``)."""
+        if self.config.no_proximity or self.config.no_other_info:
+            return ""
+        room = m.room_name(where[1]) if where else "an unknown room"
+        return f"; I think {mate or 'my teammate'} is in the {room}"
 
     def _say(self, d: Deliberation, said: Any) -> Decision:
         """Send the rule-made message ``said``, its text made kinder and shorter by the model (the symbolic backend
@@ -335,7 +347,11 @@ class RevecaAgent(RoleAgent):
                 object=f"<{view.name}> ({view.id})",
                 room=room,
                 action=format_action(action, self.info.benchmark),
-                relevance=self.level_of(d, view),
+                why_it_matters=(
+                    ""
+                    if self.config.no_relevance
+                    else f"; it matters to the task: {self.level_of(d, view)}, and {mate} would think so too"
+                ),
                 known_visit=(
                     f"I know that {mate} was in the {room} after I last saw it there."
                     if view.room in visits
@@ -489,12 +505,14 @@ class RevecaAgent(RoleAgent):
     ) -> list[Candidate]:
         """The options ranked by relevance, then relative proximity (closer than my teammate first), top ``K``."""
         cfg, m = self.config, d.memory
+        goal_places = {p.target for p in m.task.predicates}
         ranked = []
         for option in options:
             view = self._target(m, option)
-            level = "strong" if view is None else self.level_of(d, view)  # a delivery: the goal's own place
-            if option.action.target is not None and option.action.target.id in {p.target for p in m.task.predicates}:
-                level = "strong"
+            level = "" if cfg.no_relevance else "strong" if view is None else self.level_of(d, view)  # "": not judged
+            target = option.action.target
+            if level and target is not None and target.id in goal_places:
+                level = "strong"  # a delivery: the goal's own place
             mine = option.my_distance
             theirs = None
             position = target_position(option.action, m)
