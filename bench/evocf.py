@@ -156,11 +156,14 @@ def section(command: str) -> str:
             if suite not in STRICT:
                 continue
             learnt = work / f"{suite}-1.sqlite"  # the memory of the full method after episodes 0-19
-            copies = [work / f"{suite}-transfer{i}.sqlite" for i in range(2)]
+            copies = [work / f"{suite}-transfer{i}.sqlite" for i in range(3)]
             for copy in copies:
                 shutil.copy(learnt, copy)
             transfer_runs[suite] = {
                 "base planner": sequence(suite, TRANSFER, BASE, work / f"{suite}-t0.sqlite"),
+                "base planner, rules of episodes 0-19 as priors (the paper's design)": sequence(
+                    suite, TRANSFER, {**BASE, "rules_in_plan": True}, copies[2]
+                ),
                 "evocf, empty memory": sequence(suite, TRANSFER, {}, work / f"{suite}-t1.sqlite"),
                 "evocf, memory of episodes 0-19, no new rules": sequence(
                     suite, TRANSFER, {"induction": False}, copies[0]

@@ -522,3 +522,21 @@ def test_a_recorded_llm_run_replays_offline_to_the_same_result(tmp_path, monkeyp
     assert {k: getattr(replayed, k) for k in fields} == {k: getattr(recorded, k) for k in fields}
     actions = [[d["action"] for d in load_trace(tmp_path / f"{n}.json")["decisions"]] for n in ("live", "replay")]
     assert actions[0] == actions[1]
+
+
+def test_rules_given_to_the_base_planner_alone_keep_it_from_what_they_forbid(tmp_path) -> None:
+    """The paper's transfer design (Table 6): the planner alone (no counterfactuals, no evaluator, no induction) with
+    a rule library as its priors. A held rule that bob's grabs fail keeps bob from every grab; without the priors
+    the same planner sends him to grab."""
+    store = tmp_path / "given.sqlite"
+    team = make_team("evocf", {"store": str(store)})
+    team.start_episode(EpisodeInfo.for_scene(STRICT[0].build(), ("alice", "bob"), 0))
+    team.experience._put(Rule(RuleKind.OBJECT_REACHABILITY, "grab", {"robot": "bob"}, "given", support=5))
+    team.store.save()
+    grabs = {}
+    for priors in (True, False):
+        params = {"store": str(store), "candidates": 0, "induction": False, "rules_in_plan": priors}
+        run_episode(STRICT[0].build(), make_team("evocf", params), n_agents=2, trace_path=tmp_path / f"{priors}.json")
+        decisions = load_trace(tmp_path / f"{priors}.json")["decisions"]
+        grabs[priors] = [d["action"] for d in decisions if d["agent"] == "bob" and "grab" in d["action"]]
+    assert grabs[False] and not grabs[True]

@@ -87,6 +87,11 @@ class EvocfConfig(ValueRoleConfig):
     )
     induction: bool = Field(True, description="induce rules from failures (false: the memory keeps outcomes only)")
     min_confidence: float = Field(0.5, ge=0, le=1, description="rules held with less confidence are not checked")
+    rules_in_plan: bool = Field(
+        False,
+        description="the rule library as the base planner's priors: it leaves out what a held rule forbids a robot "
+        "(the paper's transfer design, with candidates=0 and induction=false: the planner alone with given rules)",
+    )
     embedder: str = Field("hashing", description="retrieval embedder: hashing, hashing-N or package.module:factory")
     particles: int = Field(8, ge=1, description="belief particles of the team value model")
 
@@ -291,8 +296,10 @@ class EvocfTeam(CentralisedTeam):
         session = self.session(round)
         self._settle(round.memories, list(round.contexts), session)
         options = {r: [o for o in ctx.options if not o.action.is_message] for r, ctx in round.contexts.items()}
+        if self.config.rules_in_plan:
+            options = {r: self._allowed(round, r, mine) for r, mine in options.items()}
         benchmark = self.info.benchmark
-        lettered = {r: Lettered.physical(ctx.options, benchmark=benchmark) for r, ctx in round.contexts.items()}
+        lettered = {r: Lettered.physical(options[r], benchmark=benchmark) for r in round.contexts}
         values = JointValue(self, round)
         planned = session.ask(PLAN, PlanQuestion(lettered, options, lambda: values.greedy(options)))
         base = options_of(lettered, options, planned.value.plan)
@@ -346,6 +353,13 @@ class EvocfTeam(CentralisedTeam):
                 session.decision(option.action, said) if robot == round.asking else Decision(option.action, said)
             )
         return decisions
+
+    def _allowed(self, round: TeamRound, robot: str, mine: list[ActionOption]) -> list[ActionOption]:
+        """``robot``'s options without those a held rule of the library forbids it (all of them, should every one
+        be forbidden): the rules as the base planner's priors."""
+        held = [r for r in self.experience.rules.values() if r.confidence >= self.config.min_confidence]
+        allowed = [o for o in mine if not any(r.matches(self._facts(round, robot, o, {})) for r in held)]
+        return allowed or mine
 
     def _retrieved(self, candidates: Sequence[Candidate], round: TeamRound) -> tuple[str, str]:
         """The rules and the past failures retrieval found for the actions of ``candidates``, as prompt text."""
