@@ -257,7 +257,10 @@ def section(command: str) -> str:
             *fault_rows,
             "",
             "A robot whose arm refuses an action the same way twice has that action blocked for 15 s, doubling at "
-            "each repeat, and its method chooses something else (`coteam.retries`); robots that meet in a passage "
+            "each repeat, and its method chooses something else (`coteam.retries`): the arms' refusals are counted, "
+            "not repeated, but a team file that leaves out its robots' bodies can leave the task undoable (a "
+            "one-gripper robot cannot open the fridge with an item in its hand, which its planner, told of two "
+            "grippers, never plans for): give each robot its `capabilities`. Robots that meet in a passage "
             "resolve it by name order (`coteam.passage`); a detection array waits for TF up to 0.5 s; a wire nobody "
             "serves stops the launch with one line naming the resolved topic (exit 2); a node whose teardown hangs "
             "exits anyway after a grace, saying so once and leaving its threads' stacks in a file. Goal met: the "
