@@ -4,6 +4,7 @@ component switches, explain."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -254,3 +255,21 @@ def test_explain_prints_the_map_and_what_changed(tmp_path, capsys) -> None:
     assert main(["explain", str(tmp_path / "t.json"), "--step", "0", "--agent", "alice"]) == 0
     out = capsys.readouterr().out
     assert "Mind map:" in out and '"immediate_focus"' in out and "Changed since my previous decision:" in out
+
+
+def test_an_ablated_component_is_neither_asked_for_nor_explained_in_the_update_prompt(monkeypatch) -> None:
+    """`components` takes a component out of the prompt's instructions as well as out of the map's form."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    full = get_suite("cwah-test").episodes()[0].build()
+    scene = dataclasses.replace(full, task=dataclasses.replace(full.task, horizon=2))
+    said = {}
+    for components in ("intentions,cooperation,communication", "intentions"):
+        _, requests, _ = run_on_loopback("mindmap", ScriptedModel(), scene, components=components)
+        said[components] = [
+            r["messages"][0]["content"] for r in requests if "keep a mind map" in r["messages"][0]["content"]
+        ]
+    assert said["intentions,cooperation,communication"] and said["intentions"]
+    for text in ("Long-term plan", "Message draft", "For each teammate"):
+        assert all(text in prompt for prompt in said["intentions,cooperation,communication"]), text
+    assert all("For each teammate" in prompt for prompt in said["intentions"])
+    assert not any("Long-term plan" in p or "Message draft" in p for p in said["intentions"])

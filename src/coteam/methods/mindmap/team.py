@@ -30,8 +30,11 @@ only with ``cooperation``), ``no_key_matching`` (a model's map must have the sch
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, RootModel, field_validator
@@ -71,6 +74,20 @@ from coteam.reasoning import Decision
 from coteam.value.team import ValueModel
 
 PARTS = dict(zip(("intentions", "cooperation", "communication"), COMPONENTS, strict=True))  # switch -> key
+# How the update prompt asks for each component (prompts/mindmap_update_guides.md, a "## <component>" heading
+# each), given only for the components the map keeps: an ablated one is neither asked for nor explained.
+GUIDES_FILE = Path(__file__).parent / "prompts" / "mindmap_update_guides.md"
+
+
+@cache
+def component_guides() -> dict[str, str]:
+    """Each component's guide for the update prompt, by component key."""
+    _, *blocks = re.split(r"^## (\w+)\n", GUIDES_FILE.read_text(), flags=re.MULTILINE)
+    guides = {key: text.strip("\n") for key, text in zip(blocks[::2], blocks[1::2], strict=True)}
+    assert set(guides) == set(COMPONENTS), f"{GUIDES_FILE}: a guide for each of {', '.join(COMPONENTS)}"
+    return guides
+
+
 QUIET_STEPS = 10  # a message of mine this many steps old or newer is a reason not to send another
 
 
@@ -347,6 +364,7 @@ class MindmapAgent(RoleAgent):
             q,
             previous=json.dumps(self.mind_map.model_dump(exclude_none=True)) if self.mind_map else "(none yet)",
             exemplar=json.dumps(exemplar(parts)),
+            guide="\n".join(component_guides()[part] for part in parts),
         )
         new_map, repairs = read_map(answer.value, q)
         from_model = answer.source == "llm"
