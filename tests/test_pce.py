@@ -263,3 +263,18 @@ def test_the_symbolic_composer_expands_the_planners_proposal(tmp_path):
             ]
     assert any(planned), "some tree branches on an assumption the Planner named"
     assert trees["none"] != trees["no_planner"]
+
+
+def test_physical_only_shows_the_roles_no_message_among_the_available_actions(tmp_path, monkeypatch):
+    """The ablation takes messages out of what the model reads, not only out of what it may choose."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    scene = get_suite("cwah-test").episodes()[0].build()
+    shown = {}
+    for ablation in ("none", "physical_only"):
+        with LoopbackOpenAIServer(scripted_pce_model) as server:
+            params = {"backend": "llm", "base_url": server.base_url, "max_retries": 0, "ablation": ablation}
+            run_episode(scene, "pce", params=params)
+            prompts = [m["content"] for r in server.requests for m in r["messages"] if m["role"] == "user"]
+        shown[ablation] = [p.split("Available actions", 1)[1] for p in prompts if "Available actions" in p]
+    assert any("[send_message]" in p for p in shown["none"])
+    assert shown["physical_only"] and not any("[send_message]" in p for p in shown["physical_only"])

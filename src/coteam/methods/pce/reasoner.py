@@ -80,6 +80,8 @@ class PceAgent(RoleAgent):
             return d.decision(announced.action)
         value = d.value
         allow_messages = cfg.ablation != "physical_only" and d.can_message
+        if cfg.ablation == "physical_only":  # no message is among what the roles are shown they can do
+            d.session.slots["available"] = "\n".join(o.annotated() for o in ctx.options if not o.action.is_message)
         sym = SymbolicContext(m, value.belief, ctx.options, cfg.weights, cfg.D, allow_messages, value)
         incoming = tuple(msg.text for msg in m.messages[-cfg.K_message :]) if cfg.K_message else ()
         q = PceQuestion(self.info.benchmark, sym, m.known_names(), incoming=incoming)
