@@ -18,7 +18,7 @@ import time
 import episodes  # bench/ is on sys.path when this file runs as a script
 from coteam.registry import make_team
 from coteam.world import Benchmark
-from coteam_harness.results import EpisodeResult, p95, paired_difference, score, summarize
+from coteam_harness.results import EpisodeResult, compared, p95, paired_difference, score, summarize
 from coteam_harness.runner import run_episode
 from coteam_sim.suites import EpisodeSpec, fresh_episode, get_suite
 
@@ -51,16 +51,6 @@ def _versus(benchmark: Benchmark, a: list[EpisodeResult], b: list[EpisodeResult]
     mean, se = paired_difference(a, b)
     digits = 1 if benchmark == Benchmark.CWAH else 3
     return f"{mean:+.{digits}f} ± {se:.{digits}f}"
-
-
-def _clearly_worse(a: list[EpisodeResult], full: list[EpisodeResult]) -> str:
-    """How a C-WAH variant compares with the full method: more steps by over two paired standard errors or not."""
-    mean, se = paired_difference(a, full)
-    if mean > 2 * se and mean > 0:
-        return f"clearly worse (+{mean:.1f} steps, paired SE {se:.1f})"
-    if mean < -2 * se:
-        return f"better ({mean:.1f} steps, paired SE {se:.1f})"
-    return f"within noise ({mean:+.1f} steps, paired SE {se:.1f})"
 
 
 def _ablations() -> tuple[list[str], dict[str, dict[str, list[EpisodeResult]]]]:
@@ -176,11 +166,11 @@ def section(command: str) -> str:
     full_noisy = ablation_runs["cwah-test-noisy20"][ABLATIONS[0][0]]
     claims = [
         f"The paper's claims on our runs. Without relevance: on cwah-test "
-        f"{_clearly_worse(ablation_runs['cwah-test']['no_relevance'], full)}, on noisy20 "
-        f"{_clearly_worse(ablation_runs['cwah-test-noisy20']['no_relevance'], full_noisy)} (paper: barely changes "
+        f"{compared(ablation_runs['cwah-test']['no_relevance'], full)}, on noisy20 "
+        f"{compared(ablation_runs['cwah-test-noisy20']['no_relevance'], full_noisy)} (paper: barely changes "
         f"on clean, clearly worse with 20 distractors). Without proximity: on cwah-test "
-        f"{_clearly_worse(ablation_runs['cwah-test']['no_proximity'], full)}, on noisy20 "
-        f"{_clearly_worse(ablation_runs['cwah-test-noisy20']['no_proximity'], full_noisy)} (paper: clearly worse "
+        f"{compared(ablation_runs['cwah-test']['no_proximity'], full)}, on noisy20 "
+        f"{compared(ablation_runs['cwah-test-noisy20']['no_proximity'], full_noisy)} (paper: clearly worse "
         "on both).",
     ]
     lines = [

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from coteam_harness.report import PaperOrdering, orderings_markdown
-from coteam_harness.results import EpisodeResult, paired_difference, score
+from coteam_harness.results import EpisodeResult, compared, paired_difference, score
 
 
 def result(team: str, steps: int, messages: int = 0, rate: float = 1.0, benchmark: str = "cwah") -> EpisodeResult:
@@ -25,6 +25,19 @@ def test_the_paired_difference_is_over_the_same_episodes_in_the_benchmarks_metri
     assert paired_difference(a[:1], b[:1]) == (-10.0, 0.0)
     with pytest.raises(ValueError):
         paired_difference(a, b[:2])  # not the same episodes
+
+
+def test_a_comparison_is_worded_from_the_paired_difference_and_two_standard_errors():
+    """The sentences of the bench sections are computed: better or worse past two paired SEs, else within noise."""
+    fewer = [result("a", 40), result("a", 41), result("a", 39)]
+    same = [result("b", 50), result("b", 51), result("b", 49)]
+    assert compared(fewer, same) == "better (-10.0 steps, paired SE 0.0)"
+    assert compared(same, fewer) == "worse (+10.0 steps, paired SE 0.0)"
+    noisy = [result("c", 30), result("c", 70), result("c", 50)]
+    assert compared(noisy, same).startswith("within noise (+0.0 steps, paired SE ")
+    more = [result("d", 3000, rate=0.8, benchmark="tdwmat")] * 2
+    less = [result("e", 3000, rate=0.7, benchmark="tdwmat")] * 2
+    assert compared(more, less) == "better (+0.100 transport, paired SE 0.000)"
 
 
 RUNS = {"cwah-test": {"pce": [result("pce", 40, 2)], "coela": [result("coela", 60, 10)], "mhp": [result("mhp", 30)]}}

@@ -96,6 +96,19 @@ def paired_difference(a: list[EpisodeResult], b: list[EpisodeResult]) -> tuple[f
     return statistics.fmean(diffs), se
 
 
+def compared(a: list[EpisodeResult], b: list[EpisodeResult]) -> str:
+    """``a`` against ``b`` over the same episodes in words, from their paired difference and its standard error:
+    "better" or "worse" on the benchmark's metric when the difference passes two standard errors, else "within
+    noise"; the difference follows in brackets (C-WAH steps: fewer is better; TDW-MAT transport rate: higher)."""
+    mean, se = paired_difference(a, b)
+    cwah = a[0].benchmark == "cwah"
+    digits = 1 if cwah else 3
+    said = f"({mean:+.{digits}f} {'steps' if cwah else 'transport'}, paired SE {se:.{digits}f})"
+    if abs(mean) <= 2 * se or mean == 0:
+        return f"within noise {said}"
+    return f"{'better' if (mean < 0) == cwah else 'worse'} {said}"
+
+
 def summarize(results: list[EpisodeResult]) -> dict[str, Any]:
     if not results:
         return {}
