@@ -18,9 +18,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from coteam.registry import make_team
+from coteam_harness.cli import run_suite
 from coteam_harness.results import EpisodeResult, compared, paired_difference
-from coteam_harness.runner import run_episode
 from coteam_harness.trace import load_trace
 from coteam_sim.suites import get_suite
 
@@ -44,16 +43,13 @@ K_SWEEP = {1: "0.77", 3: "0.81", 5: "0.84", 10: "0.82"}  # the paper's Table 4 (
 PAPER_OPERATORS = {"SwapAgent": (12, 8), "InsertAction": (39, 17), "DeleteAction": (22, 8), "ReplaceObject": (27, 10)}
 
 
-def sequence(
-    suite: str, indices: range, switches: dict[str, Any], store: Path, traces: Path | None = None
-) -> list[EpisodeResult]:
-    """``indices`` of ``suite`` (seed 2026) played in order by one evocf team with the memory file ``store``."""
-    team = make_team("evocf", {**switches, "store": str(store)})
-    out = []
-    for spec in (get_suite(suite).fresh(SEED, i) for i in indices):
-        trace = None if traces is None else traces / f"{spec.suite}-{spec.index:03d}.json"
-        out.append(run_episode(spec.build(), team, n_agents=2, episode_name=spec.name, trace_path=trace))
-    return out
+def sequence(suite: str, indices: range, switches: dict[str, Any], store: Path) -> list[EpisodeResult]:
+    """``indices`` of ``suite`` (seed 2026) played in order by one evocf team with the memory file ``store``, as
+    ``coteam run --suite SUITE --seed 2026 --team evocf --set store=STORE`` plays them (the same code,
+    :func:`coteam_harness.cli.run_suite`); results, traces (``traces/``) and the store go next to ``store``."""
+    specs = [get_suite(suite).fresh(SEED, i) for i in indices]
+    folder = store.with_suffix("")
+    return run_suite(specs, "evocf", 2, {**switches, "store": str(store)}, folder, SEED, quiet=True, workers=1)
 
 
 def _score(suite: str) -> tuple[str, str]:
@@ -147,12 +143,9 @@ def section(command: str) -> str:
             runs: dict[str, list[EpisodeResult]] = {}
             for label, switches, _ in VARIANTS if suite in STRICT else VARIANTS[:2]:
                 store = work / f"{suite}-{len(runs)}.sqlite"
-                traces = work / f"{suite}-traces" if label == "evocf" else None
-                if traces is not None:
-                    traces.mkdir()
-                runs[label] = sequence(suite, LEARN, switches, store, traces)
-                if traces is not None and suite in STRICT:
-                    operator_traces += sorted(traces.iterdir())
+                runs[label] = sequence(suite, LEARN, switches, store)
+                if label == "evocf" and suite in STRICT:
+                    operator_traces += sorted((store.with_suffix("") / "traces").glob("*.json"))
                 print(suite, label, flush=True)
             learn_runs[suite] = runs
             lines += ["", f"### Learning curve: `{suite}`, episodes 0-19 in sequence, one memory", ""]
