@@ -152,3 +152,18 @@ def test_workers_do_not_outlive_a_parent_killed_outright(tmp_path: Path) -> None
     proc.kill()
     proc.wait(timeout=30)
     assert len(workers) == 2 and _gone(workers), "the workers follow their parent out"
+
+
+def test_coteam_run_whose_episodes_fail_says_how_many_and_exits_1(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Not a traceback nor a missing table's key: the failures as they happened, then how many of the run's episodes
+    failed, and exit status 1."""
+    from coteam.cli import main
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the method fell over")
+
+    monkeypatch.setattr(pool, "run_episode", broken)
+    argv = ["run", "--suite", "cwah-test", "--team", "rhp", "--episodes", "0-1", "--workers", "1", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 1
+    out = capsys.readouterr().out
+    assert "cwah-test/0 failed" in out and "2 of 2 episodes failed (listed in results.json" in out

@@ -184,8 +184,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         workers=args.workers,
         ray_address=args.ray,
     )
-    console.print(results_table(results, f"{args.suite} · {args.team} · {args.agents} agent(s)"))
+    if results:
+        console.print(results_table(results, f"{args.suite} · {args.team} · {args.agents} agent(s)"))
     console.print(f"results: {out / 'results.json'}\ntraces:  {out / 'traces'}")
+    if len(results) < len(specs):  # each failure was said as it happened; results.json lists them
+        failed = len(specs) - len(results)
+        console.print(f"{failed} of {len(specs)} episodes failed (listed in results.json; --resume plays them again)")
+        return 1
     return 0
 
 
