@@ -358,3 +358,18 @@ def test_a_status_sub_plan_starts_with_its_intent_and_a_forged_one_is_dropped():
     too_long = status.model_dump() | {"plan": ["[goexplore] <kitchen> (3)"] * 4, "intent": None}
     with pytest.raises(PayloadError):
         decode_payload(json.dumps(too_long), (TeamStatus,))
+
+
+def test_without_bbc_the_llm_is_asked_no_prediction_and_no_gate(monkeypatch, tmp_path):
+    """no_bbc on the LLM path: no teammate's plan is predicted and the model is asked no adaptive-collaboration
+    verdict (the rule tells a teammate what it lacks); the full method asks both."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    asked = {}
+    for ablation in ("none", "no_bbc"):
+        with LoopbackOpenAIServer(ScriptedModel()) as server:
+            params = {"backend": "llm", "base_url": server.base_url, "max_retries": 0, "ablation": ablation}
+            _run("cwah-test", 1, params, trace=tmp_path / f"{ablation}.json")
+        decisions = load_trace(tmp_path / f"{ablation}.json")["decisions"]
+        asked[ablation] = {role for d in decisions for role in (d["rationale"].get("roles") or {})}
+    removed = {"cobel.predict_first", "cobel.collaborate"}
+    assert removed <= asked["none"] and not removed & asked["no_bbc"], asked["no_bbc"]

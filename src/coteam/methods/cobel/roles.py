@@ -330,11 +330,16 @@ REPLAN: Role[PlanAnswer] = Role(
 
 
 # --- adaptive collaboration, communication, action ---------------------------------------------------------------
-def _gate(ctx: RoleContext) -> GateAnswer:
-    q = _q(ctx)
+def gate_verdict(q: CobelQuestion) -> GateAnswer:
+    """The symbolic verdict on my plan against ``q.teammate``'s (the adaptive gate; without it, ``no_bbc``, the
+    rule that tells a teammate what it lacks)."""
     assert q.plan is not None
     v = q.verdicts[q.teammate] = q.sym.verdict(q.teammate, q.plan)
     return GateAnswer(reasons=list(v.reasons), heavy=v.heavy, misaligned=[str(f) for f in v.misaligned])
+
+
+def _gate(ctx: RoleContext) -> GateAnswer:
+    return gate_verdict(_q(ctx))
 
 
 def check_gate(answer: GateAnswer, ctx: RoleContext) -> None:

@@ -202,16 +202,19 @@ class CobelAgent(RoleAgent):
         heavy = False
         for mate in d.teammates:
             q.teammate = mate
-            theirs = "\n".join(" / ".join(p) for p in predicted.get(mate, [])) or "(not predicted)"
-            answer = d.ask(
-                R.COLLABORATE,
-                q,
-                teammate=mate,
-                zero_order=q.zero_text,
-                first_order=q.first_text.get(mate, "(none)"),
-                my_plan=", then ".join(self.plan),
-                their_plans=theirs,
-            ).value
+            if not sym.gating:  # no adaptive collaboration (no_bbc): the rule decides, the model is not asked
+                answer = R.gate_verdict(q)
+            else:
+                theirs = "\n".join(" / ".join(p) for p in predicted.get(mate, [])) or "(not predicted)"
+                answer = d.ask(
+                    R.COLLABORATE,
+                    q,
+                    teammate=mate,
+                    zero_order=q.zero_text,
+                    first_order=q.first_text.get(mate, "(none)"),
+                    my_plan=", then ".join(self.plan),
+                    their_plans=theirs,
+                ).value
             gate[mate] = answer.model_dump()
             heavy = heavy or answer.heavy
             if answer.heavy and answer.misaligned and not q.free_text_beliefs:
