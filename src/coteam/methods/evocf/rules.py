@@ -178,10 +178,10 @@ def induce(facts: ActionFacts, reason: str, history: Sequence[Outcome] = ()) -> 
             support, contradictions = coverage(general)
             if support >= INDUCTION_CONFIDENCE * (support + contradictions):
                 conjunction = general
-    if len({condition for condition, _ in conjunction}) < len(conjunction):  # two held classes: keep the first
-        conjunction = [lit for i, lit in enumerate(conjunction) if lit[0] not in {c for c, _ in conjunction[:i]}]
-    support, contradictions = coverage(conjunction)
-    conditions = dict(conjunction)
+    conditions: dict[str, str] = {}
+    for condition, value in conjunction:  # two held classes left: the rule names the first
+        conditions.setdefault(condition, value)
+    support, contradictions = coverage(list(conditions.items()))
     return Rule(kind_of(facts.verb, conditions), facts.verb, conditions, reason, support, contradictions)
 
 

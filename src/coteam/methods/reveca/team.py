@@ -509,10 +509,13 @@ class RevecaAgent(RoleAgent):
         ranked = []
         for option in options:
             view = self._target(m, option)
-            level = "" if cfg.no_relevance else "strong" if view is None else self.level_of(d, view)  # "": not judged
             target = option.action.target
-            if level and target is not None and target.id in goal_places:
-                level = "strong"  # a delivery: the goal's own place
+            if cfg.no_relevance:
+                level = ""  # not judged, not shown
+            else:
+                level = "strong" if view is None else self.level_of(d, view)
+                if target is not None and target.id in goal_places:
+                    level = "strong"  # a delivery: the goal's own place
             mine = option.my_distance
             theirs = None
             position = target_position(option.action, m)
