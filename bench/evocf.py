@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from coteam_harness.cli import run_suite
-from coteam_harness.results import EpisodeResult, compared, paired_difference
+from coteam_harness.results import EpisodeResult, compared, versus
 from coteam_harness.trace import load_trace
 from coteam_sim.suites import get_suite
 
@@ -66,12 +66,9 @@ def _failed(results: list[EpisodeResult]) -> str:
     return f"{statistics.fmean(r.failed_actions for r in results):.1f}"
 
 
-def _versus(results: list[EpisodeResult], base: list[EpisodeResult]) -> str:
-    if results is base:
-        return "–"
-    mean, se = paired_difference(results, base)
-    digits = 3 if results[0].benchmark == "tdwmat" else 1
-    return f"{mean:+.{digits}f} ± {se:.{digits}f}"
+def _against(results: list[EpisodeResult], base: list[EpisodeResult]) -> str:
+    """The "vs base planner" cell: the paired difference, or a dash on the base planner's own row."""
+    return "–" if results is base else versus(results, base)
 
 
 def _success(results: list[EpisodeResult]) -> str:
@@ -90,7 +87,7 @@ def _learning(suite: str, runs: dict[str, list[EpisodeResult]], paper: dict[str,
         curve = [_failed(results[i : i + BLOCK]) for i in range(0, len(results), BLOCK)]
         lines.append(
             f"| {label} | {' | '.join(curve)} | {_failed(results)} | {_mean(results, key)} | "
-            f"{_versus(results, base)} | {_success(results)} | {paper.get(label, '')} |"
+            f"{_against(results, base)} | {_success(results)} | {paper.get(label, '')} |"
         )
     return lines
 
@@ -174,7 +171,7 @@ def section(command: str) -> str:
                 results = runs["evocf"] if k == 5 else sequence(suite, LEARN, {"K": k}, work / f"{suite}-k{k}.sqlite")
                 k_runs.setdefault(suite, {})[k] = results
                 k_rows[suite].append(
-                    f"| {suite} | {k} | {_failed(results)} | {_mean(results, key)} | {_versus(results, base)} | "
+                    f"| {suite} | {k} | {_failed(results)} | {_mean(results, key)} | {_against(results, base)} | "
                     f"{paper} |"
                 )
         for suite, runs in transfer_runs.items():
@@ -190,7 +187,7 @@ def section(command: str) -> str:
             ]
             for label, results in runs.items():
                 lines.append(
-                    f"| {label} | {_failed(results)} | {_mean(results, key)} | {_versus(results, base)} | "
+                    f"| {label} | {_failed(results)} | {_mean(results, key)} | {_against(results, base)} | "
                     f"{_success(results)} |"
                 )
         lines += ["", "### Retrieval depth K (paper Table 4), learning sequence of episodes 0-19", ""]

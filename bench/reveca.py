@@ -18,7 +18,7 @@ import time
 import episodes  # bench/ is on sys.path when this file runs as a script
 from coteam.registry import make_team
 from coteam.world import Benchmark
-from coteam_harness.results import EpisodeResult, compared, p95, paired_difference, score, summarize
+from coteam_harness.results import EpisodeResult, compared, p95, paired_difference, score, summarize, versus
 from coteam_harness.runner import run_episode
 from coteam_sim.suites import EpisodeSpec, fresh_episode, get_suite
 
@@ -47,12 +47,6 @@ def _run(specs: list[EpisodeSpec], method: str, params: dict | None = None) -> l
     return episodes.play(specs, method, params)
 
 
-def _versus(benchmark: Benchmark, a: list[EpisodeResult], b: list[EpisodeResult]) -> str:
-    mean, se = paired_difference(a, b)
-    digits = 1 if benchmark == Benchmark.CWAH else 3
-    return f"{mean:+.{digits}f} ± {se:.{digits}f}"
-
-
 def _ablations() -> tuple[list[str], dict[str, dict[str, list[EpisodeResult]]]]:
     suites = ("cwah-test", "cwah-test-noisy20")
     runs: dict[str, dict[str, list[EpisodeResult]]] = {}
@@ -71,8 +65,8 @@ def _ablations() -> tuple[list[str], dict[str, dict[str, list[EpisodeResult]]]]:
         for suite in suites:
             rs = runs[suite][label]
             s = summarize(rs)
-            versus = "" if label == full else _versus(Benchmark.CWAH, rs, runs[suite][full])
-            cells += [f"{s['steps']:.1f}", versus, f"{s['travel_m']:.0f}"]
+            difference = "" if label == full else versus(rs, runs[suite][full])
+            cells += [f"{s['steps']:.1f}", difference, f"{s['travel_m']:.0f}"]
             cells.append(paper if suite == suites[0] else paper_noisy)
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines, runs
@@ -89,9 +83,10 @@ def _comparison(benchmark: Benchmark, runs: dict[str, list[EpisodeResult]]) -> l
     for method, rs in runs.items():
         s = summarize(rs)
         score = f"{s['steps']:.1f}" if cwah else f"{s['transport_rate']:.3f}"
-        versus = "" if method == "reveca" else _versus(benchmark, runs["reveca"], rs)
+        difference = "" if method == "reveca" else versus(runs["reveca"], rs)
         lines.append(
-            f"| {method} | {score} | {versus} | {s['messages']:.2f} | {s['comm_tokens']:.0f} | {s['travel_m']:.0f} |"
+            f"| {method} | {score} | {difference} | {s['messages']:.2f} | {s['comm_tokens']:.0f} | "
+            f"{s['travel_m']:.0f} |"
         )
     reveca, coela = summarize(runs["reveca"]), summarize(runs["coela"])
     mean, se = paired_difference(runs["reveca"], runs["coela"])
@@ -100,7 +95,7 @@ def _comparison(benchmark: Benchmark, runs: dict[str, list[EpisodeResult]]) -> l
         "",
         f"reveca against coela: travel {reveca['travel_m'] / coela['travel_m']:.0%} of coela's, messages "
         f"{reveca['messages'] / max(coela['messages'], 1e-9):.0%} of coela's, {head} "
-        f"{'no worse' if better else 'worse'} ({_versus(benchmark, runs['reveca'], runs['coela'])}).",
+        f"{'no worse' if better else 'worse'} ({versus(runs['reveca'], runs['coela'])}).",
     ]
     return lines
 

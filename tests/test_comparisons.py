@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from coteam_harness.report import PaperOrdering, orderings_markdown
-from coteam_harness.results import EpisodeResult, compared, paired_difference, score
+from coteam_harness.results import EpisodeResult, compared, paired_difference, score, versus
 
 
 def result(team: str, steps: int, messages: int = 0, rate: float = 1.0, benchmark: str = "cwah") -> EpisodeResult:
@@ -38,6 +38,7 @@ def test_a_comparison_is_worded_from_the_paired_difference_and_two_standard_erro
     more = [result("d", 3000, rate=0.8, benchmark="tdwmat")] * 2
     less = [result("e", 3000, rate=0.7, benchmark="tdwmat")] * 2
     assert compared(more, less) == "better (+0.100 transport, paired SE 0.000)"
+    assert (versus(fewer, same), versus(more, less)) == ("-10.0 ± 0.0", "+0.100 ± 0.000")  # the table cells
 
 
 RUNS = {"cwah-test": {"pce": [result("pce", 40, 2)], "coela": [result("coela", 60, 10)], "mhp": [result("mhp", 30)]}}

@@ -96,13 +96,24 @@ def paired_difference(a: list[EpisodeResult], b: list[EpisodeResult]) -> tuple[f
     return statistics.fmean(diffs), se
 
 
+def _digits(results: list[EpisodeResult]) -> int:
+    """Decimals of the benchmark's metric in a table: C-WAH steps 1, TDW-MAT transport rate 3."""
+    return 1 if results[0].benchmark == "cwah" else 3
+
+
+def versus(a: list[EpisodeResult], b: list[EpisodeResult]) -> str:
+    """``a`` minus ``b`` over the same episodes with its standard error, as a table cell: ``+1.4 ± 6.4``."""
+    mean, se = paired_difference(a, b)
+    digits = _digits(a)
+    return f"{mean:+.{digits}f} ± {se:.{digits}f}"
+
+
 def compared(a: list[EpisodeResult], b: list[EpisodeResult]) -> str:
     """``a`` against ``b`` over the same episodes in words, from their paired difference and its standard error:
     "better" or "worse" on the benchmark's metric when the difference passes two standard errors, else "within
     noise"; the difference follows in brackets (C-WAH steps: fewer is better; TDW-MAT transport rate: higher)."""
     mean, se = paired_difference(a, b)
-    cwah = a[0].benchmark == "cwah"
-    digits = 1 if cwah else 3
+    cwah, digits = a[0].benchmark == "cwah", _digits(a)
     said = f"({mean:+.{digits}f} {'steps' if cwah else 'transport'}, paired SE {se:.{digits}f})"
     if abs(mean) <= 2 * se or mean == 0:
         return f"within noise {said}"
