@@ -238,6 +238,31 @@ def test_class_only_sightings_stand_for_task_instances_and_the_hand_camera_corre
     assert camera.merged(empty, third).visible == (), "no third apple in the task: not shown"
 
 
+def test_an_object_seen_where_my_arm_put_an_item_of_its_class_takes_that_items_label():
+    """The arm put apple 10 (taken from the cabinet) in the fridge; the camera then sees an anonymous apple there.
+    The label of the map object seen at the cabinet still stands, yet the apple in the fridge is 10 (the arm's
+    word), not the free label 11: the robot does not count one apple in the fridge twice."""
+    from coteam.observation import Observation
+    from coteam.perception import CameraPerception, ObservationAssembler
+
+    scene = _two_apples_scene()
+    assembler = ObservationAssembler("alice", scene)
+    camera = CameraPerception(assembler)
+    empty = Observation("alice", 0, 0, (5.0, 2.0), 0, 1, (None, None), visible=())
+
+    def apple(x: float, y: float) -> Detection:
+        return Detection("apple", -1, "food", "kitchen", "", (x, y), 1.0, 0)
+
+    at_cabinet = camera.frame([apple(8.0, 4.2)], "kitchen").confirmed
+    assert [v.id for v in camera.merged(empty, at_cabinet).visible] == [10]
+    camera.merged(assembler.observation(1, (8.0, 4.0), 0, [], holding=[10]), [])  # grasped
+    camera.merged(assembler.observation(2, (1.0, 1.5), 0, [], placed={10: (2, True)}), [])  # into the fridge
+    for _ in range(2):  # the camera sees it there in the frames after the put-down
+        in_fridge = camera.frame([apple(1.1, 1.0)], "kitchen").confirmed
+        views = {v.id: v for v in camera.merged(empty, in_fridge).visible}
+        assert list(views) == [10] and views[10].holder == 2, "the label the arm gave it, not the free 11"
+
+
 def test_a_label_held_by_an_object_unseen_where_it_should_be_goes_to_the_next_one_of_its_class():
     """A false detection binds a task's apple label to nothing real: once the robot has looked at its place for
     ``release_after`` frames without seeing it, the real apple seen next takes the label (the task has no other)."""

@@ -503,7 +503,9 @@ class CameraPerception:
     it can swap them, and the robot finds out at the fixture (the hand camera shows which one is there) -- a real
     robot's gripper takes the object at the place, whatever its label. A map object unseen where it should be seen
     for ``release_after`` frames (a false detection, or one moved since) gives its label up to the next one of
-    its class.
+    its class. The robot's own arm also tells which instance is where: an anonymous object first seen on a fixture
+    where the arm put an item of its class down takes that item's label, so the item the arm just left in the
+    fridge is not counted a second time under the next free label.
 
     The map's steps count the frames fused (0, 1, ...): frames, not simulation steps, order its sightings."""
 
@@ -520,6 +522,7 @@ class CameraPerception:
         self.release_after = release_after
         self.frames = 0
         self.bound: dict[int, int] = {}  # anonymous map id -> the task's object id it stands for
+        self.arm_placed: dict[int, int] = {}  # the task's item -> the fixture my arm last put it on or in
 
     def frame(
         self, detections: Iterable[Detection], room: str, looked_through: LookedThrough | None = None
@@ -551,6 +554,10 @@ class CameraPerception:
         """``obs`` with the items of the map objects ``confirmed`` (ids from :meth:`frame`) that it does not already
         show (the hand camera's, held items), and the task's objects of the map objects ``emptied`` as seen empty."""
         shown = {v.id for v in obs.visible}
+        self.arm_placed.update({v.id: v.holder for v in obs.visible if v.id in obs.put_down and v.holder >= 0})
+        for held in obs.holding:
+            if held is not None:
+                self.arm_placed.pop(held, None)
         added: dict[int, ObjectView] = {}
         for object_id in confirmed:
             obj = self.fusion.get(object_id)
@@ -578,6 +585,10 @@ class CameraPerception:
         instance of its class is taken by other map objects."""
         if obj.object_id >= 0 or obj.object_id in self.bound:
             return self.bound.get(obj.object_id, obj.object_id)
+        placed = self._placed_there(obj)
+        if placed is not None:
+            self._bind(obj.object_id, placed)
+            return placed
         standing = {a: i for a, i in self.bound.items() if not self._stale(a)}
         taken = set(standing.values()) | {o.object_id for o in self.fusion.objects() if o.object_id >= 0}
         free = [i for i in self.assembler.instances(obj.name) if i not in taken]
@@ -585,6 +596,28 @@ class CameraPerception:
             return None
         self._bind(obj.object_id, free[0])
         return free[0]
+
+    def _placed_there(self, obj: SemanticObject) -> int | None:
+        """An item of ``obj``'s class that my arm put on or in the fixture the map has ``obj`` at, for which no other
+        map object on that fixture stands (None for none): the arm's word on which instance is there."""
+        holder = self.assembler.fixture_named(obj.container, obj.position) if obj.container else -1
+        if holder < 0:
+            return None
+        there = {
+            instance
+            for anonymous, instance in self.bound.items()
+            if (other := self.fusion.get(anonymous)) is not None
+            and other.container
+            and self.assembler.fixture_named(other.container, other.position) == holder
+        }
+        return next(
+            (
+                item
+                for item, fixture in sorted(self.arm_placed.items())
+                if fixture == holder and item not in there and self.assembler.items[item].name == obj.name
+            ),
+            None,
+        )
 
     def _stale(self, anonymous: int) -> bool:
         """Whether the map object ``anonymous`` has gone unseen where it should be seen for ``release_after``
