@@ -14,6 +14,7 @@ from coteam.goals import goal_status
 from coteam.kit import Deliberation
 from coteam.messages import TeamStatus
 from coteam.methods.mindmap.mindmap import COMPONENTS, CooperativeStrategy, Intention, MindMap, match_keys
+from coteam.methods.mindmap.team import Clarification
 from coteam.observation import Message, ObjectView
 from coteam.options import available_actions
 from coteam.reasoning import DecisionContext
@@ -79,9 +80,12 @@ def test_symbolic_mindmap_finishes_its_episode_the_same_way_twice_with_its_maps_
     trace = load_trace(tmp_path / "a.json")
     rationale = trace["decisions"][0]["rationale"]
     assert set(rationale["mind_map"]) == set(COMPONENTS) and rationale["map_changes"]
-    for message in trace["messages"]:  # a draft's payload is the status its words state, the same next action
-        status = json.loads(message["payload"])
-        assert status["kind"] == "status" and f"next I do {status['intent']}" in message["text"]
+    for message in trace["messages"]:  # a draft's payload is what its words state: a status and its next action,
+        payload = json.loads(message["payload"])  # or a question
+        if payload["kind"] == "status":
+            assert f"next I do {payload['intent']}" in message["text"]
+        else:
+            assert message["text"] == Clarification.model_validate(payload).text()
 
 
 @pytest.mark.parametrize("agents", [1, 3, 4])
@@ -102,8 +106,8 @@ def _alice_with_an_apple():
 
 
 def _decide(brain):
-    ctx = DecisionContext("alice", brain.memory, available_actions(brain.memory, brain.nav), brain.nav)
-    agent = brain.team.agents["alice"]
+    ctx = DecisionContext(brain.agent, brain.memory, available_actions(brain.memory, brain.nav), brain.nav)
+    agent = brain.team.agents[brain.agent]
     decision = agent.deliberate(Deliberation(agent, ctx))
     return agent.mind_map, decision, ctx
 
@@ -155,6 +159,109 @@ def test_a_teammates_stated_intention_is_an_intention_not_a_done_action() -> Non
     assert not m.objects[apple.id].held_by
     assert all(apple.id not in s.done for s in goal_status(m))
     assert grab in {o.text for o in ctx.options}
+
+
+def test_the_plan_spans_several_actions_and_is_kept_until_news_makes_it_weighed_again() -> None:
+    """The map persists: alice's plan names several of her actions; a decision with nothing new keeps it without
+    weighing it; a goal item seen since is news, and the plan is weighed against the best option again."""
+    brain, apple = _alice_with_an_apple()
+    first, decided, _ = _decide(brain)
+    plan = first.cooperative_strategy.long_term_plan
+    assert len([line for line in plan if line.startswith("alice: ")]) >= 2, plan
+    assert decided.rationale["plan"].startswith("revised")
+    again, decided, _ = _decide(brain)
+    assert decided.rationale["plan"] == "kept: no news since it was made"
+    assert again.cooperative_strategy.long_term_plan == plan
+    m = brain.memory
+    other = dataclasses.replace(apple, id=901)
+    m.objects[other.id], m.last_seen[other.id] = other, m.step
+    _, decided, _ = _decide(brain)
+    assert decided.rationale["plan"] != "kept: no news since it was made"
+
+
+def _bob_beside_an_apple_and_alice_seen_far():
+    from coteam.memory import TeammateSighting
+
+    sim = Simulator(get_suite("cwah-test").episodes()[0].build(), ("alice", "bob"))
+    brain = method_brain(sim, "bob", "mindmap")
+    m = brain.memory
+    wanted = sorted(m.task.needed_names())[0]
+    apple = ObjectView(900, wanted, ObjectKind.ITEM, m.room, m.position)
+    m.objects[apple.id], m.last_seen[apple.id] = apple, m.step
+    centres = {r.id: m.floorplan.room_center(r.id) for r in m.floorplan.rooms}
+    far = max(centres, key=lambda r: abs(centres[r][0] - m.position[0]) + abs(centres[r][1] - m.position[1]))
+    m.teammates["alice"] = TeammateSighting(m.step, centres[far], far, (None, None))
+    return brain, apple
+
+
+def test_a_teammates_inferred_intention_binds_my_plan_while_nothing_contradicts_it() -> None:
+    """bob's previous map says alice, ranked before him, explores a room (inferred, not said, and she has not been
+    seen since): the intention is kept, and bob goes for the item he rates best. When the map says she goes for that
+    item, beside which she was seen, the intention is kept too, and bob plans around it: he leaves her the item."""
+    from coteam.actions import parse_action
+    from coteam.memory import TeammateSighting
+    from coteam.methods.mindmap.team import MapBasis
+
+    def bobs_focus(alice_aims_at: str | None) -> str:
+        brain, _ = _bob_beside_an_apple_and_alice_seen_far()
+        m = brain.memory
+        if alice_aims_at is not None:
+            item = m.objects[parse_action(alice_aims_at, m.benchmark).target.id]
+            m.teammates["alice"] = TeammateSighting(m.step, item.position, item.room, (None, None))
+        explore = next(o.text for o in available_actions(m, brain.nav) if o.text.startswith("[goexplore]"))
+        agent = brain.team.agents["bob"]
+        aim = alice_aims_at or explore
+        agent.mind_map = MindMap(inferred_intentions={"alice": Intention(aim=aim, why="seen heading there")})
+        agent.basis = MapBasis(formed={"alice": m.step})
+        mind_map, _, _ = _decide(brain)
+        assert mind_map.inferred_intentions["alice"].aim == aim, "kept: nothing contradicts it"
+        return mind_map.cooperative_strategy.immediate_focus
+
+    free = bobs_focus(None)
+    assert free.startswith("[gograb]")
+    assert bobs_focus(free) != free
+
+
+def test_a_question_to_me_is_answered_with_my_plan_and_the_answer_binds_the_asker() -> None:
+    """alice asked bob what he does next: bob's next decision is the answer, his status with his plan (a reason to
+    send that outweighs any reason not to); alice, told, holds bob to the action he said."""
+    brain, _ = _bob_beside_an_apple_and_alice_seen_far()
+    m = brain.memory
+    question = Clarification(agent="alice", to="bob", items=("wine",))
+    m.messages.append(Message("alice", question.text(), m.step, question, "bob"))
+    mind_map, decision, _ = _decide(brain)
+    assert decision.action.is_message and decision.rationale["talk"]["send"] == float("inf")
+    status = decision.payload
+    assert isinstance(status, TeamStatus) and status.intent == mind_map.cooperative_strategy.immediate_focus
+    assert len(status.plan) >= 2 and decision.action.text == status.text()
+
+    asker, _ = _alice_with_an_apple()
+    asker.memory.messages.append(Message("bob", status.text(), asker.memory.step, status))
+    told, _, _ = _decide(asker)
+    assert told.inferred_intentions["bob"] == Intention(
+        aim=status.intent, why=f"it said so at step {asker.memory.step}", said=True
+    )
+
+
+@pytest.mark.parametrize(("send", "hold", "sent"), [(2.0, 1.0, True), (2.0, float("inf"), False), (0.5, 1.0, False)])
+def test_the_draft_is_sent_only_when_the_reason_to_send_outweighs_the_reason_not_to(send, hold, sent) -> None:
+    from coteam.actions import HighLevelAction, Verb
+    from coteam.kit import Lettered
+    from coteam.llm import RoleContext
+    from coteam.methods.mindmap.mindmap import CommunicationStrategy
+    from coteam.methods.mindmap.team import SelectQuestion, Talk, select_symbolically
+
+    go = HighLevelAction(Verb.EXPLORE, None)
+    draft = HighLevelAction(Verb.SEND_MESSAGE, text="alice: next I do [goexplore] <kitchen> (1).")
+    lettered = Lettered([go, draft], ["[goexplore] <kitchen> (1)", "[send_message] <...>"])
+    mind_map = MindMap(
+        cooperative_strategy=CooperativeStrategy(immediate_focus="[goexplore] <kitchen> (1)"),
+        communication_strategy=CommunicationStrategy(reason_to_send="it changes bob's choice"),
+    )
+    talk = Talk(send, hold, TeamStatus(agent="alice"))
+    question = SelectQuestion(lettered, mind_map, draft, "", talk)
+    answer = select_symbolically(RoleContext("alice", data=question))
+    assert (answer.choice == "B") == sent
 
 
 def test_without_communication_it_talks_coela_style_and_without_cooperation_it_plans_alone(monkeypatch) -> None:

@@ -159,6 +159,7 @@ class ValueModel:
         self.announced = self._announced() if heed_intents else {}
         self._outcomes: dict[tuple, Outcome] = {}
         self._choices: dict[tuple, list[Key]] = {}
+        self._choice_values: dict[tuple, dict[Key, float]] = {}
         self._leaders: list[tuple[Robot, Key | None]] | None = None
         self._masks: dict[tuple, list[bool]] = {}
         fields = self.model.ROBOT_FIELDS
@@ -274,8 +275,14 @@ class ValueModel:
                 self.model.put_robot(s, self._start(robot))
                 keys += [k for k in self.model.legal(s) if k not in keys]
             values = {k: self._mean(self._rollouts(before, robot, k, count=n)[0]) for k in keys}
+            self._choice_values[cache_key] = values
             self._choices[cache_key] = sorted(keys, key=lambda k: (-values[k], str(k)))
         return self._choices[cache_key]
+
+    def choice_value(self, robot: Robot, before: Sequence[tuple[Robot, Key | None]], key: Key) -> float:
+        """The team value :meth:`choices` gave ``robot``'s first action ``key`` when it plans around ``before``."""
+        self.choices(robot, before)
+        return self._choice_values[(robot.name, tuple((r.name, k) for r, k in before))][key]
 
     def _start(self, robot: Robot) -> tuple:
         """A robot's fields at time 0 (mine exactly as in the root state, a teammate's from the belief), with a
