@@ -340,6 +340,37 @@ def test_trajectory_based_validation_asks_one_teammate_once_and_its_answer_drops
     assert loud.team.agents["alice"]._say(dl, question).action.receiver == ""
 
 
+def test_validation_asks_the_likeliest_teammate_and_the_next_when_it_denies() -> None:
+    """In a team of three, bob and carol have both been in the apple's room since alice saw it there, carol last, as
+    alice predicts their ways: alice asks carol; when carol answers that she knows nothing of the room (she did not
+    take it), alice asks bob before acting, and then nobody."""
+    from coteam.actions import HighLevelAction, ObjectRef, Verb
+    from coteam.methods.reveca.messages import ValidationReply
+
+    sim = Simulator(get_suite("cwah-test").episodes()[0].build(), ("alice", "bob", "carol"))
+    alice = method_brain(sim, "alice", "reveca")
+    m = alice.memory
+    me = alice.team.agents["alice"]
+    d, _ = _deliberation(alice)
+    wanted = next(iter(m.task.needed_names()))
+    room = next(r for r in m.floorplan.rooms if r.id != m.room)
+    apple = ObjectView(900, wanted, ObjectKind.ITEM, room.id, m.floorplan.room_center(room.id))
+    m.objects[apple.id], m.last_seen[apple.id], m.step = apple, 0, 12
+    me.rooms_of.update({"bob": [(4, room.id)], "carol": [(7, room.id)]})
+    grab = HighLevelAction(Verb.GRAB, ObjectRef(wanted, apple.id))
+    first = me._question(d, grab)
+    assert first is not None and first.to == "carol"
+    assert me._question(d, grab) is None, "no second question before the answer"
+    denial = ValidationReply(agent="carol", to="alice", room=room.name, target=apple.id, known=False)
+    me.inbox.append(("carol", denial))
+    me._take_in(m)
+    second = me._question(d, grab)
+    assert second is not None and second.to == "bob"
+    me.inbox.append(("bob", denial.model_copy(update={"agent": "bob"})))
+    me._take_in(m)
+    assert me._question(d, grab) is None, "everyone likely has been asked"
+
+
 def test_a_teammate_that_checked_the_container_i_asked_about_spares_me_the_check() -> None:
     """A reply "I did that" to a question about checking a container marks it checked; the container stays on my
     map (it was once deleted like a grabbed item, and the next option on it named an object I no longer knew)."""
@@ -413,3 +444,32 @@ def test_without_reasoning_the_model_is_asked_to_answer_at_once(monkeypatch) -> 
     scene = get_suite("cwah-test").episodes()[0].build()
     result, _, _ = run_on_loopback("reveca", model, scene, no_reasoning=True)
     assert result.llm_calls > 0 and result.llm_fallbacks == 0 and result.steps > 0
+
+
+def test_the_symbolic_planner_weighs_relevance_and_proximity_against_the_team_value(monkeypatch) -> None:
+    """Among retrieved options the team value model rates alike, the planner's judgement takes the more relevant
+    one, and between equally relevant ones the one I am closer to than my teammate: change who is relevant, or who is
+    closer, and the choice changes. A large enough difference in team value outweighs both."""
+    from coteam.kit.lettered import Lettered
+    from coteam.llm import RoleContext
+    from coteam.methods.reveca.team import Candidate, PlanQuestion, choose_symbolically
+    from coteam.value.team import ValueModel
+
+    _, brain = _brain()
+    d, ctx = _deliberation(brain)
+    first, second = [o for o in ctx.options if not o.action.is_message][:2]
+    worth = {first.text: 0.0, second.text: 0.0}
+    monkeypatch.setattr(ValueModel, "outcome", lambda self, option: option.text)
+    monkeypatch.setattr(ValueModel, "value", lambda self, outcome, conditions=(): worth[outcome] * self.scale)
+
+    def choice(*candidates: Candidate) -> str:
+        lettered = Lettered([c.option.action for c in candidates], [c.option.text for c in candidates])
+        answer = choose_symbolically(RoleContext("alice", data=PlanQuestion(list(candidates), lettered, ctx, d)))
+        return lettered[answer.choice]
+
+    assert choice(Candidate(first, "low", 5, 1), Candidate(second, "strong", 5, 1)) == second.text
+    assert choice(Candidate(first, "strong", 5, 1), Candidate(second, "low", 5, 1)) == first.text
+    assert choice(Candidate(first, "medium", 5, 1), Candidate(second, "medium", 1, 5)) == second.text
+    assert choice(Candidate(first, "medium", 1, 5), Candidate(second, "medium", 5, 1)) == first.text
+    worth[first.text] = 0.1  # a tenth of the value scale: more than relevance and proximity together
+    assert choice(Candidate(first, "none", 5, 1), Candidate(second, "strong", 1, 5)) == first.text

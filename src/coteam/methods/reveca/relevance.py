@@ -29,6 +29,8 @@ SCALES = {
 }
 # the four grades on the other scales (R=5's "slight" is furniture and rooms of no use to the goal)
 FOLD = {3: {"medium": "some", "low": "some"}, 4: {}, 5: {}}
+# the paper's relevance values for its four levels; the three- and five-level scales in between
+WORTH = {"strong": 1.0, "medium": 0.5, "some": 0.25, "low": 0.0, "slight": -0.5, "none": -1.0}
 LIKELY = 0.5  # a room at least this likely, relative to the likeliest, to hold the goal's kind of things
 
 
@@ -43,6 +45,10 @@ class RelevanceScale:
     def tier(self, level: str) -> float:
         """The weight a level carries when memory is ranked: each level outranks every nearer object below it."""
         return 10.0 ** (len(self.names) - 1 - self.names.index(level))
+
+    def worth(self, level: str) -> float:
+        """The level's value, 1 (strong) down to -1 (none), as the paper scores its four levels."""
+        return WORTH[level]
 
     def letter(self, level: str) -> str:
         return "ABCDE"[self.names.index(level)]
