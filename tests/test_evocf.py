@@ -496,6 +496,21 @@ def test_the_llm_path_runs_every_role_through_the_loopback_server_and_falls_back
     assert any(d["rationale"].get("evaluator") for d in decisions)  # the model's reasoning for its winner
 
 
+@pytest.mark.parametrize(
+    ("switch", "never_asked"),
+    [({"induction": False}, "induce"), ({"generator": "random"}, "generate"), ({"evaluator": "heuristic"}, "evaluate")],
+)
+def test_an_llm_ablation_asks_the_model_nothing_of_the_module_it_takes_out(
+    switch: dict, never_asked: str, tmp_path, monkeypatch
+) -> None:
+    """On the LLM path a switched-off module is not asked: no rule induction, a random generator instead of the
+    model's guided one, the heuristic evaluator instead of the model's ranking. The other roles still are."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = ScriptedEvocf()
+    run_on_loopback("evocf", model, STRICT[0].build(), store=str(tmp_path / "m.db"), **switch)
+    assert never_asked not in model.calls and "plan" in model.calls, model.calls
+
+
 def test_the_inductor_role_answered_symbolically_learns_from_the_teams_memory() -> None:
     """The role's symbolic answer is the data's rule: what the team's memory recorded decides its conditions."""
     team = make_team("evocf")

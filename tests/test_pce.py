@@ -278,3 +278,23 @@ def test_physical_only_shows_the_roles_no_message_among_the_available_actions(tm
         shown[ablation] = [p.split("Available actions", 1)[1] for p in prompts if "Available actions" in p]
     assert any("[send_message]" in p for p in shown["none"])
     assert shown["physical_only"] and not any("[send_message]" in p for p in shown["physical_only"])
+
+
+@pytest.mark.parametrize(
+    ("ablation", "left_out"),
+    [("no_planner", "pce.planner"), ("no_composer", "pce.composer"), ("no_evaluator", "pce.evaluator")],
+)
+def test_an_llm_ablation_asks_the_model_nothing_of_the_module_it_takes_out(ablation, left_out, tmp_path, monkeypatch):
+    """On the LLM path a module switched off is never asked, and what it would have said reaches no other prompt:
+    without the Planner the Composer's prompt says there is none, instead of a candidate and its reasoning."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    scene = get_suite("cwah-test").episodes()[0].build()
+    with LoopbackOpenAIServer(scripted_pce_model) as server:
+        params = {"backend": "llm", "base_url": server.base_url, "max_retries": 0, "ablation": ablation}
+        run_episode(scene, "pce", params=params, trace_path=tmp_path / "t.json")
+        prompts = [m["content"] for r in server.requests for m in r["messages"] if m["role"] == "user"]
+    asked = {role for d in load_trace(tmp_path / "t.json")["decisions"] for role in d["rationale"].get("roles", {})}
+    assert asked and left_out not in {role.split("#")[0] for role in asked}, asked
+    if ablation == "no_planner":
+        composer = [p for p in prompts if "(no planner in this configuration)" in p]
+        assert composer, "the Composer is told there is no Planner"
