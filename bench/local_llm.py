@@ -1,6 +1,7 @@
 """Every LLM method on a real local model: valid answers per role without and with schema-constrained output.
 
     python bench/local_llm.py --out docs/benchmarks.md   # needs the local-llm extra (make test installs it)
+    python bench/local_llm.py --rerecord reveca          # one method's transcript and results row again
 
 It starts llama.cpp's OpenAI-compatible server on loopback with the packaged Gemma 3 270M (``coteam llm serve``'s
 server) and runs the opening decisions of cwah-test episode 0 (two agents, the episode cut after ``HORIZON``
@@ -92,6 +93,29 @@ def run(method: str, params: dict[str, Any], trace: Path) -> dict[str, Any]:
     }
 
 
+def record(method: str, server: LocalLLMServer) -> dict[str, Any]:
+    """``method``'s constrained run, recorded as its transcript in :data:`DATA`; its results."""
+    params = llm_params(server.base_url, server.model_name, "auto")
+    transcript = DATA / f"{method}.jsonl"
+    transcript.unlink(missing_ok=True)
+    params["transcript"] = str(transcript)
+    trace = DATA / f".{method}-auto-trace.json"
+    out = run(method, params, trace)
+    trace.unlink()
+    return out
+
+
+def rerecord(method: str) -> None:
+    """Record ``method``'s transcript and results row again (after a deliberate change to its prompts made the
+    replay diverge), leaving the other methods' and the documented section as they are."""
+    recorded = json.loads((DATA / "results.json").read_text())
+    with LocalLLMServer() as server:
+        out = record(method, server)
+    recorded[method] = {k: out[k] for k in ("steps", "llm_calls", "tokens", "llm_fallbacks")}
+    (DATA / "results.json").write_text(json.dumps(recorded, indent=2) + "\n")
+    print(method, recorded[method], flush=True)
+
+
 def section(command: str) -> str:
     DATA.mkdir(parents=True, exist_ok=True)
     recorded: dict[str, Any] = {"suite": SUITE, "episode": EPISODE, "horizon": HORIZON, "agents": AGENTS}
@@ -99,13 +123,12 @@ def section(command: str) -> str:
     with LocalLLMServer() as server:
         for method in METHODS:
             for mode in MODES:
-                params = llm_params(server.base_url, server.model_name, mode)
-                transcript = DATA / f"{method}.jsonl"
                 if mode == "auto":
-                    transcript.unlink(missing_ok=True)
-                    params["transcript"] = str(transcript)
-                out = run(method, params, DATA / f".{method}-{mode}-trace.json")
-                (DATA / f".{method}-{mode}-trace.json").unlink()
+                    out = record(method, server)
+                else:
+                    trace = DATA / f".{method}-{mode}-trace.json"
+                    out = run(method, llm_params(server.base_url, server.model_name, mode), trace)
+                    trace.unlink()
                 rows[(method, mode)] = out
                 print(method, mode, {k: out[k] for k in ("llm_calls", "llm_fallbacks", "wall_s")}, flush=True)
                 if mode == "auto":
@@ -162,6 +185,10 @@ def section(command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     from ros_team import section_main  # bench/ is on sys.path when this file runs as a script
 
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--rerecord"] and len(args) == 2 and args[1] in METHODS:
+        rerecord(args[1])
+        return 0
     return section_main(argv, "bench/local_llm.py", __doc__ or "", section, TITLE)
 
 

@@ -27,12 +27,16 @@ ORDERINGS: list[PaperOrdering] = [
         "mhp",
         "steps",
         "REVECA's C-WAH table: 44.20 vs 69.40",
-        "as for pce < mhp; besides, reveca's symbolic planner takes the value model's best of only its top-3 "
-        "retrieved options (the REVECA section), and its validation questions cost steps.",
+        "as for pce < mhp; besides, reveca's symbolic planner judges only its top-3 retrieved options (the REVECA "
+        "section), and its validation questions cost steps.",
     ),
     PaperOrdering(C, "cobel", "coela", "steps", "CoBel-World Table 2, symbolic: 48 vs 63"),
     PaperOrdering(C, "cobel", "mhp", "steps", "CoBel-World Table 2, symbolic, two MHP: 48 vs 68", "as for pce < mhp."),
     PaperOrdering(C, "mindmap", "coela", "steps", "Mind-Map Table 1, symbolic: 57.0 vs 65.4"),
+    PaperOrdering(C, "mindmap", "mhp", "steps", "Mind-Map Table 1, symbolic, two MHP: 57.0 vs 75", "as for pce < mhp."),
+    PaperOrdering(C, "mindmap", "random", "steps", "Mind-Map Table 1, symbolic, two Random: 57.0 vs 91.9"),
+    PaperOrdering(C, "coela", "random", "steps", "Mind-Map Table 1, symbolic, two Random: 65.4 vs 91.9"),
+    PaperOrdering(C, "mhp", "random", "steps", "Mind-Map Table 1, symbolic, two MHP and two Random: 75 vs 91.9"),
     PaperOrdering(
         C,
         "coela",
@@ -44,6 +48,7 @@ ORDERINGS: list[PaperOrdering] = [
     ),
     PaperOrdering(C, "pce", "coela", "messages", "PCE Table 1: 1.70 vs 9.88"),
     PaperOrdering(C, "reveca", "coela", "messages", "PCE Table 1: 6.00 vs 9.88"),
+    PaperOrdering(C, "pce", "reveca", "messages", "PCE Table 1: 1.70 vs 6.00"),
     PaperOrdering(C, "mindmap", "coela", "messages", "Mind-Map Table 1: 1.5 vs 12.1"),
     PaperOrdering(C, "cobel", "coela", "comm_tokens", "CoBel-World's C-WAH talk table: fewer tokens in every task"),
     PaperOrdering(T, "pce", "coela", "transport_rate", "PCE Table 2: 87.50 % vs 62.50 %"),
@@ -52,6 +57,8 @@ ORDERINGS: list[PaperOrdering] = [
     PaperOrdering(T, "cobel", "coela", "transport_rate", "CoBel-World Table 1, GPT-4o: 86.67 % vs 80.42 %"),
     PaperOrdering(T, "cobel", "rhp", "transport_rate", "CoBel-World Table 1, two RHP: 86.67 % vs 74.59 %"),
     PaperOrdering(T, "mindmap", "coela", "transport_rate", "Mind-Map Table 2: 82 % vs 71 %"),
+    PaperOrdering(T, "mindmap", "rhp", "transport_rate", "Mind-Map Table 2: 82 % vs two RHP 75 %"),
+    PaperOrdering(T, "reveca", "rhp", "transport_rate", "REVECA Table 2: 0.87 vs 0.79"),
     PaperOrdering(T, "rhp", "coela", "transport_rate", "Mind-Map Table 2: two RHP 75 % vs 71 %"),
     PaperOrdering(T, "pce", "coela", "messages", "PCE Table 2: 3.58 vs 13.33"),
     PaperOrdering(

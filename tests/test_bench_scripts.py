@@ -57,3 +57,32 @@ def test_the_profile_bench_tells_the_nodes_each_robots_body_and_reads_robot_stat
         "planner@/robot1": "detection arrays: 9 placed, 9 dropped",
     }
     assert drops(logs) == (78, 3, {"no transform within 0.5 s": 3}), "counted by cause over both robots' cameras"
+
+
+def test_the_ablation_reading_is_computed_from_the_paired_differences():
+    """bench/ablations.py's lines under a paper's table: worse or better per set past two paired SEs, whether that
+    is the paper's direction, and a switch that changed no episode's end named as such."""
+    from ablations import SETS, PaperTable, Variant, _ablation_reading
+    from coteam_harness.results import EpisodeResult
+
+    def played(*steps: int) -> list[EpisodeResult]:
+        return [
+            EpisodeResult(
+                "e", "s", "t", "cwah", 2, "x", True, n, 1.0, None, None, 0, 0, 0, 0, 0, 0, 1, 1.0, 1.0, 1.0, 0.1
+            )
+            for n in steps
+        ]
+
+    table = PaperTable(
+        "pce", "PCE", False, (Variant("pce", {}, "42"), Variant("slower", {}, "56"), Variant("same", {}, "40"))
+    )
+    runs = {
+        "pce": dict.fromkeys(SETS, played(40, 41, 39)),
+        "slower": dict.fromkeys(SETS, played(50, 51, 49)),
+        "same": dict.fromkeys(SETS, played(40, 41, 39)),
+    }
+    slower, same = _ablation_reading(table, runs)
+    assert slower.startswith(f"- slower: worse on {', '.join(SETS)}; better on no set")
+    assert slower.endswith("the paper has it worse than the full method — the same direction here.")
+    assert "it changed no episode's end here" in same
+    assert same.endswith("the paper has it no worse than the full method — the same direction here.")

@@ -58,10 +58,10 @@ def test_orderings_that_hold_and_that_do_not():
     )
     table = [line for line in lines if line.startswith("| cwah-test")]
     assert table == [
-        "| cwah-test | pce < coela (steps) | Table 1: 42.76 vs 60.40 | 40.0 vs 60.0 | yes |",
-        "| cwah-test | pce < coela (messages) | Table 1: 1.70 vs 9.88 | 2.0 vs 10.0 | yes |",
-        "| cwah-test | pce < mhp (steps) | Table 12 | 40.0 vs 30.0 | **no** |",
-        "| cwah-test | coela < mhp (steps) | Mind-Map Table 1 | 60.0 vs 30.0 | **no** |",
+        "| cwah-test | pce < coela (steps) | Table 1: 42.76 vs 60.40 | 40.0 vs 60.0 | -20.0 ± 0.0 | yes |",
+        "| cwah-test | pce < coela (messages) | Table 1: 1.70 vs 9.88 | 2.0 vs 10.0 | -8.0 ± 0.0 | yes |",
+        "| cwah-test | pce < mhp (steps) | Table 12 | 40.0 vs 30.0 | +10.0 ± 0.0 | **no** |",
+        "| cwah-test | coela < mhp (steps) | Mind-Map Table 1 | 60.0 vs 30.0 | +30.0 ± 0.0 | **no** |",
     ]
     assert lines[-2:] == [
         "- cwah-test, pce < mhp (steps): our mhp plans on exact costs.",
@@ -72,7 +72,20 @@ def test_orderings_that_hold_and_that_do_not():
 def test_a_higher_transport_rate_is_better():
     runs = {"tdwmat-test": {"pce": [result("pce", 3000, rate=0.9)], "coela": [result("coela", 3000, rate=0.7)]}}
     lines = orderings_markdown(runs, [PaperOrdering("tdwmat-test", "pce", "coela", "transport_rate", "Table 2")])
-    assert lines[2] == "| tdwmat-test | pce > coela (transport rate) | Table 2 | 0.900 vs 0.700 | yes |"
+    assert (
+        lines[2] == "| tdwmat-test | pce > coela (transport rate) | Table 2 | 0.900 vs 0.700 | +0.200 ± 0.000 | yes |"
+    )
+
+
+def test_an_ordering_with_the_papers_sign_inside_two_standard_errors_holds_within_noise():
+    runs = {
+        "cwah-test": {
+            "pce": [result("pce", 40), result("pce", 70), result("pce", 50)],
+            "coela": [result("coela", 50), result("coela", 60), result("coela", 55)],
+        }
+    }
+    lines = orderings_markdown(runs, [PaperOrdering("cwah-test", "pce", "coela", "steps", "T1")])
+    assert lines[2].endswith("| 53.3 vs 55.0 | -1.7 ± 6.0 | yes, within noise |"), lines[2]
 
 
 def test_an_unknown_metric_is_refused():

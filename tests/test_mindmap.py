@@ -95,9 +95,10 @@ def test_mindmap_runs_alone_and_in_larger_teams(agents: int) -> None:
     assert result.messages == 0 if agents == 1 else True
 
 
-def _alice_with_an_apple():
+def _with_an_apple(agent: str = "alice"):
+    """``agent``'s mindmap brain (of alice and bob) with a goal item beside it."""
     sim = Simulator(get_suite("cwah-test").episodes()[0].build(), ("alice", "bob"))
-    brain = method_brain(sim, "alice", "mindmap")
+    brain = method_brain(sim, agent, "mindmap")
     m = brain.memory
     wanted = sorted(m.task.needed_names())[0]
     apple = ObjectView(900, wanted, ObjectKind.ITEM, m.room, m.position)
@@ -115,7 +116,7 @@ def _decide(brain):
 def test_a_message_i_sent_is_not_an_action_i_did() -> None:
     """alice told the team she grabs the apple next; her map still has the apple on the table, in nobody's hand,
     and grabbing it is still hers to do."""
-    brain, apple = _alice_with_an_apple()
+    brain, apple = _with_an_apple()
     m = brain.memory
     grab = f"[gograb] <{apple.name}> ({apple.id})"
     said = TeamStatus.of(m, intent=grab)
@@ -130,7 +131,7 @@ def test_a_message_i_sent_is_not_an_action_i_did() -> None:
 def test_a_robot_keeps_its_word_the_action_its_message_announced_comes_next() -> None:
     """alice's last action was a message saying she grabs the apple next: her teammate plans on it, so she grabs
     it, without a new map; once it is no longer among her options she decides anew."""
-    brain, apple = _alice_with_an_apple()
+    brain, apple = _with_an_apple()
     m = brain.memory
     grab = f"[gograb] <{apple.name}> ({apple.id})"
     said = TeamStatus.of(m, intent=grab)
@@ -149,7 +150,7 @@ def test_a_robot_keeps_its_word_the_action_its_message_announced_comes_next() ->
 def test_a_teammates_stated_intention_is_an_intention_not_a_done_action() -> None:
     """bob said he grabs the apple next: alice's map says so (said, an intention), while her memory and goal status
     still have the apple where it lies, and she may still grab it."""
-    brain, apple = _alice_with_an_apple()
+    brain, apple = _with_an_apple()
     m = brain.memory
     grab = f"[gograb] <{apple.name}> ({apple.id})"
     said = TeamStatus(agent="bob", intent=grab)
@@ -164,7 +165,7 @@ def test_a_teammates_stated_intention_is_an_intention_not_a_done_action() -> Non
 def test_the_plan_spans_several_actions_and_is_kept_until_news_makes_it_weighed_again() -> None:
     """The map persists: alice's plan names several of her actions; a decision with nothing new keeps it without
     weighing it; a goal item seen since is news, and the plan is weighed against the best option again."""
-    brain, apple = _alice_with_an_apple()
+    brain, apple = _with_an_apple()
     first, decided, _ = _decide(brain)
     plan = first.cooperative_strategy.long_term_plan
     assert len([line for line in plan if line.startswith("alice: ")]) >= 2, plan
@@ -182,12 +183,8 @@ def test_the_plan_spans_several_actions_and_is_kept_until_news_makes_it_weighed_
 def _bob_beside_an_apple_and_alice_seen_far():
     from coteam.memory import TeammateSighting
 
-    sim = Simulator(get_suite("cwah-test").episodes()[0].build(), ("alice", "bob"))
-    brain = method_brain(sim, "bob", "mindmap")
+    brain, apple = _with_an_apple("bob")
     m = brain.memory
-    wanted = sorted(m.task.needed_names())[0]
-    apple = ObjectView(900, wanted, ObjectKind.ITEM, m.room, m.position)
-    m.objects[apple.id], m.last_seen[apple.id] = apple, m.step
     centres = {r.id: m.floorplan.room_center(r.id) for r in m.floorplan.rooms}
     far = max(centres, key=lambda r: abs(centres[r][0] - m.position[0]) + abs(centres[r][1] - m.position[1]))
     m.teammates["alice"] = TeammateSighting(m.step, centres[far], far, (None, None))
@@ -235,7 +232,7 @@ def test_a_question_to_me_is_answered_with_my_plan_and_the_answer_binds_the_aske
     assert isinstance(status, TeamStatus) and status.intent == mind_map.cooperative_strategy.immediate_focus
     assert len(status.plan) >= 2 and decision.action.text == status.text()
 
-    asker, _ = _alice_with_an_apple()
+    asker, _ = _with_an_apple()
     asker.memory.messages.append(Message("bob", status.text(), asker.memory.step, status))
     told, _, _ = _decide(asker)
     assert told.inferred_intentions["bob"] == Intention(

@@ -294,6 +294,18 @@ def test_the_initial_sharing_and_the_subgoals_done_reach_the_teammates_memory(tm
     assert me.rooms_of["bob"][0][1] == kitchen.id
 
 
+def _an_apple_out_of_view(brain):
+    """alice's agent and a deliberation of hers, with a goal item she saw at step 0 in a room she is not in now."""
+    m = brain.memory
+    d, _ = _deliberation(brain)
+    room = next(r for r in m.floorplan.rooms if r.id != m.room)
+    apple = ObjectView(
+        900, next(iter(m.task.needed_names())), ObjectKind.ITEM, room.id, m.floorplan.room_center(room.id)
+    )
+    m.objects[apple.id], m.last_seen[apple.id] = apple, 0
+    return brain.team.agents["alice"], d, room, apple
+
+
 def test_trajectory_based_validation_asks_one_teammate_once_and_its_answer_drops_a_false_plan() -> None:
     """Before grabbing an apple last seen in a room that bob has been in since, alice asks bob (only him) whether
     he has already done it; not again about that room at once; bob answers from his memory (he was there and saw
@@ -303,13 +315,8 @@ def test_trajectory_based_validation_asks_one_teammate_once_and_its_answer_drops
 
     _, alice = _brain()
     m = alice.memory
-    me = alice.team.agents["alice"]
-    d, _ = _deliberation(alice)
-    wanted = next(iter(m.task.needed_names()))
-    room = next(r for r in m.floorplan.rooms if r.id != m.room)
-    apple = ObjectView(900, wanted, ObjectKind.ITEM, room.id, m.floorplan.room_center(room.id))
-    m.objects[apple.id] = apple
-    m.last_seen[apple.id] = 0
+    me, d, room, apple = _an_apple_out_of_view(alice)
+    wanted = apple.name
     m.step = 12
     me.rooms_of["bob"] = [(4, room.id)]
     grab = HighLevelAction(Verb.GRAB, ObjectRef(wanted, apple.id))
@@ -350,12 +357,8 @@ def test_validation_asks_the_likeliest_teammate_and_the_next_when_it_denies() ->
     sim = Simulator(get_suite("cwah-test").episodes()[0].build(), ("alice", "bob", "carol"))
     alice = method_brain(sim, "alice", "reveca")
     m = alice.memory
-    me = alice.team.agents["alice"]
-    d, _ = _deliberation(alice)
-    wanted = next(iter(m.task.needed_names()))
-    room = next(r for r in m.floorplan.rooms if r.id != m.room)
-    apple = ObjectView(900, wanted, ObjectKind.ITEM, room.id, m.floorplan.room_center(room.id))
-    m.objects[apple.id], m.last_seen[apple.id], m.step = apple, 0, 12
+    me, d, room, apple = _an_apple_out_of_view(alice)
+    wanted, m.step = apple.name, 12
     me.rooms_of.update({"bob": [(4, room.id)], "carol": [(7, room.id)]})
     grab = HighLevelAction(Verb.GRAB, ObjectRef(wanted, apple.id))
     first = me._question(d, grab)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from coteam.world import Benchmark
-from coteam_harness.results import EpisodeResult, summarize
+from coteam_harness.results import EpisodeResult, paired_difference, summarize
 
 
 def headline(benchmark: Benchmark) -> str:
@@ -242,23 +242,31 @@ class PaperOrdering:
 def orderings_markdown(
     runs: Mapping[str, Mapping[str, list[EpisodeResult]]], orderings: list[PaperOrdering]
 ) -> list[str]:
-    """A table of the papers' orderings against ours (``runs``: suite -> method -> results), then a line for each
-    one that does not hold, with its ``why_not``. Orderings whose methods were not run are left out."""
+    """A table of the papers' orderings against ours (``runs``: suite -> method -> results over the same episodes):
+    our means, their paired difference with its standard error, and whether the ordering holds (the sign the paper
+    has, past two standard errors; "within noise" when not past them); then a line for each one whose sign is not
+    the paper's, with its ``why_not``. Orderings whose methods were not run are left out."""
     rows, misses = [], []
     for o in orderings:
         by_method = runs.get(o.suite, {})
         if o.better not in by_method or o.worse not in by_method:
             continue
-        ours = summarize(list(by_method[o.better]))[o.metric], summarize(list(by_method[o.worse]))[o.metric]
-        holds = ours[0] < ours[1] if LOWER_IS_BETTER[o.metric] else ours[0] > ours[1]
-        claim = f"{o.better} {'<' if LOWER_IS_BETTER[o.metric] else '>'} {o.worse} ({o.metric.replace('_', ' ')})"
+        better, worse = list(by_method[o.better]), list(by_method[o.worse])
+        ours = summarize(better)[o.metric], summarize(worse)[o.metric]
+        lower = LOWER_IS_BETTER[o.metric]
+        mean, se = paired_difference(better, worse, o.metric)
+        holds = mean < 0 if lower else mean > 0
+        noise = abs(mean) <= 2 * se
+        claim = f"{o.better} {'<' if lower else '>'} {o.worse} ({o.metric.replace('_', ' ')})"
         digits = 3 if o.metric == "transport_rate" else 1
+        verdict = ("yes" if holds else "**no**") + (", within noise" if noise and mean != 0 else "")
         rows.append(
             f"| {o.suite} | {claim} | {o.paper} | {ours[0]:.{digits}f} vs {ours[1]:.{digits}f} | "
-            f"{'yes' if holds else '**no**'} |"
+            f"{mean:+.{digits}f} ± {se:.{digits}f} | {verdict} |"
         )
         if not holds:
             misses.append(f"- {o.suite}, {claim}: {o.why_not or 'not explained yet.'}")
     if not rows:
         return []
-    return ["| suite | the paper's ordering | paper | ours | holds |", "|---|---|---|---|---|", *rows, "", *misses]
+    head = "| suite | the paper's ordering | paper | ours | paired Δ ± SE | holds |"
+    return [head, "|---|---|---|---|---|---|", *rows, "", *misses]

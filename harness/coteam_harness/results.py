@@ -89,9 +89,11 @@ def score(r: EpisodeResult) -> float:
     return r.steps if r.benchmark == "cwah" else r.transport_rate
 
 
-def paired_difference(a: list[EpisodeResult], b: list[EpisodeResult]) -> tuple[float, float]:
-    """The mean of ``score(a_i) - score(b_i)`` over the same episodes and its standard error (0 for one episode)."""
-    diffs = [score(x) - score(y) for x, y in zip(a, b, strict=True)]
+def paired_difference(a: list[EpisodeResult], b: list[EpisodeResult], metric: str = "") -> tuple[float, float]:
+    """The mean of ``score(a_i) - score(b_i)`` (or of a ``metric`` field of the results) over the same episodes and
+    its standard error (0 for one episode)."""
+    value = score if not metric else (lambda r: float(getattr(r, metric)))
+    diffs = [value(x) - value(y) for x, y in zip(a, b, strict=True)]
     se = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
     return statistics.fmean(diffs), se
 
