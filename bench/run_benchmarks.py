@@ -10,7 +10,8 @@ symbolic planner against mhp and the oracle, and its time per decision (bench/sy
 talk, quality and ablations (bench/cobel.py); REVECA's ablations and comparison (bench/reveca.py); the Mind-Map
 agent against coela and its component ablation (bench/mindmap.py); EvoCF's learning curve, ablations, K sweep,
 operators and transfer (bench/evocf.py); each paper's ablations on the test suites and fresh episodes, every method
-against the oracle and every method's time per decision (bench/ablations.py); the ROS 2 team stack
+against the oracle and every method's time per decision (bench/ablations.py); the decisions each switch changes
+(bench/ablation_decisions.py); the ROS 2 team stack
 (bench/ros_team.py; skip with --skip-ros). ``--only-core`` runs this script's own sections (minutes) and keeps the
 others as they are.
 """
@@ -347,6 +348,7 @@ def main() -> int:
 
 def other_sections(command: str, ros: bool) -> list[str]:
     """The sections the other bench scripts make (bench/ is on sys.path when this file runs as a script)."""
+    from ablation_decisions import section as decisions_section
     from ablations import section as ablations_section
     from cobel import section as cobel_section
     from evocf import section as evocf_section
@@ -356,7 +358,7 @@ def other_sections(command: str, ros: bool) -> list[str]:
     from symbolic_planner import section as planner_section
 
     makers = [planner_section, cobel_section, reveca_section, mindmap_section, evocf_section, ablations_section]
-    makers.append(perception_section)
+    makers += [decisions_section, perception_section]
     if ros:
         from ros_team import ros_section
 

@@ -86,3 +86,20 @@ def test_the_ablation_reading_is_computed_from_the_paired_differences():
     assert slower.endswith("the paper has it worse than the full method — the same direction here.")
     assert "it changed no episode's end here" in same
     assert same.endswith("the paper has it no worse than the full method — the same direction here.")
+
+
+def test_a_variant_asked_alongside_the_full_method_changes_nothing_when_it_is_the_same_method():
+    """bench/ablation_decisions.py: a variant that is the full method itself takes every decision the same, asked
+    on its copy of the memory; a variant that judges no relevance changes some."""
+    from ablation_decisions import Shadowed
+    from coteam.registry import make_team
+    from coteam_harness.runner import run_episode
+    from coteam_sim.suites import get_suite
+
+    scene = get_suite("cwah-test").episodes()[0].build()
+    twin = Shadowed(make_team("pce"), make_team("pce"))
+    alone = Shadowed(make_team("reveca"), make_team("reveca", {"no_relevance": True}))
+    for team in (twin, alone):
+        run_episode(scene, team, n_agents=2)
+    assert twin.decisions > 0 and (twin.changed, twin.talk_apart) == (0, 0)
+    assert alone.decisions > 0 and alone.changed > 0
