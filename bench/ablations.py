@@ -7,8 +7,8 @@ paper's figure beside each) is played on four sets: cwah-test (10 episodes), tdw
 the generator seed 2026 that nothing was tuned on (30 C-WAH, 24 TDW-MAT). EvoCF's variants play the same episodes
 with the strict suites' handling limits, where what it learns from failures can act. Each cell is the variant's mean
 and its paired difference from the full method over the same episodes, with the difference's standard error; a
-difference within two standard errors is noise. Then every method on the fresh episodes against the oracle, and
-every method's time per decision. Re-running replaces the section of the same title.
+difference within two standard errors is noise. Then every method on the fresh episodes against the oracle
+(time per decision: bench/timing.py). Re-running replaces the section of the same title.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import reveca as reveca_bench
 from coteam.world import Benchmark
 from coteam_harness.results import EpisodeResult, compared, paired_difference, score, versus
 from coteam_sim.suites import EpisodeSpec, fresh_episode, get_suite
-from timing import latency_table
 
 TITLE = "## The papers' mechanisms: ablations and the methods compared"
 HELD_OUT_SEED = 2026
@@ -239,15 +238,7 @@ def section(command: str) -> str:
     ]
     for table in PAPERS:
         lines += [*_ablation_table(table), ""]
-    lines += [*_comparison(), ""]
-    lines += [
-        "### Time per decision, every method",
-        "",
-        "bench/timing.py: 2 agents, the whole test suite in one process, after a warm-up episode; the budget is 50 ms "
-        "at the 95th percentile.",
-        "",
-        *latency_table((*METHODS, "mhp", "rhp")),
-    ]
+    lines += [*_comparison(), "", "Every method's time per decision: the section of bench/timing.py."]
     return "\n".join(lines) + "\n"
 
 

@@ -1,5 +1,7 @@
 """Time per decision of symbolic methods, measured one way for every section that reports it.
 
+    python bench/timing.py --out docs/benchmarks.md   # every method (make bench runs it too)
+
 A method runs a whole test suite with two agents in one process, after a warm-up episode (imports and one-time
 set-up are not decisions). Reported: the median and the 95th percentile over every decision of the suite, and the
 worst episode's own 95th percentile. Methods are measured in turn in the same run, so they share the machine's
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -44,9 +47,8 @@ def decision_latency(suite: str, method: str, params: dict[str, Any] | None = No
     }
 
 
-def latency_table(methods: tuple[str, ...]) -> list[str]:
-    """A markdown table of each method's time per decision on both test sets, then whether the first method's
-    p95 is within the budget and, with a second method for reference, the ratio of their p95s."""
+def _measured(methods: tuple[str, ...]) -> tuple[list[str], dict[tuple[str, str], float]]:
+    """A markdown table of each method's time per decision on both test sets, and each one's p95 by suite."""
     lines = [
         "| suite | method | decisions | median ms | p95 ms | worst episode's p95 ms |",
         "|---|---|---|---|---|---|",
@@ -61,6 +63,13 @@ def latency_table(methods: tuple[str, ...]) -> list[str]:
                 f"{lat['worst_episode_p95_ms']:.1f} |"
             )
             print(lines[-1], flush=True)
+    return lines, p95s
+
+
+def latency_table(methods: tuple[str, ...]) -> list[str]:
+    """A markdown table of each method's time per decision on both test sets, then whether the first method's
+    p95 is within the budget and, with a second method for reference, the ratio of their p95s."""
+    lines, p95s = _measured(methods)
     first = methods[0]
     worst = max(p95s[suite, first] for suite in SUITES)
     verdict = f"{first}'s slowest p95 is {worst:.1f} ms: {'within' if worst < BUDGET_MS else 'over'} the "
@@ -69,3 +78,43 @@ def latency_table(methods: tuple[str, ...]) -> list[str]:
         ratios = ", ".join(f"{p95s[s, first] / p95s[s, methods[1]]:.2f}x on {s}" for s in SUITES)
         verdict += f" Against {methods[1]} measured beside it: {ratios}."
     return [*lines, "", verdict]
+
+
+TITLE = "## Time per decision, every method"
+METHODS = ("pce", "cobel", "reveca", "mindmap", "evocf", "coela", "mhp", "rhp", "random")
+
+
+def section(command: str) -> str:
+    """Every method measured in turn (module docstring), and which stay within the budget on both test sets."""
+    lines, p95s = _measured(METHODS)
+    slowest = {m: max(p95s[s, m] for s in SUITES) for m in METHODS}
+    within = [m for m in METHODS if slowest[m] < BUDGET_MS]
+    over = [f"{m} ({slowest[m]:.1f} ms)" for m in METHODS if slowest[m] >= BUDGET_MS]
+    verdict = f"Within the {BUDGET_MS:.0f} ms budget at the 95th percentile on both test sets: "
+    verdict += f"{', '.join(within) or 'none'}; over it: {', '.join(over) or 'none'}."
+    return (
+        "\n".join(
+            [
+                TITLE,
+                "",
+                f"Produced by `{command}` on a machine doing nothing else: two agents, symbolic backend, each "
+                "method over a whole test suite in one process after a warm-up episode; the median and the 95th "
+                "percentile over every decision of the suite, and the worst episode's own 95th percentile.",
+                "",
+                *lines,
+                "",
+                verdict,
+            ]
+        )
+        + "\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ros_team import section_main  # bench/ is on sys.path when this file runs as a script
+
+    return section_main(argv, "bench/timing.py", __doc__ or "", section, TITLE)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
