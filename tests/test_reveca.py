@@ -217,7 +217,10 @@ def test_the_llm_path_end_to_end(monkeypatch, tmp_path) -> None:
     ("switch", "kept_out"),
     [
         ("no_relevance", ("relevance:", "it matters to the task")),
-        ("no_proximity", ("I think bob is in", "I think alice is in", "closer than", "farther than")),
+        (
+            "no_proximity",
+            ("I think bob is in", "I think alice is in", "I do not know where", "closer than", "farther than"),
+        ),
     ],
 )
 def test_an_llm_ablation_takes_its_information_out_of_the_prompts(monkeypatch, tmp_path, switch, kept_out) -> None:
@@ -476,3 +479,19 @@ def test_the_symbolic_planner_weighs_relevance_and_proximity_against_the_team_va
     assert choice(Candidate(first, "medium", 1, 5), Candidate(second, "medium", 5, 1)) == first.text
     worth[first.text] = 0.1  # a tenth of the value scale: more than relevance and proximity together
     assert choice(Candidate(first, "none", 5, 1), Candidate(second, "strong", 1, 5)) == first.text
+
+
+@pytest.mark.parametrize(("switches", "judged"), [({}, True), ({"no_relevance": True}, False)])
+def test_relevance_is_judged_when_an_object_is_seen_not_when_an_option_names_it(switches: dict, judged: bool) -> None:
+    """A toothbrush in view, which no option names (not a goal item): at the decision it is seen at, its relevance
+    is judged (none) all the same; without relevance nothing is judged."""
+    _, brain = _brain(params=switches)
+    m = brain.memory
+    agent = brain.team.agents["alice"]
+    toothbrush = ObjectView(901, "toothbrush", ObjectKind.ITEM, m.room, m.position)
+    m.objects[toothbrush.id], m.last_seen[toothbrush.id] = toothbrush, m.step
+    d, ctx = _deliberation(brain)
+    assert not any(o.action.target and o.action.target.id == toothbrush.id for o in ctx.options)
+    agent.deliberate(d)
+    key = cache_key(toothbrush, Benchmark.CWAH)
+    assert (agent.relevance.get(key) == "none") if judged else key not in agent.relevance

@@ -2,9 +2,10 @@
 
 Per decision of each agent:
 
-1. **Relevance estimation** (observation time): every object, room and piece of furniture the agent's options name
-   gets a relevance level the first time it comes up (:mod:`.relevance`; the LLM backend asks with a reasoning step,
-   the symbolic one reads the goal and the placement priors), cached by class on C-WAH and by object on TDW-MAT.
+1. **Relevance estimation** (observation time): every object and piece of furniture the agent sees gets a relevance
+   level when it is first seen, a room when an option first names it (:mod:`.relevance`; the LLM backend asks with
+   a reasoning step, the symbolic one reads the goal and the placement priors), cached by class on C-WAH and by
+   object on TDW-MAT.
 2. **Memory**: besides what the agent saw (the shared :class:`~coteam.memory.AgentMemory`), each teammate's rooms
    over time; a teammate out of sight stands at the centre of the room it was last known in.
 3. **Adaptive planning** (planning time): the physical options ranked by relevance, and within a level by relative
@@ -294,6 +295,7 @@ class RevecaAgent(RoleAgent):
             options = [o for o in d.ctx.options if o.action.target is None or o.action.target.id in known]
             d.ctx = replace(d.ctx, options=options)
         self._follow_teammates(m)
+        self._judge_what_i_see(d)
         said = self._communicate(d)
         if said is not None:
             return self._say(d, said)
@@ -327,8 +329,9 @@ class RevecaAgent(RoleAgent):
         of it (``no_proximity``, ``no_other_info``)."""
         if self.config.no_proximity or self.config.no_other_info:
             return ""
-        room = m.room_name(where[1]) if where else "an unknown room"
-        return f"; I think {mate or 'my teammate'} is in the {room}"
+        if where is None:
+            return f"; I do not know where {mate or 'my teammate'} is"
+        return f"; I think {mate or 'my teammate'} is in the {m.room_name(where[1])}"
 
     def _say(self, d: Deliberation, said: Any) -> Decision:
         """Send the rule-made message ``said``, its text made kinder and shorter by the model (the symbolic backend
@@ -511,8 +514,18 @@ class RevecaAgent(RoleAgent):
         return best[1], best[2]
 
     # --- relevance and retrieval ---------------------------------------------------------------------------
+    def _judge_what_i_see(self, d: Deliberation) -> None:
+        """Relevance is judged at observation time: every object in view now whose level is not known yet (rooms,
+        never in view as objects, are judged when an option first names them)."""
+        if self.config.no_relevance:
+            return
+        m = d.memory
+        for view in sorted(m.objects.values(), key=lambda v: v.id):
+            if view.kind != ObjectKind.ROOM and m.last_seen.get(view.id) == m.step:
+                self.level_of(d, view)
+
     def level_of(self, d: Deliberation, view: ObjectView) -> str:
-        """The object's relevance level, judged the first time it comes up."""
+        """The object's relevance level, judged the first time it comes up (cached: :func:`.relevance.cache_key`)."""
         key = cache_key(view, self.info.benchmark)
         if key not in self.relevance:
             inside = view.kind != ObjectKind.ROOM and view.room >= 0
