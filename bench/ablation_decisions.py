@@ -101,11 +101,29 @@ def _shadowed(table: PaperTable, switches: dict, specs: list[EpisodeSpec]) -> Ch
     return Changed(team.decisions, team.changed, team.talk_apart)
 
 
+FEW = 0.05  # a switch that changes fewer actions than this share changes few
+
+
+def _diagnosis(label: str, found: dict[str, tuple[Changed, str]]) -> str:
+    """Why a variant's result is what it is, per suite, from the actions it changes and what its run came to."""
+    said = []
+    for suite, (changed, result) in found.items():
+        share = changed.changed / changed.decisions if changed.decisions else 0.0
+        if not result.startswith("within noise"):
+            said.append(f"{suite}: it changes {share:.0%} of the actions, and they come to {result.split(' (')[0]}")
+        elif share < FEW:
+            said.append(f"{suite}: it changes few actions ({share:.0%}): the rest of the method decides alike")
+        else:
+            said.append(f"{suite}: it changes {share:.0%} of the actions, which come to about as much")
+    return f"- {label}: " + "; ".join(said) + "."
+
+
 def _table(table: PaperTable) -> list[str]:
     head = " | ".join(f"{suite}: actions changed | its result" for suite in SETS)
     lines = [f"### {table.source}", "", f"| variant | {head} |", "|---|" + "---|---|" * len(SETS)]
+    readings = []
     for v in table.variants[1:]:
-        cells = []
+        cells, found = [], {}
         for suite in SETS:
             specs = _specs(suite)
             if table.strict:
@@ -113,10 +131,12 @@ def _table(table: PaperTable) -> list[str]:
             changed = _shadowed(table, v.switches, specs)
             full = episodes.play(specs, table.method)
             mine = episodes.play(specs, table.method, v.switches)
-            cells += [changed.cell(), compared(mine, full)]
+            found[suite] = (changed, compared(mine, full))
+            cells += [changed.cell(), found[suite][1]]
         lines.append(f"| {v.label} | " + " | ".join(cells) + " |")
+        readings.append(_diagnosis(v.label, found))
         print(lines[-1], flush=True)
-    return lines
+    return [*lines, "", *readings]
 
 
 def section(command: str) -> str:
