@@ -101,20 +101,25 @@ def _shadowed(table: PaperTable, switches: dict, specs: list[EpisodeSpec]) -> Ch
     return Changed(team.decisions, team.changed, team.talk_apart)
 
 
-FEW = 0.05  # a switch that changes fewer actions than this share changes few
+FEW = 0.05  # a switch that changes fewer decisions than this share changes few
 
 
 def _diagnosis(label: str, found: dict[str, tuple[Changed, str]]) -> str:
-    """Why a variant's result is what it is, per suite, from the actions it changes and what its run came to."""
+    """Why a variant's result is what it is, per suite, from the decisions it changes (its action, or whether to
+    talk) and what its own run came to."""
     said = []
     for suite, (changed, result) in found.items():
-        share = changed.changed / changed.decisions if changed.decisions else 0.0
+        total = changed.decisions + changed.talk_apart
+        share = (changed.changed + changed.talk_apart) / total if total else 0.0
+        mostly = ", mostly whether to talk," if changed.talk_apart > changed.changed else ""
         if not result.startswith("within noise"):
-            said.append(f"{suite}: it changes {share:.0%} of the actions, and they come to {result.split(' (')[0]}")
+            said.append(
+                f"{suite}: it changes {share:.0%} of the decisions{mostly} and they come to {result.split(' (')[0]}"
+            )
         elif share < FEW:
-            said.append(f"{suite}: it changes few actions ({share:.0%}): the rest of the method decides alike")
+            said.append(f"{suite}: it changes few decisions ({share:.0%}): the rest of the method decides alike")
         else:
-            said.append(f"{suite}: it changes {share:.0%} of the actions, which come to about as much")
+            said.append(f"{suite}: it changes {share:.0%} of the decisions{mostly} which come to about as much")
     return f"- {label}: " + "; ".join(said) + "."
 
 

@@ -103,3 +103,21 @@ def test_a_variant_asked_alongside_the_full_method_changes_nothing_when_it_is_th
         run_episode(scene, team, n_agents=2)
     assert twin.decisions > 0 and (twin.changed, twin.talk_apart) == (0, 0)
     assert alone.decisions > 0 and alone.changed > 0
+
+
+def test_the_diagnosis_of_a_switch_is_worded_from_the_decisions_it_changes_and_its_result():
+    from ablation_decisions import Changed, _diagnosis
+
+    line = _diagnosis(
+        "x",
+        {
+            "a": (Changed(100, 1, 0), "within noise (+0.1 steps, paired SE 0.2)"),
+            "b": (Changed(10, 1, 40), "within noise (+0.1 steps, paired SE 0.2)"),
+            "c": (Changed(100, 30, 0), "worse (+9.0 steps, paired SE 2.0)"),
+        },
+    )
+    assert line == (
+        "- x: a: it changes few decisions (1%): the rest of the method decides alike; "
+        "b: it changes 82% of the decisions, mostly whether to talk, which come to about as much; "
+        "c: it changes 30% of the decisions and they come to worse."
+    )
