@@ -9,11 +9,11 @@ travel and balance metrics); scaling with 2-4 agents; how fast a wrong switch fa
 symbolic planner against mhp and the oracle, and its time per decision (bench/symbolic_planner.py); CoBel-World's
 talk, quality and ablations (bench/cobel.py); REVECA's ablations and comparison (bench/reveca.py); the Mind-Map
 agent against coela and its map at work (bench/mindmap.py); EvoCF's learning curve, ablations, K sweep,
-operators and transfer (bench/evocf.py); each paper's ablations on the test suites and fresh episodes, and every
-method against the oracle (bench/ablations.py); the decisions each switch changes
-(bench/ablation_decisions.py); every method's time per decision (bench/timing.py); the ROS 2 team stack
-(bench/ros_team.py; skip with --skip-ros). ``--only-core`` runs this script's own sections (minutes) and keeps the
-others as they are.
+operators and transfer (bench/evocf.py); EvoCF learning a home of our own making (bench/evocf_handling.py); each
+paper's ablations on the test suites and fresh episodes, and every method against the oracle (bench/ablations.py);
+the decisions each switch changes (bench/ablation_decisions.py); every method's time per decision
+(bench/timing.py); the ROS 2 team stack (bench/ros_team.py; skip with --skip-ros). ``--only-core`` runs this
+script's own sections (minutes) and keeps the others as they are.
 """
 
 from __future__ import annotations
@@ -352,13 +352,15 @@ def other_sections(command: str, ros: bool) -> list[str]:
     from ablations import section as ablations_section
     from cobel import section as cobel_section
     from evocf import section as evocf_section
+    from evocf_handling import section as evocf_handling_section
     from mindmap import section as mindmap_section
     from perception import section as perception_section
     from reveca import section as reveca_section
     from symbolic_planner import section as planner_section
     from timing import section as timing_section
 
-    makers = [planner_section, cobel_section, reveca_section, mindmap_section, evocf_section, ablations_section]
+    makers = [planner_section, cobel_section, reveca_section, mindmap_section, evocf_section, evocf_handling_section]
+    makers.append(ablations_section)
     makers += [decisions_section, timing_section, perception_section]
     if ros:
         from ros_team import ros_section

@@ -87,3 +87,15 @@ def test_nobody_is_told_the_limits() -> None:
     info = EpisodeInfo.for_scene(scene, ("alice", "bob"), 0)
     assert scene.handling.constraints
     assert not any(isinstance(getattr(info, f.name), HandlingLimits) for f in dataclasses.fields(info))
+
+
+def test_the_home_of_our_own_making_fails_its_grasps_by_the_facts_not_the_reason() -> None:
+    """bench/handling/soft-grippers.yaml (EvoCF's learning figures): three limits, one terse reason; which one holds
+    depends only on the facts of the grasp."""
+    limits = load_handling(Path(__file__).resolve().parents[1] / "bench" / "handling" / "soft-grippers.yaml")
+    assert {c.fails for c in limits.constraints} == {"grasp failed"}
+    assert limits.failure("grab", "alice", "cupcake", "kitchentable", ()) == "grasp failed"
+    assert limits.failure("grab", "bob", "cupcake", "kitchentable", ()) == ""
+    assert limits.failure("grab", "bob", "juice", "fridge", ("apple",)) == "grasp failed"
+    assert limits.failure("grab", "bob", "juice", "fridge", ()) == ""
+    assert limits.failure("grab", "bob", "fork", "", ("plate",)) == "grasp failed"
