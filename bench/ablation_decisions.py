@@ -111,15 +111,15 @@ def _diagnosis(label: str, found: dict[str, tuple[Changed, str]]) -> str:
     for suite, (changed, result) in found.items():
         total = changed.decisions + changed.talk_apart
         share = (changed.changed + changed.talk_apart) / total if total else 0.0
-        mostly = ", mostly whether to talk," if changed.talk_apart > changed.changed else ""
+        mostly = ", mostly whether to talk" if changed.talk_apart > changed.changed else ""
         if not result.startswith("within noise"):
             said.append(
-                f"{suite}: it changes {share:.0%} of the decisions{mostly} and they come to {result.split(' (')[0]}"
+                f"{suite}: it changes {share:.0%} of the decisions{mostly}, and they come to {result.split(' (')[0]}"
             )
         elif share < FEW:
             said.append(f"{suite}: it changes few decisions ({share:.0%}): the rest of the method decides alike")
         else:
-            said.append(f"{suite}: it changes {share:.0%} of the decisions{mostly} which come to about as much")
+            said.append(f"{suite}: it changes {share:.0%} of the decisions{mostly}, which come to about as much")
     return f"- {label}: " + "; ".join(said) + "."
 
 

@@ -119,5 +119,5 @@ def test_the_diagnosis_of_a_switch_is_worded_from_the_decisions_it_changes_and_i
     assert line == (
         "- x: a: it changes few decisions (1%): the rest of the method decides alike; "
         "b: it changes 82% of the decisions, mostly whether to talk, which come to about as much; "
-        "c: it changes 30% of the decisions and they come to worse."
+        "c: it changes 30% of the decisions, and they come to worse."
     )
