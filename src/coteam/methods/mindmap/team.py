@@ -248,7 +248,7 @@ def symbolic_map(q: MapQuestion) -> MindMap:
         cooperation = CooperativeStrategy(
             pending_clarifications=_gaps(m, intentions)[:MAX_LINES],
             long_term_plan=lines[:MAX_LINES],
-            immediate_focus=plan[0] if plan else "",
+            immediate_focus=q.focus,
         )
     talk = None
     if "communication_strategy" in q.parts:
@@ -260,13 +260,19 @@ def symbolic_map(q: MapQuestion) -> MindMap:
     )
 
 
-def _best(value: ValueModel, options: list[ActionOption]) -> ActionOption | None:
-    """The option the team value model rates best (the first of equals; options it cannot rate last)."""
-    scored = []
-    for k, option in enumerate(options):
-        outcome = value.outcome(option)
-        scored.append((value.value(outcome) if outcome is not None else float("-inf"), -k, option))
-    return max(scored, key=lambda t: t[:2])[2] if scored else None
+def _worths(value: ValueModel, options: list[ActionOption], others: Bound | None = None) -> dict[str, float]:
+    """Each option's team value (by its text) when ``others`` take their first actions (default: the value model's
+    leaders); minus infinity for what the model cannot rate."""
+    out = {}
+    for option in options:
+        key = value.key(option)
+        out[option.text] = value.value(value.outcome_of(key, 0.0, others)) if key is not None else float("-inf")
+    return out
+
+
+def _best(options: list[ActionOption], worths: Mapping[str, float]) -> ActionOption:
+    """The option of the highest worth (the first of equals)."""
+    return max(options, key=lambda o: worths[o.text])
 
 
 def _key_of(value: ValueModel, text: str) -> Key | None:
@@ -395,19 +401,16 @@ def _plan(q: MapQuestion, bound: Bound) -> list[str]:
     if kept and not news:
         why["plan"] = "kept: no news since it was made"
         return kept
-    scored = []
-    for k, option in enumerate(q.options):
-        key = value.key(option)
-        worth = value.value(value.outcome_of(key, 0.0, bound)) if key is not None else float("-inf")
-        scored.append((worth, -k, option, key))
-    best_worth, _, best, best_key = max(scored, key=lambda t: t[:2])
+    worths = _worths(value, q.options, bound)
+    best = _best(q.options, worths)
     if kept:
-        kept_worth = next(w for w, _, o, _ in scored if o.text == kept[0])
-        if best_worth - kept_worth <= REVISE_MARGIN * value.scale:
-            why["plan"] = f"kept: its next step within {best_worth - kept_worth:.2f} of the best"
+        behind = worths[best.text] - worths[kept[0]]
+        if behind <= REVISE_MARGIN * value.scale:
+            why["plan"] = f"kept: its next step within {behind:.2f} of the best"
             return kept
     why["plan"] = "revised: " + ("its next step fell behind the best" if kept else "the previous plan no longer holds")
     plan = [best.text]
+    best_key = value.key(best)
     if best_key is not None:
         for key in value.plan(best_key, bound, PLAN_STEPS)[1:]:
             text = _text_of(value, key)
@@ -662,11 +665,8 @@ class MindmapAgent(RoleAgent):
         self.mind_map = new_map
         draft, payload = self._draft(d, new_map, talk)
         lettered = d.lettered(*([draft] if draft is not None else []))
-        if q.focus is not None:
-            best = q.focus
-        else:  # a model's map: the value model's best option, should the map name no focus
-            top = _best(value, physical)
-            best = top.text if top is not None else ""
+        # a model's map may name no focus: then the value model's best option stands in for it
+        best = q.focus if q.focus is not None else _best(physical, _worths(value, physical)).text
         choice = d.ask(
             SELECT,
             SelectQuestion(lettered, new_map, draft, best, talk),
