@@ -264,6 +264,9 @@ class ScriptedModel:
                 }
             )
         agent = re.search(r"You are (\w+)", system).group(1)
+        if "things you now believe" in system or "things it knows" in system:  # no_sbr: plain sentences
+            plain = [f"I have not been in the {n} ({i}) yet" for n, i in rooms[:1]]
+            return json.dumps({"beliefs": [*plain, "the apple is probably nearby"], "plan": []})
         if "Turn what you have observed" in system:
             good = [f"{agent} BELIEVE <{n}> ({i}) EXPLORED none" for n, i in rooms[:1]]
             return json.dumps({"beliefs": [*good, f"{agent} BELIEVE the apple is probably nearby"]})
@@ -277,7 +280,7 @@ class ScriptedModel:
             return json.dumps({"reasoning": ["guess"], "plans": [[first]]})
         if "choose your best plan" in system or "complements theirs" in system:
             return json.dumps({"reasoning": ["closest"], "plan": [first]})
-        if "Compare your plan" in system:
+        if "Compare your plan" in system or "Set your plan beside" in system:
             return json.dumps({"reasons": ["fine"], "heavy": self.calls % 5 == 0, "misaligned": []})
         if "Write one short message" in system:
             return "I am on my way; I will take care of my plan."
@@ -338,13 +341,21 @@ def test_cobel_runs_alone_and_in_larger_teams(agents):
 
 
 def test_without_sbr_the_llm_beliefs_stay_free_text(monkeypatch, tmp_path):
-    """no_sbr on the LLM path: belief statements are kept as the model wrote them, none parsed, none rejected."""
+    """no_sbr on the LLM path: the model is told no belief language (no rules to agree on or to follow, no statement
+    form) and its beliefs are kept as it wrote them, none parsed, none rejected. The full method's prompts carry
+    both."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with LoopbackOpenAIServer(ScriptedModel()) as server:
-        params = {"backend": "llm", "base_url": server.base_url, "max_retries": 0, "ablation": "no_sbr"}
-        result = _run("cwah-test", 1, params, trace=tmp_path / "t.json")
+    prompts = {}
+    for ablation in ("none", "no_sbr"):
+        with LoopbackOpenAIServer(ScriptedModel()) as server:
+            params = {"backend": "llm", "base_url": server.base_url, "max_retries": 0, "ablation": ablation}
+            result = _run("cwah-test", 1, params, trace=tmp_path / f"{ablation}.json")
+            prompts[ablation] = "\n".join(m["content"] for r in server.requests for m in r["messages"])
+    language = ("BELIEVE", "EXPLORED", "belief rules", "?room")
+    assert all(word in prompts["none"] for word in language)
+    assert not any(word in prompts["no_sbr"] for word in language), prompts["no_sbr"][:400]
     assert result.rejected_lines == 0
-    first = load_trace(tmp_path / "t.json")["decisions"][0]["rationale"]
+    first = load_trace(tmp_path / "no_sbr.json")["decisions"][0]["rationale"]
     assert any("probably nearby" in b for b in first["beliefs"]["zero"])
 
 

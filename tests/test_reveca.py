@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from coteam.actions import Verb
 from coteam.kit import Deliberation
 from coteam.memory import TeammateSighting
 from coteam.methods.reveca.relevance import RelevanceScale, cache_key, symbolic_grade
@@ -483,8 +484,8 @@ def test_the_symbolic_planner_weighs_relevance_and_proximity_against_the_team_va
 
 @pytest.mark.parametrize(("switches", "judged"), [({}, True), ({"no_relevance": True}, False)])
 def test_relevance_is_judged_when_an_object_is_seen_not_when_an_option_names_it(switches: dict, judged: bool) -> None:
-    """A toothbrush in view, which no option names (not a goal item): at the decision it is seen at, its relevance
-    is judged (none) all the same; without relevance nothing is judged."""
+    """A toothbrush in view whose place (on or in what) is not known yet, so no option names it: at the decision it is
+    seen at, its relevance is judged (none) all the same; without relevance nothing is judged."""
     _, brain = _brain(params=switches)
     m = brain.memory
     agent = brain.team.agents["alice"]
@@ -495,3 +496,27 @@ def test_relevance_is_judged_when_an_object_is_seen_not_when_an_option_names_it(
     agent.deliberate(d)
     key = cache_key(toothbrush, Benchmark.CWAH)
     assert (agent.relevance.get(key) == "none") if judged else key not in agent.relevance
+
+
+@pytest.mark.parametrize(("switches", "distracted"), [({"K": 1}, False), ({"K": 1, "no_relevance": True}, True)])
+def test_relevance_keeps_a_thing_at_hand_that_no_goal_wants_out_of_the_retrieval(switches: dict, distracted: bool):
+    """A noisy home: standing next to things no goal wants, the robot may pick them up (they are options). Judged
+    irrelevant, they rank below every goal option and are not retrieved; without relevance the nearest option comes
+    first, and with K=1 that is a thing at hand: the planner takes it."""
+    scene = get_suite("cwah-test-noisy20").episodes()[0].build()
+    sim = Simulator(scene, ("alice", "bob"))
+    distractor = next(
+        i
+        for i in scene.items
+        if i.name not in scene.task.needed_names() and scene.placements[i.id].relation.value == "on"
+    )
+    sim.world.agents["alice"].position = sim.world.position_of(distractor.id)
+    brain = method_brain(sim, "alice", "reveca", switches)
+    agent = brain.team.agents["alice"]
+    options = available_actions(brain.memory, brain.nav, allow_messages=False)  # it has just said what it sees
+    ctx = DecisionContext("alice", brain.memory, options, brain.nav)
+    assert any(o.action.target and o.action.target.id == distractor.id for o in ctx.options)
+    decision = agent.deliberate(Deliberation(agent, ctx))
+    target = decision.action.target
+    grabbed = decision.action.verb == Verb.GRAB and target is not None and target.name not in scene.task.needed_names()
+    assert grabbed is distracted

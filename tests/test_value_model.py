@@ -307,3 +307,46 @@ def test_a_decision_prices_each_walk_once(suite: str, price: str, monkeypatch: p
     value._outcomes.clear()
     assert [value.outcome(o) for o in ctx.options] == first
     assert priced == 0
+
+
+@pytest.mark.parametrize("suite", ["cwah-test-noisy20", "tdwmat-test"])
+def test_a_thing_no_goal_wants_is_an_option_that_takes_a_hand_and_delivers_nothing(suite: str) -> None:
+    """Task-irrelevant things are real options: the robot may grab one in view (the model gives that grab no
+    abstract action: it can only waste time), and one held takes a hand until it is set down at a goal place (C-WAH)
+    or at the bed (TDW-MAT), where it counts nothing."""
+    from coteam.value.abstract import JUNK
+
+    scene = get_suite(suite).episodes()[0].build()
+    wanted = scene.task.needed_names()
+    sim = Simulator(scene, ("alice",))
+    world = sim.world
+    loose = [i for i in scene.items if i.name not in wanted and not i.is_carrier]
+    loose = [i for i in loose if scene.placements[i.id].relation != Relation.IN]
+    seen, held = loose[0], loose[1:3]
+    world.agents["alice"].position = world.position_of(seen.id)
+    brain = pce_brain(sim, "alice")
+    value, ctx = _value(brain, particles=2)
+    grab = next(o for o in ctx.options if o.action.verb == Verb.GRAB and o.action.target.id == seen.id)
+    assert value.key(grab) is None
+    # both hands full of such things: no goal item can be grabbed, and setting them down delivers nothing
+    alice = world.agents["alice"]
+    alice.hands = [h.id for h in held]
+    for hand, item in enumerate(held):
+        world.placements[item.id] = Placement.held("alice", hand)
+    brain = pce_brain(sim, "alice")
+    value, ctx = _value(brain, particles=2)
+    model, root = value.model, value.model.root
+    hands = root.held if value.cwah else root.hand
+    assert hands == [JUNK, JUNK]
+    assert not any(k[0] in ("grab", "carrier") for k in model.legal(root))
+    if value.cwah:
+        puts = {o.action.target.id for o in ctx.options if o.action.verb == Verb.PUT}
+        assert puts == {p.target for p in scene.task.predicates}
+        s = root.copy()
+        model.step(s, ("put", scene.task.predicates[0].target))
+        assert s.held == [] and s.delivered == 0 and s.t > 0
+    else:
+        assert any(o.action.verb == Verb.TRANSPORT for o in ctx.options)
+        s = root.copy()
+        model.step(s, ("transport", 0))
+        assert s.hand == [] and s.delivered == 0

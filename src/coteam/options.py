@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from coteam.actions import HighLevelAction, ObjectRef, Verb, format_action
-from coteam.goals import GOAL_RADIUS_M, goal_item_ids, goal_status
+from coteam.goals import GOAL_RADIUS_M, delivery_target, goal_item_ids, goal_status
 from coteam.memory import AgentMemory
 from coteam.navigation import NavGrid
 from coteam.world import Benchmark, ObjectKind, Relation, Vec2
@@ -97,11 +97,35 @@ def _cwah_actions(memory: AgentMemory, allow_messages: bool) -> list[HighLevelAc
             HighLevelAction(Verb.CHECK, _ref(memory, c.id))
             for c in sorted(memory.unchecked_containers(), key=lambda v: v.id)
         ]
-        out += [HighLevelAction(Verb.GRAB, _ref(memory, i)) for i in sorted(goal_item_ids(memory))]
-    held_names = {v.name for v in memory.held_items()}
-    targets = sorted({st.predicate.target for st in goal_status(memory) if st.predicate.item in held_names})
-    out += [HighLevelAction(Verb.PUT, _ref(memory, t)) for t in targets if t in memory.objects]
+        grabbable = goal_item_ids(memory) | other_item_ids(memory)
+        out += [HighLevelAction(Verb.GRAB, _ref(memory, i)) for i in sorted(grabbable)]
+    held = memory.held_items()
+    held_names = {v.name for v in held}
+    targets = {st.predicate.target for st in goal_status(memory) if st.predicate.item in held_names}
+    if any(delivery_target(memory, v.name) is None for v in held):
+        targets |= {p.target for p in memory.task.predicates}  # a thing no goal wants is set down at a goal place
+    out += [HighLevelAction(Verb.PUT, _ref(memory, t)) for t in sorted(targets) if t in memory.objects]
     return out
+
+
+def fetches_for_the_goal(memory: AgentMemory, option: ActionOption) -> bool:
+    """Whether a grab takes something a goal names or a carriable container (not one of :func:`other_item_ids`)."""
+    target = option.action.target
+    if option.action.verb != Verb.GRAB or target is None:
+        return False
+    view = memory.objects.get(target.id)
+    return view is not None and (view.capacity > 0 or view.name in memory.task.needed_names())
+
+
+def other_item_ids(memory: AgentMemory) -> set[int]:
+    """Known things no goal names, loose and in nobody's hands: a robot can pick them up as it can any item (at
+    the cost of a hand and a trip), so telling what matters from what does not is the planner's job."""
+    wanted = memory.task.needed_names()
+    return {
+        v.id
+        for v in memory.items()
+        if v.name not in wanted and v.capacity == 0 and not v.held_by and v.location is not None
+    }
 
 
 def _tdw_actions(memory: AgentMemory, allow_messages: bool) -> list[HighLevelAction]:
@@ -115,7 +139,8 @@ def _tdw_actions(memory: AgentMemory, allow_messages: bool) -> list[HighLevelAct
     holding_carrier = any(v.capacity > 0 for v in held)
     if memory.free_hands() > 0:
         # Objects inside a carriable container cannot be grasped on their own.
-        loose = sorted(i for i in goal_item_ids(memory) if memory.objects[i].location != Relation.IN)
+        grabbable = goal_item_ids(memory) | other_item_ids(memory)
+        loose = sorted(i for i in grabbable if memory.objects[i].location != Relation.IN)
         out += [HighLevelAction(Verb.GRAB, _ref(memory, i)) for i in loose]
         if not holding_carrier:
             carriers = sorted(

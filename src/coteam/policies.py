@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from coteam.actions import Verb
-from coteam.options import ActionOption
+from coteam.options import ActionOption, fetches_for_the_goal
 from coteam.reasoning import DecisionContext
 from coteam.value.abstract import TDW_DELIVER_BEFORE_END, TDW_NO_CONTAINERS_BEFORE_END
 from coteam.world import Benchmark
@@ -24,6 +24,11 @@ def nearest(options: Sequence[ActionOption]) -> ActionOption | None:
 
 def by_verb(ctx: DecisionContext, verb: Verb) -> list[ActionOption]:
     return [o for o in ctx.options if o.action.verb == verb]
+
+
+def needed_grabs(ctx: DecisionContext) -> list[ActionOption]:
+    """The grabs of what the goal needs (the rules never pick up a thing no goal wants)."""
+    return [o for o in by_verb(ctx, Verb.GRAB) if fetches_for_the_goal(ctx.memory, o)]
 
 
 def stalest(ctx: DecisionContext, room_options: Sequence[ActionOption]) -> ActionOption:
@@ -64,7 +69,7 @@ def _only(option: ActionOption, rule: str) -> Rule:
 
 def _cwah(ctx: DecisionContext) -> Rule:
     m = ctx.memory
-    puts, grabs = by_verb(ctx, Verb.PUT), by_verb(ctx, Verb.GRAB)
+    puts, grabs = by_verb(ctx, Verb.PUT), needed_grabs(ctx)
     if puts and (m.free_hands() == 0 or not grabs):
         return _nearest(puts, "deliver")
     if grabs:
@@ -80,7 +85,7 @@ def _tdw(ctx: DecisionContext) -> Rule:
     left = m.task.horizon - m.frames
     held = m.held_items()
     put_in, transport = by_verb(ctx, Verb.PUT_IN), by_verb(ctx, Verb.TRANSPORT)
-    grabs = by_verb(ctx, Verb.GRAB)
+    grabs = needed_grabs(ctx)
     containers = [o for o in grabs if m.objects[o.action.target.id].capacity > 0]  # type: ignore[union-attr]
     targets = [o for o in grabs if o not in containers]
     if put_in:

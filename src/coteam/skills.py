@@ -411,9 +411,8 @@ class SkillRunner:
         target = m.objects.get(target_id)
         if target is None:
             raise SkillFailed("object not found")
-        to_put = [
-            v.id for v in m.held_items() if (p := delivery_target(m, v.name)) is not None and p.target == target_id
-        ]
+        # what goes there, and what no goal wants (set down at the first goal place the robot goes to)
+        to_put = [v.id for v in m.held_items() if (p := delivery_target(m, v.name)) is None or p.target == target_id]
         if not to_put:
             raise SkillFailed("not holding anything for this target")
         is_container = target.kind == ObjectKind.CONTAINER

@@ -10,6 +10,10 @@ rule-based default policy (the ``rhp`` rules) to complete a trajectory.
 * :class:`TdwModel`: frame-costed moves, looking around, grasps, a carrier of capacity ``tdw_carrier_capacity``,
   transport to the bed within a time budget.
 
+Things no goal names are options too (a robot can pick anything up): grabbing one has no abstract action (it
+can only waste time), and one already in hand is :data:`JUNK`, which takes a hand until it is set down at a goal
+place (C-WAH, with the next put) or at the bed (TDW-MAT, with the next transport), and counts nothing there.
+
 A state mixes the world (what is where, what is still wanted) with *one* robot (its position, clock and hands).
 The robot's fields are named by the model's ``ROBOT_FIELDS``: a team simulation swaps each robot's fields in
 before stepping it (``robot`` / ``put_robot``), so the same transitions serve one robot or a team.
@@ -61,6 +65,7 @@ TDW_DELIVER_SLACK = 400  # frames: rooted in a belief, it delivers when its trip
 
 SEARCH_OVERHEAD_STEPS = 3.0  # C-WAH: steps a search costs beyond the walk (opening, looking), for the rate
 SEARCH_FLOOR = 1e-3  # expected units of a place the belief gives nothing: ties go to the nearer place
+JUNK = ""  # in a robot's hands: a thing no goal wants (it takes a hand until set down; delivering it counts nothing)
 
 Key = tuple  # an abstract action: (verb, argument)
 Fact = tuple  # a binary fact a belief particle makes true (see the module docstring)
@@ -254,6 +259,11 @@ def _units(
             yield name, _draw(unseen, rng), False
 
 
+def goal_units(hands: Iterable[str]) -> int:
+    """How many of the things in a robot's hands some goal wants (not :data:`JUNK`)."""
+    return sum(1 for n in hands if n != JUNK)
+
+
 def _draw(places: list[tuple[Any, float]], rng: random.Random) -> Any:
     """One place of a distribution given as (place, probability) pairs (the last one on rounding)."""
     x = rng.random()
@@ -350,6 +360,9 @@ class CwahModel:
                 for i in st.candidates:
                     s.items.append((i, name, m.objects[i].position))
                 unseen[name] = unseen.get(name, 0) + max(0, st.missing - len(st.candidates))
+        if any(v.name not in self.target_of for v in m.held_items()) and self.target_pos:
+            s.held.extend([JUNK] * sum(1 for v in m.held_items() if v.name not in self.target_of))
+            self.target_of[JUNK] = min(self.target_pos, key=lambda t: geo.dist(m.position, self.target_pos[t]))
         goal_targets = set(self.target_of.values())
         s.unchecked = [
             (c.id, c.position) for c in sorted(m.unchecked_containers(), key=lambda v: v.id) if c.id not in goal_targets
@@ -452,6 +465,8 @@ class CwahModel:
             return None
         if a.verb == Verb.CHECK and all(a.target.id != k for k, _ in self.root.unchecked):
             return None
+        if a.verb == Verb.GRAB and a.target.name not in self.target_of:
+            return None  # a thing no goal wants
         return (a.verb.value, a.target.id)
 
     def terminal(self, s: _CwahState) -> bool:
@@ -576,15 +591,16 @@ class CwahModel:
             return
         if verb == "put":
             p = self.target_pos[arg]
-            mine = [n for n in s.held if self.target_of[n] == arg]
-            if not mine:
+            mine = [n for n in s.held if n != JUNK and self.target_of[n] == arg]
+            junk = s.held.count(JUNK)  # set down wherever the robot puts
+            if not mine and not junk:
                 return
-            s.t += self._walk(s.pos, p) + cost.cwah_action_steps * len(mine)
+            s.t += self._walk(s.pos, p) + cost.cwah_action_steps * (len(mine) + junk)
             if arg not in s.opened:
                 s.t += cost.cwah_action_steps
                 s.opened.append(arg)
             s.pos = p
-            s.held = [n for n in s.held if self.target_of[n] != arg]
+            s.held = [n for n in s.held if n != JUNK and self.target_of[n] != arg]
             s.delivered += len(mine)
 
     def _walk(self, a: Vec2, b: Vec2) -> float:
@@ -615,7 +631,7 @@ class CwahModel:
 
     def value(self, s: _CwahState) -> float:
         v = self.cost.cwah_item_value
-        return v * s.delivered + 0.5 * v * len(s.held) - s.t
+        return v * s.delivered + 0.5 * v * goal_units(s.held) - s.t
 
 
 class _TdwState:
@@ -683,13 +699,19 @@ class TdwModel:
         self._look_frames = 360.0 / cost.tdw_turn_deg * cost.tdw_turn_frames  # a look around a whole room
         self._face_frames = cost.tdw_face_deg / cost.tdw_turn_deg * cost.tdw_turn_frames  # turning to face an object
         self.seen_at = {v.id: (v.position, v.room) for v in m.objects.values()}  # see CwahModel
+        self.carrier_ids = {v.id for v in m.items() if v.capacity > 0}
         s = _TdwState()
         s.pos, s.room, s.t, s.dead, s.delivered = m.position, m.room, 0.0, False, 0.0
         held = m.held_items()
         s.carrier = any(v.capacity > 0 for v in held)
         carrier_ids = {v.id for v in held if v.capacity > 0}
-        s.load = sum(1 for v in m.items() if v.holder in carrier_ids and v.location == Relation.IN)
-        s.hand = [v.name for v in held if v.capacity == 0]
+        s.load = sum(  # what it will deliver: things no goal wants take room, and count nothing
+            1
+            for v in m.items()
+            if v.holder in carrier_ids and v.location == Relation.IN and v.name in m.task.needed_names()
+        )
+        wanted = m.task.needed_names()
+        s.hand = [v.name if v.name in wanted else JUNK for v in held if v.capacity == 0]
         s.want, s.items, s.hidden = {}, [], []
         unseen: dict[str, int] = {}
         for st in goal_status(m):
@@ -788,6 +810,8 @@ class TdwModel:
             return None  # looking around, or walking into, an explored room can only waste time
         if a.verb == Verb.GRAB and a.target.id in {c[0] for c in self.root.carriers}:
             return ("carrier", a.target.id)
+        if a.verb == Verb.GRAB and a.target.name not in self.root.want and a.target.id not in self.carrier_ids:
+            return None  # a thing no goal wants
         return (a.verb.value, a.target.id)
 
     def terminal(self, s: _TdwState) -> bool:
@@ -944,14 +968,14 @@ class TdwModel:
                         s.want[entry[1]] -= 1
         elif verb == "put_in":
             if s.carrier and s.hand and s.load < cost.tdw_carrier_capacity:
-                s.hand.pop()
-                s.load += 1
+                if s.hand.pop() != JUNK:
+                    s.load += 1
                 s.t += cost.tdw_put_in_frames
         elif verb == "transport" and (s.hand or s.carrier):
             s.t += self._walk(s.pos, self.bed_pos) + cost.tdw_drop_frames * (len(s.hand) + (1 if s.carrier else 0))
             s.pos, s.room = self.bed_pos, self.bed_room
             if s.t <= self.budget:
-                s.delivered += (len(s.hand) + s.load) * (1.0 - cost.tdw_late_discount * s.t / self.budget)
+                s.delivered += (goal_units(s.hand) + s.load) * (1.0 - cost.tdw_late_discount * s.t / self.budget)
             s.hand, s.carrier, s.load = [], False, 0
         if s.t >= self.budget:
             s.dead = True
@@ -975,4 +999,4 @@ class TdwModel:
         v = self.cost.tdw_item_value
         if self.budget >= self.left or self.terminal(s):
             return v * s.delivered
-        return v * (s.delivered + 0.5 * (1.0 - self.cost.tdw_late_discount) * (len(s.hand) + s.load))
+        return v * (s.delivered + 0.5 * (1.0 - self.cost.tdw_late_discount) * (goal_units(s.hand) + s.load))

@@ -67,6 +67,7 @@ from coteam.value.abstract import (
     Key,
     ModelChoices,
     TdwModel,
+    goal_units,
 )
 from coteam.world import Benchmark, Vec2
 
@@ -174,7 +175,7 @@ class ValueModel:
         in my carrier) plus the frames left, so that ``G = (V + d) / Z`` stays within [0, 1]."""
         root = self.model.root
         if self.cwah:
-            units = sum(root.want.values()) + len(root.held)  # type: ignore[union-attr]
+            units = sum(root.want.values()) + goal_units(root.held)  # type: ignore[union-attr]
             return (1.0 + self.config.flow_weight) * (self.time_left + self.config.unfinished_steps * units)
         units = sum(root.want.values()) + root.load + sum(len(r.held) for r in (self.me, *self.teammates))  # type: ignore[union-attr]
         return self.model.cost.tdw_item_value * units + self.time_left
@@ -437,13 +438,13 @@ class ValueModel:
             if wanted > 0:
                 return False
         if self.cwah:
-            return not any(st[2] for st in states)
-        return not any(st[5] or st[4] for st in states)
+            return not any(goal_units(st[2]) for st in states)
+        return not any(goal_units(st[5]) or st[4] for st in states)
 
     def _value(self, s: Any, states: list[tuple], deliveries: list[float]) -> float:
         if not self.cwah:
             return self.model.cost.tdw_item_value * s.delivered
-        left = sum(v for v in s.want.values() if v > 0) + sum(len(st[2]) for st in states)
+        left = sum(v for v in s.want.values() if v > 0) + sum(goal_units(st[2]) for st in states)
         if left == 0:
             return -(max(deliveries, default=0.0) + self.config.flow_weight * statistics.fmean(deliveries or [0.0]))
         end = max(st[1] for st in states) + self.config.unfinished_steps * left

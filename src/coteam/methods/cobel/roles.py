@@ -10,7 +10,7 @@ repaired or falls back.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import Field
@@ -226,11 +226,11 @@ def _update_schema(order: int) -> Callable[[RoleContext], dict[str, Any]]:
     def schema(ctx: RoleContext) -> dict[str, Any]:
         q = _q(ctx)
         believers = (q.sym.world.agent, q.teammate)[: order + 1]
-        replace = {"beliefs": {"type": "array", "items": _statements(q, *believers), "maxItems": ASKED_STATEMENTS}}
+        fields = {"beliefs": {"type": "array", "items": _statements(q, *believers), "maxItems": ASKED_STATEMENTS}}
         stated = q.sym.stated(q.teammate) if order else None
         steps = _steps(q, stated.texts if stated is not None else ())
-        replace["plan"] = {"type": "array", "items": steps, "maxItems": 3 if order else 0}
-        return narrow(model_schema(BeliefUpdate), replace=replace)
+        fields["plan"] = {"type": "array", "items": steps, "maxItems": 3 if order else 0}
+        return narrow(model_schema(BeliefUpdate), replace=fields)
 
     return schema
 
@@ -241,6 +241,9 @@ UPDATE_ZERO: Role[BeliefUpdate] = Role(
 UPDATE_FIRST: Role[BeliefUpdate] = Role(
     "cobel.update_first", "cobel_update_first", BeliefUpdate, _first, _check_update(1), _update_schema(1)
 )
+# no_sbr on a model: the same questions without the belief language (no rules, no statement form, plain sentences)
+UPDATE_ZERO_PLAIN = replace(UPDATE_ZERO, template="cobel_update_zero_plain")
+UPDATE_FIRST_PLAIN = replace(UPDATE_FIRST, template="cobel_update_first_plain")
 
 
 # --- prediction ------------------------------------------------------------------------------------------------
@@ -387,6 +390,7 @@ def _gate_schema(ctx: RoleContext) -> dict[str, Any]:
 COLLABORATE: Role[GateAnswer] = Role(
     "cobel.collaborate", "cobel_collaborate", GateAnswer, _gate, check_gate, _gate_schema
 )
+COLLABORATE_PLAIN = replace(COLLABORATE, template="cobel_collaborate_plain")
 MESSAGE = message_role("cobel.message", "cobel_message", _message)
 
 

@@ -122,14 +122,16 @@ class CobelAgent(RoleAgent):
         """Zero-order beliefs and, per teammate, first-order beliefs and its stated plan (trace: both orders)."""
         s = d.slots
         observed = {"progress": s["progress"], "dialogue": s["dialogue"]}
-        zero = d.ask(R.UPDATE_ZERO, q, rules=rule_text, teammates=s["teammates"], **observed).value.beliefs
+        language = {} if q.free_text_beliefs else {"rules": rule_text}  # no_sbr: no rules, plain sentences
+        zero_role, first_role = (
+            (R.UPDATE_ZERO_PLAIN, R.UPDATE_FIRST_PLAIN) if q.free_text_beliefs else (R.UPDATE_ZERO, R.UPDATE_FIRST)
+        )
+        zero = d.ask(zero_role, q, teammates=s["teammates"], **language, **observed).value.beliefs
         first: dict[str, list[str]] = {}
         stated: dict[str, list[str]] = {}
         for mate in d.teammates:
             q.teammate = mate
-            answer = d.ask(
-                R.UPDATE_FIRST, q, rules=rule_text, teammate=mate, available=s["available"], **observed
-            ).value
+            answer = d.ask(first_role, q, teammate=mate, available=s["available"], **language, **observed).value
             first[mate] = answer.beliefs
             if answer.plan:
                 stated[mate] = answer.plan
@@ -207,7 +209,7 @@ class CobelAgent(RoleAgent):
             else:
                 theirs = "\n".join(" / ".join(p) for p in predicted.get(mate, [])) or "(not predicted)"
                 answer = d.ask(
-                    R.COLLABORATE,
+                    R.COLLABORATE_PLAIN if q.free_text_beliefs else R.COLLABORATE,
                     q,
                     teammate=mate,
                     zero_order=q.zero_text,
@@ -256,13 +258,15 @@ class CobelTeam(PerAgentTeam):
         self.rules: RuleSet | None = None
 
     def agreed_rules(self, d: Deliberation) -> RuleSet:
-        """The episode's belief rules: the suite's fixed set on the symbolic backend; on a model, negotiated once
-        (propose, then critique and refine up to ``rule_rounds`` times) when the first agent first decides."""
+        """The episode's belief rules: the suite's fixed set on the symbolic backend (and without the belief language,
+        no_sbr); on a model, negotiated once (propose, then critique and refine up to ``rule_rounds`` times) when the
+        first agent first decides."""
         assert self.info is not None
         if self.rules is not None:
             return self.rules
         fixed = rules_for(self.info.benchmark)
-        if self.roles is None or self.roles.backend.name == "symbolic":
+        if self.roles is None or self.roles.backend.name == "symbolic" or self.config.ablation == "no_sbr":
+            # no_sbr: the model writes plain sentences, so there is no belief language to agree on
             self.rules = fixed
             return fixed
         q = R.CobelQuestion.for_rules(fixed)

@@ -64,7 +64,7 @@ from coteam.methods.evocf.roles import (
     options_of,
 )
 from coteam.methods.evocf.rules import CONDITIONS, ActionFacts, Rule, hands, induce
-from coteam.options import ActionOption
+from coteam.options import ActionOption, fetches_for_the_goal
 from coteam.reasoning import EPISODE_OVER, Decision, EpisodeInfo, EpisodeOutcome
 from coteam.value.abstract import Key
 from coteam.value.team import Robot, ValueModel
@@ -214,7 +214,9 @@ class JointValue:
         for robot, mine in options.items():
             valued = [o for o in mine if self.key(o) is not None]
             if not valued:
-                plan[robot] = min(mine, key=lambda o: (o.my_distance, o.text))
+                m = self.round.memories[robot]
+                useful = [o for o in mine if o.action.verb != Verb.GRAB or fetches_for_the_goal(m, o)]
+                plan[robot] = min(useful or mine, key=lambda o: (o.my_distance, o.text))
                 continue
             plan[robot] = max(valued, key=lambda o: (self.value({**plan, robot: o}), -o.my_distance))
         return plan
