@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -286,3 +288,27 @@ def test_a_message_is_for_the_whole_team_or_one_teammate(cwah_scene, monkeypatch
     decision, options = brain.decide()
     assert decision.action.receiver == "bob" and brain.memory.sent[-1].receiver == "bob"
     assert brain.record(decision, options)["to"] == "bob"
+
+
+def test_a_robot_given_a_new_task_keeps_what_it_learnt_of_the_home_and_starts_the_task_afresh():
+    """A serving team's next task: the memory keeps the map and where things were seen and takes the new goal;
+    the method's per-task state starts again (REVECA's relevance is the new goal's), its cross-episode store
+    stays."""
+    from coteam.reasoning import EpisodeInfo
+    from coteam.world_file import goal_task, load_world
+    from scenario import method_brain
+
+    scene = load_world(Path(__file__).resolve().parent.parent / "config" / "flat.world.yaml").scene
+    sim = Simulator(scene, ("robot1", "robot2"))
+    brain = method_brain(sim, "robot1", "reveca")
+    brain.decide()
+    seen = dict(brain.memory.objects)
+    judged = dict(brain.team.agents["robot1"].relevance)
+    assert judged and seen
+    episodes = brain.team.episodes
+    task = goal_task(scene, "put the plates away", ["in(plate, kitchencabinet): 2"])
+    brain.take_task(EpisodeInfo.for_scene(replace(scene, task=task), ("robot1", "robot2"), 0))
+    assert brain.memory.task == task and all(i in brain.memory.objects for i in seen)
+    assert [st.predicate.item for st in goal_status(brain.memory)] == ["plate"]
+    assert brain.team.episodes == episodes + 1 and brain.team.agents["robot1"].relevance == {}
+    assert any(o.action.target and o.action.target.name == "kitchencabinet" for o in brain.decide()[1])

@@ -555,3 +555,24 @@ def test_rules_given_to_the_base_planner_alone_keep_it_from_what_they_forbid(tmp
         decisions = load_trace(tmp_path / f"{priors}.json")["decisions"]
         grabs[priors] = [d["action"] for d in decisions if d["agent"] == "bob" and "grab" in d["action"]]
     assert grabs[False] and not grabs[True]
+
+
+def test_the_plan_prompt_letters_exactly_the_options_the_planner_takes(tmp_path, monkeypatch) -> None:
+    """The joint plan is made of the task's actions: the robots' grabs of things no goal wants are not among its
+    options, and the prompt's lettered lists are the planner's own (a letter names the same action in both)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    scene = get_suite("cwah-test-noisy20").episodes()[0].build()
+    wanted = scene.task.needed_names()
+    others = {i.name for i in scene.items} - wanted
+    model = ScriptedEvocf()
+    _, requests, _ = run_on_loopback("evocf", model, scene, tmp_path / "t.json", store=str(tmp_path / "m.db"))
+    listed = [
+        line
+        for r in requests
+        if "Options of each waiting robot:" in r["messages"][-1]["content"]
+        for line in r["messages"][-1]["content"].split("Options of each waiting robot:\n", 1)[1].splitlines()
+        if "[gograb]" in line
+    ]
+    offending = [line for line in listed for name in others if f"<{name}>" in line]
+    assert listed and not offending, offending[:5]
+    assert model.calls["plan"] > 0

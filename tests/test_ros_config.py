@@ -1179,3 +1179,23 @@ def test_a_planner_without_its_key_says_so_in_one_line(tmp_path: Path, monkeypat
         assert proc.returncode == 2
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and "cannot start" in lines[0] and problem in lines[0], proc.stderr
+
+
+def test_a_serving_team_has_a_task_node_and_planners_that_take_its_tasks(tmp_path: Path) -> None:
+    """``serve:``: the task node joins the robots' nodes (the home, its safety policy, the reader, the per-task time
+    limit), every planner serves, and the task node's records go next to the results; only robots (a world is one
+    episode of the simulator) and only per-robot planners."""
+    from coteam_ros.launcher import TASKS_JSONL, run_outputs
+
+    cfg = load_config(_write(tmp_path, {**HW_DOC, "serve": {"first_task": False, "reader": "grammar"}}))
+    specs = {s.label: s for s in node_list(cfg, SCENE)}
+    desk = specs["task_desk@/"]
+    assert desk.parameters["first_task"] is False and desk.parameters["reader"] == "grammar"
+    assert desk.parameters["scene_path"] == SCENE and desk.parameters["robots"] == ["robot1", "robot2"]
+    assert all(specs[f"planner@/{r}"].parameters["serve"] is True for r in ("robot1", "robot2"))
+    assert run_outputs(desk, tmp_path / "results.json") == {"results_path": str(tmp_path / TASKS_JSONL)}
+    assert "task_desk@/" not in {s.label for s in node_list(load_config(_write(tmp_path, HW_DOC)), SCENE)}
+    with pytest.raises(ConfigError, match="serve: only without a world"):
+        parse_config({**SIM_DOC, "serve": {}}, str(tmp_path / "team.yaml"))
+    with pytest.raises(ConfigError, match="evocf plans centrally"):
+        parse_config({**HW_DOC, "team": {"method": "evocf"}, "serve": {}}, str(tmp_path / "team.yaml"))

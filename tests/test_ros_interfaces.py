@@ -140,6 +140,22 @@ def _samples(msg, action) -> list:
         action.Manipulate.Goal(operation=action.Manipulate.Goal.GRASP, object_id=21, target_id=-1, hand=""),
         action.Manipulate.Result(success=True, failure_reason=""),
         action.Manipulate.Feedback(phase="grasping", progress=1.0),
+        msg.TaskAssignment(
+            command=msg.TaskAssignment.START, task_id="task-3", name="put the cups away", goal=["in(cup, cabinet): 2"]
+        ),
+        msg.TaskProgress(
+            robot="robot1", task_id="task-3", progress=["in(cup, cabinet): 1 of 2"], doing="x", goal_met=False
+        ),
+        action.TeamTask.Goal(request="put two cups in the cabinet", first=True),
+        action.TeamTask.Result(outcome="done", reason="", goal=["in(cup, cabinet): 2"], task_id="task-3", seconds=41.5),
+        action.TeamTask.Feedback(
+            state="running",
+            position=0,
+            goal=["in(cup, cabinet): 2"],
+            task_id="task-3",
+            progress=["in(cup, cabinet): 1 of 2"],
+            robots=["robot1: [gograb] <cup> (12)"],
+        ),
         NavigateToPose.Goal(pose=_pose(3.0, -1.0), behavior_tree=""),
         NavigateToPose.Result(error_code=NavigateToPose.Result.TIMEOUT, error_msg="goal not reached within 120 s"),
         NavigateToPose.Feedback(
@@ -180,10 +196,12 @@ def test_every_type_roundtrips_through_cdr():
             msg.SemanticObject,
             msg.SemanticMap,
             msg.Decision,
+            msg.TaskAssignment,
+            msg.TaskProgress,
         }
         | {
             getattr(a, part)
-            for a in (action.ExecuteSkill, action.Manipulate, NavigateToPose)
+            for a in (action.ExecuteSkill, action.Manipulate, action.TeamTask, NavigateToPose)
             for part in ("Goal", "Result", "Feedback")
         }
         | {Detection3DArray}

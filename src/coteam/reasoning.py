@@ -191,6 +191,8 @@ class Team(Protocol):
 
     def reset(self, info: EpisodeInfo) -> None: ...
 
+    def next_task(self, info: EpisodeInfo) -> None: ...
+
     def join(self, agent: str, memory: AgentMemory) -> None: ...
 
     def leave(self, agent: str) -> None: ...
@@ -235,6 +237,19 @@ class AgentBrain:
         self.payloads_dropped = 0
         self.guard = MessageGuard()
         self._guarded: dict[str, Any] = {}  # what the guard did in the last decision (for its trace record)
+
+    def take_task(self, info: EpisodeInfo, *, restart_team: bool = True) -> None:
+        """A new task for this robot in the same home (a serving team; ``info`` is the home's with the new task).
+        The memory keeps what the robot learnt of the home -- its map, where things are, its teammates -- and
+        takes the task and the places it names; the team starts the task afresh (:meth:`Team.next_task`; a team
+        shared by several in-process brains is restarted once: the others pass ``restart_team=False``)."""
+        self.info = info
+        self.memory.task = info.task
+        for view in info.landmarks:
+            self.memory.objects.setdefault(view.id, view)
+        if restart_team:
+            self.team.next_task(info)
+        self.team.join(self.agent, self.memory)
 
     def observe(self, obs: Observation) -> None:
         if obs.messages:

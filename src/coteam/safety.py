@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationErro
 
 from coteam.actions import HighLevelAction, Verb
 from coteam.validation import first_problem
-from coteam.world import FloorPlan, Vec2
+from coteam.world import FloorPlan, Scene, Task, Vec2
 
 FORMAT = "coteam-safety/1"
 REFUSED = "refused by the safety policy: "  # how a refused action's failure reason starts
@@ -172,6 +172,22 @@ class SafetyGate:
     def touch_refused(self, name: str) -> str:
         """Why no robot may handle the item or fixture ``name`` ('' when it may)."""
         return f"{name} is never touched" if name in self._never_touch else ""
+
+    def task_refused(self, task: Task, home: Scene) -> str:
+        """Why the robots may not take ``task`` at all ('' when they may): it asks them to handle a thing or a place
+        the policy never lets them touch, or to bring things to a place in a no-go room or zone. Said before
+        anything moves."""
+        for predicate in task.predicates:
+            target = home.fixture(predicate.target)
+            for name in (predicate.item, target.name):
+                if why := self.touch_refused(name):
+                    return f"the task needs {name}, and {why} (safety policy)"
+            if target.room in self.no_go_rooms:
+                room = self.room_names[target.room]
+                return f"the task needs {target.name}, in the {room}, a no-go room (safety policy)"
+            if why := self.place_refused(target.position):
+                return f"the task needs {target.name}, at {why} (safety policy)"
+        return ""
 
     def check_action(self, action: HighLevelAction, positions: Mapping[int, Vec2], rooms: Mapping[int, int]) -> Verdict:
         """The verdict on ``action`` before it starts; ``positions`` and ``rooms`` are where the robot knows its

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -241,12 +242,51 @@ def parse_goal(text: str) -> tuple[Relation, str, str, int]:
     return Relation(relation.lower()), item, target, int(count)
 
 
-def compile_world(spec: WorldFile, occupancy: OccupancyMap | None) -> Scene:
-    goals = [parse_goal(g) for g in spec.task.goal]
-    relations = {g[0] for g in goals}
+def goal_rules(goal: list[str]) -> Benchmark:
+    """The rules a goal's lines call for: TDW-MAT's for ``near`` goals, C-WAH's for ``on`` / ``in``."""
+    relations = {parse_goal(g)[0] for g in goal}
     if Relation.NEAR in relations and relations != {Relation.NEAR}:
-        raise ValueError("task.goal mixes near (TDW-MAT rules) with on / in (C-WAH rules)")
-    benchmark = Benchmark.TDWMAT if Relation.NEAR in relations else Benchmark.CWAH
+        raise ValueError("the goal mixes near (TDW-MAT rules) with on / in (C-WAH rules)")
+    return Benchmark.TDWMAT if Relation.NEAR in relations else Benchmark.CWAH
+
+
+def goal_task(scene: Scene, name: str, goal: list[str], *, horizon: int | None = None, category: str = "") -> Task:
+    """A task in ``scene``'s home from goal lines (``"in(apple, fridge): 2"``): every name checked against its
+    fixtures and items, and the rules its lines call for the home's own (a one-line ``ValueError`` otherwise)."""
+    if not goal:
+        raise ValueError("the goal has no line")
+    benchmark = goal_rules(goal)
+    if benchmark != scene.benchmark:
+        raise ValueError(
+            f"{'near' if benchmark == Benchmark.TDWMAT else 'on / in'} goals call for {benchmark.value} rules; this "
+            f"home's robots work by {scene.benchmark.value} rules ({_RELATIONS[scene.benchmark]} goals)"
+        )
+    fixtures = {f.name: f for f in (*scene.containers, *scene.surfaces)}
+    containers = {c.id for c in scene.containers}
+    names = {i.name for i in scene.items}
+    predicates = []
+    for text in goal:
+        relation, item, target, count = parse_goal(text)
+        if target not in fixtures:
+            raise ValueError(f"goal {relation.value}({item}, {target}): no fixture is named {target!r}")
+        kind = "container" if fixtures[target].id in containers else "surface"
+        if (relation, kind) in ((Relation.IN, "surface"), (Relation.ON, "container")):
+            raise ValueError(f"goal {relation.value}({item}, {target}): {target} is a {kind}")
+        if item not in names:
+            known = ", ".join(sorted(names)) or "none"
+            raise ValueError(f"goal {relation.value}({item}, {target}): no item is named {item!r} (items: {known})")
+        available = sum(1 for i in scene.items if i.name == item)
+        if available < count:
+            raise ValueError(f"goal {relation.value}({item}, {target}): {count} wanted, {available} in items:")
+        predicates.append(GoalPredicate(relation, item, fixtures[target].id, count))
+    return Task(name, benchmark, tuple(predicates), category, horizon or DEFAULT_HORIZON[benchmark])
+
+
+_RELATIONS = {Benchmark.CWAH: "on / in", Benchmark.TDWMAT: "near"}
+
+
+def compile_world(spec: WorldFile, occupancy: OccupancyMap | None) -> Scene:
+    benchmark = goal_rules(spec.task.goal)
     _unique("room", [r.name for r in spec.rooms])
     floorplan = _floorplan(spec, occupancy)
     _unique("fixture", [f.name for f in spec.fixtures])
@@ -277,22 +317,6 @@ def compile_world(spec: WorldFile, occupancy: OccupancyMap | None) -> Scene:
             items.append(Item(next_id, entry.name, entry.category, entry.capacity))
             placements[next_id] = placement
             next_id += 1
-    names = {i.name for i in items}
-
-    predicates = []
-    for relation, item, target, count in goals:
-        if target not in fixture_ids:
-            raise ValueError(f"goal {relation.value}({item}, {target}): no fixture is named {target!r}")
-        kind = "container" if fixture_ids[target] in {c.id for c in containers} else "surface"
-        if (relation, kind) in ((Relation.IN, "surface"), (Relation.ON, "container")):
-            raise ValueError(f"goal {relation.value}({item}, {target}): {target} is a {kind}")
-        if item not in names:
-            known = ", ".join(sorted(names)) or "none"
-            raise ValueError(f"goal {relation.value}({item}, {target}): no item is named {item!r} (items: {known})")
-        available = sum(1 for i in items if i.name == item)
-        if available < count:
-            raise ValueError(f"goal {relation.value}({item}, {target}): {count} wanted, {available} in items:")
-        predicates.append(GoalPredicate(relation, item, fixture_ids[target], count))
 
     physics = Physics()
     reach = physics.cwah_reach_m if benchmark == Benchmark.CWAH else physics.tdw_reach_m
@@ -313,9 +337,7 @@ def compile_world(spec: WorldFile, occupancy: OccupancyMap | None) -> Scene:
         heading = round(robot.start[2]) % 360 if len(robot.start) == 3 else 0
         starts.append(AgentStart(robot.name, position, heading))
 
-    horizon = spec.task.horizon or DEFAULT_HORIZON[benchmark]
-    task = Task(spec.task.name, benchmark, tuple(predicates), spec.task.category, horizon)
-    return Scene(
+    home = Scene(
         spec.name,
         benchmark,
         0,
@@ -325,9 +347,11 @@ def compile_world(spec: WorldFile, occupancy: OccupancyMap | None) -> Scene:
         tuple(items),
         placements,
         tuple(starts),
-        task,
+        Task(spec.task.name, benchmark, (), spec.task.category, 1),
         frozenset(initially_open),
     )
+    task = goal_task(home, spec.task.name, spec.task.goal, horizon=spec.task.horizon, category=spec.task.category)
+    return replace(home, task=task)
 
 
 def _unique(what: str, names: list[str]) -> None:

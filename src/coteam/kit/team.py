@@ -88,6 +88,14 @@ class MethodTeam:
     def start_episode(self, info: EpisodeInfo) -> None:
         """Per-episode set-up (override)."""
 
+    def next_task(self, info: EpisodeInfo) -> None:
+        """A serving team's next task in the same home (``info`` names it): what a method keeps per task starts
+        afresh (:meth:`start_episode`), what it keeps across episodes stays (its store is not cleared); the robots
+        ``join`` again with the memories they kept."""
+        self.info = info
+        self.episodes += 1
+        self.start_episode(info)
+
     def join(self, agent: str, memory: AgentMemory) -> None:
         """A robot of the team starts the episode with ``memory`` (its runtime keeps it up to date)."""
 

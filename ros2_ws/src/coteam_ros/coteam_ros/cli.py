@@ -41,7 +41,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--grace", type=float, default=5.0, metavar="S", help="seconds between SIGINT and SIGTERM (default 5)"
     )
+    p.add_argument(
+        "--serve", action="store_true", help="keep the team running and take tasks (coteam task) until it is stopped"
+    )
     p.set_defaults(func=_cmd_launch)
+
+    p = sub.add_parser(
+        "task",
+        help="give a serving team a task, follow it, cancel it, or see the queue",
+        description="Give a running team (coteam launch --serve) a task in words or as goal lines, and follow it.",
+        epilog="exit codes: 0 done, 4 failed, 5 refused, 6 canceled, 7 no serving team answers "
+        "(--cancel: 0 canceled, 1 nothing to cancel)",
+    )
+    p.add_argument("request", nargs="?", help='what to do, e.g. "put two cups in the kitchen cabinet"')
+    p.add_argument("--goal", action="append", metavar="LINE", help='a goal line, e.g. "in(cup, kitchencabinet): 2"')
+    p.add_argument("--first", action="store_true", help="before the tasks already waiting")
+    p.add_argument("--cancel", nargs="?", const="", metavar="ID", help="cancel a task (no id: the running one)")
+    p.add_argument("--status", action="store_true", help="the running and waiting tasks, and the last ended")
+    p.add_argument("--timeout", type=float, metavar="S", help="stop following the task after S seconds")
+    p.set_defaults(func=_cmd_task)
 
     p = sub.add_parser(
         "keys",
@@ -63,6 +81,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--answer", choices=("yes", "no"), help="answer every question so, without asking")
     p.add_argument("--timeout", type=float, default=30.0, metavar="S", help="wait S seconds for an answer (then no)")
     p.set_defaults(func=_cmd_approve)
+
+
+def _cmd_task(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from coteam_ros import task_client
+
+    console = Console()
+    asked = [args.request is not None or bool(args.goal), args.cancel is not None, args.status]
+    if sum(asked) != 1:
+        raise ValueError("give one of: a request (or --goal lines), --cancel [ID], --status")
+    if args.status:
+        return task_client.status(console)
+    if args.cancel is not None:
+        return task_client.cancel(args.cancel, console)
+    if args.request is not None and args.goal:
+        raise ValueError("give a request in words or --goal lines, not both")
+    request = args.request if args.request is not None else "\n".join(args.goal)
+    return task_client.give(request, first=args.first, timeout_s=args.timeout, console=console)
 
 
 def _cmd_approve(args: argparse.Namespace) -> int:
@@ -102,6 +139,7 @@ def _cmd_launch(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             domain_id=args.domain_id,
             sigint_grace=args.grace,
+            serve=args.serve,
         )
         if results is not None:
             print_results(results, console, keep=args.out is not None)

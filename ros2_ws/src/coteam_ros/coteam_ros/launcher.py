@@ -44,7 +44,7 @@ from coteam_ros import CANNOT_START
 from coteam_ros.keystore import prepare_keystore
 from coteam_ros.node_graph import NodeSpec, model_groups, node_list, ros_args, write_task_scene
 from coteam_ros.task_end import END_REPORT, EndReport
-from coteam_ros.team_config import TeamConfig, load_config
+from coteam_ros.team_config import ServeSection, TeamConfig, load_config
 
 TIMEOUT_EXIT = 124
 CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGILL, signal.SIGFPE})
@@ -52,6 +52,7 @@ CRASH_RESTARTS = 3  # a robot's node that crashed is started again at most this 
 RESTART_DELAY_S = 1.0  # after this long (its DDS participant's departure is seen first)
 TASK_UNFINISHED = 3  # robots: every planner ended its task, but no map showed the goal met (the time limit)
 TWIN_RESULTS = "twin.json"  # the twin's own results: what really happened in the simulated home
+TASKS_JSONL = "tasks.jsonl"  # a serving team's tasks: one record per task people gave (coteam.tasks.desk)
 MEMORY_JOURNAL = "{robot}.memory.jsonl"  # a planner's memory (coteam_ros.memory_journal), in the run's output folder
 TIME_LIMIT_GRACE_S = 90.0  # past a task's time limit (counted by each robot from its first status: start-up comes
 # first, up to the twin's 60 s), the launch stops whatever still runs
@@ -134,6 +135,8 @@ def run_outputs(spec: NodeSpec, results: Path) -> dict[str, str]:
         extra = {"results_path": str(out / TWIN_RESULTS), "trace_path": str(out / "twin_trace.json")}
     elif ends_task(spec):
         extra = {"end_report": str(out / END_REPORT.format(robot=spec.parameters["robot"]))}
+    elif spec.executable == "task_desk":  # one record per task people gave
+        extra = {"results_path": str(out / TASKS_JSONL)}
     if spec.executable == "planner":  # started again in this run, it recalls what it had seen and heard
         extra["memory_journal"] = str(out / MEMORY_JOURNAL.format(robot=spec.parameters["robot"]))
     return extra
@@ -375,8 +378,10 @@ def launch(
     timeout: float | None = None,
     domain_id: int | None = None,
     sigint_grace: float = 5.0,
+    serve: bool = False,
 ) -> tuple[int, Path | None]:
-    """Load ``config``, start its nodes and wait (see :func:`run`); params files go to ``workdir``.
+    """Load ``config``, start its nodes and wait (see :func:`run`); params files go to ``workdir``. ``serve``: the
+    team keeps running and takes tasks (as the team file's ``serve:`` says), until it is stopped.
 
     Returns the exit code and the results JSON the bridge was asked to write (in ``out_dir``, default
     ``workdir``; None without a world). The file exists only if the bridge wrote it.
@@ -392,7 +397,9 @@ def launch(
             "export ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET to reach robots on the network",
             flush=True,
         )
-    if timeout is None and cfg.time_limit_s is not None:  # the robots stop at the time limit; a hung node does not
+    if serve and cfg.serve is None:
+        cfg = cfg.model_copy(update={"serve": ServeSection()})
+    if timeout is None and cfg.time_limit_s is not None and cfg.serve is None:  # a hung node does not stop
         timeout = cfg.time_limit_s + TIME_LIMIT_GRACE_S
     with local_models(cfg) as endpoints:
         children = plan(cfg, workdir, record=record, results_path=results, endpoints=endpoints)
@@ -411,6 +418,7 @@ def fresh_results(directory: Path) -> Path:
     for old in (
         results,
         directory / TWIN_RESULTS,
+        directory / TASKS_JSONL,
         *directory.glob(END_REPORT.format(robot="*")),
         *directory.glob(MEMORY_JOURNAL.format(robot="*")),
     ):
@@ -424,6 +432,8 @@ def finish_team_run(cfg: TeamConfig, directory: Path, code: int) -> tuple[int, s
     says when the task ended without the goal met; with a line saying so."""
     stopped_by_signal = code - 128 in (signal.SIGINT, signal.SIGTERM)
     done = write_team_results(cfg, directory, stopped=None if code == 0 or stopped_by_signal else f"exit {code}")
+    if cfg.serve is not None:  # a serving team ends when it is stopped; its tasks' outcomes are in tasks.jsonl
+        return (0 if stopped_by_signal else code), f"the tasks' outcomes: {directory / TASKS_JSONL}"
     if code == 0 and not done:
         return TASK_UNFINISHED, f"the task ended without the goal met (exit {TASK_UNFINISHED})"
     return code, ""

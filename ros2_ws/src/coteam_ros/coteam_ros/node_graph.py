@@ -129,7 +129,7 @@ def node_list(
 ) -> list[NodeSpec]:
     """The nodes of a team run, in start order: the ``sim_bridge`` (with a world), the team's ``coordinator`` (a
     centralised method), then per robot its ``robot_state`` (without a world), ``perception``, ``planner`` and
-    ``executor`` in the robot's namespace.
+    ``executor`` in the robot's namespace, and a serving team's ``task_desk``.
     Every node reads the task from ``scene_path`` (:func:`write_task_scene`). ``endpoints`` (robot ->
     ``{"base_url", "model"}``) point each planner at its model server."""
     episode: dict[str, ParamValue] = {"scene_path": str(scene_path), "seed": cfg.episode_ref.seed}
@@ -268,6 +268,8 @@ def node_list(
                 team_keys=str(cfg.security.public_keys),
                 max_message_age_s=cfg.security.max_age_s,
             )
+        if cfg.serve is not None:  # tasks come from the team's task node (/team/task_assignment)
+            planner["serve"] = True
         if cfg.world is None:  # a real robot: its status comes from its odometry and detector
             planner["message_delivery"] = "arrival"
             planner["ends_task"] = True  # when its map shows the goal met (coteam_ros.task_end)
@@ -299,6 +301,18 @@ def node_list(
             NodeSpec("planner", "planner", robot.namespace, planner, list(remappings)),
             NodeSpec("executor", "executor", robot.namespace, {"robot": robot.name, **executor}, list(remappings)),
         ]
+    if cfg.serve is not None:  # people's tasks in, one at a time to the robots (coteam task)
+        serve = cfg.serve
+        desk: dict[str, ParamValue] = {
+            "robots": list(names),
+            **episode,
+            **safety,
+            "first_task": serve.first_task,
+            "time_limit_s": cfg.time_limit_s or 0.0,
+            "reader": serve.reader,
+        }
+        desk.update({k: v for k, v in (("llm_base_url", serve.llm_base_url), ("llm_model", serve.llm_model)) if v})
+        specs.append(NodeSpec("task_desk", "task_desk", "/", desk))
     if cfg.twin is not None:  # the robots' nodes stamp with the twin's clock (/clock): their stamps and its agree
         for spec in specs:
             if spec.name != "twin":

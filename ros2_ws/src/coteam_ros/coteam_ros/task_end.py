@@ -24,7 +24,7 @@ from coteam.actions import HighLevelAction, Verb
 from coteam.goals import goal_status, satisfies
 from coteam.memory import AgentMemory
 from coteam.observation import ObjectView
-from coteam.world import Relation
+from coteam.world import GoalPredicate, Relation
 
 TASK_DONE = "task_done"  # the payload key of the team message of a robot whose map shows the goal met
 END_REPORT = "{robot}.end.json"  # a planner's end report, in the run's output folder
@@ -34,22 +34,28 @@ TeamPutDown = Mapping[str, Sequence[ObjectView]]  # teammate -> the goal items i
 
 
 def goal_progress(memory: AgentMemory, team_put_down: TeamPutDown | None = None) -> tuple[int, int]:
-    """(distinct goal items in place, goal items wanted), never adding up labels across robots: a robot whose
-    detector gives classes without ids labels what it sees itself (:class:`coteam.perception.CameraPerception`), so
-    a teammate's cup 5 may be the cup my map calls 6. Per goal predicate the count is the larger of two counts, each
-    of distinct items: what my own sight and arm show in place (not what my map holds on a teammate's word), and
-    what the robots' arms put there, mine (``memory.put_down_by_me``) and each teammate's (``team_put_down``, from
-    its intents: one arm's put-downs are distinct items, and no arm's are another's)."""
-    done = wanted = 0
+    """(distinct goal items in place, goal items wanted) over the goal's lines (:func:`line_progress`)."""
+    lines = line_progress(memory, team_put_down)
+    return sum(done for _, done in lines), sum(p.count for p, _ in lines)
+
+
+def line_progress(memory: AgentMemory, team_put_down: TeamPutDown | None = None) -> list[tuple[GoalPredicate, int]]:
+    """Per goal line, the distinct items in place (at most the line's count), never adding up labels across robots:
+    a robot whose detector gives classes without ids labels what it sees itself
+    (:class:`coteam.perception.CameraPerception`), so a teammate's cup 5 may be the cup my map calls 6. Per goal
+    line the count is the larger of two counts, each of distinct items: what my own sight and arm show in place
+    (not what my map holds on a teammate's word), and what the robots' arms put there, mine
+    (``memory.put_down_by_me``) and each teammate's (``team_put_down``, from its intents: one arm's put-downs are
+    distinct items, and no arm's are another's)."""
+    out = []
     for status in goal_status(memory):
         predicate = status.predicate
         seen = sum(1 for i in status.done if i not in memory.told_by)
         by_arms = sum(1 for i in memory.put_down_by_me if i in status.done)
         for views in (team_put_down or {}).values():
             by_arms += sum(1 for v in views if v.name == predicate.item and satisfies(v, predicate, memory))
-        done += min(max(seen, by_arms), predicate.count)
-        wanted += predicate.count
-    return done, wanted
+        out.append((predicate, min(max(seen, by_arms), predicate.count)))
+    return out
 
 
 def goal_met(memory: AgentMemory, team_put_down: TeamPutDown | None = None) -> bool:
@@ -130,17 +136,19 @@ def parse_intent(payload_json: str) -> Intent:
         raise ValueError("no claim in its payload") from None
 
 
-def task_done_payload(robot: str) -> str:
-    return json.dumps({TASK_DONE: robot})
+def task_done_payload(robot: str, task_id: str = "") -> str:
+    """The payload of a robot's word that its map shows the goal met (of the task ``task_id``, on a serving team)."""
+    return json.dumps({TASK_DONE: robot, "task": task_id} if task_id else {TASK_DONE: robot})
 
 
-def task_done_by(payload_json: str) -> str | None:
-    """The robot a team message's payload says saw the goal met; None for any other payload."""
+def task_done_by(payload_json: str, task_id: str = "") -> str | None:
+    """The robot a team message's payload says saw the goal met (of the task ``task_id``, on a serving team: a word
+    on another task counts for nothing); None for any other payload."""
     try:
         payload = json.loads(payload_json) if payload_json else None
     except json.JSONDecodeError:
         return None
-    if isinstance(payload, dict) and isinstance(payload.get(TASK_DONE), str):
+    if isinstance(payload, dict) and isinstance(payload.get(TASK_DONE), str) and payload.get("task", "") == task_id:
         return payload[TASK_DONE]
     return None
 

@@ -68,6 +68,10 @@ A file describes one team run::
       keystore: keys        # `coteam keys init CONFIG` makes it (relative to this file); with a world a missing
                             #   keystore is made at launch, on hardware it must exist
       max_age_s: 120        # a message signed longer ago than this is refused (a replay of an earlier run)
+    serve:            # optional (or `coteam launch --serve`): a team that lives in the home and takes tasks while it
+      first_task: true      #   runs (`coteam task`): the task node queues the world file's task first (false: none);
+      reader: grammar       #   requests in words are read by the grammar (coteam.tasks.words) or by a model (llm:
+                            #   llm_base_url / llm_model, else OPENAI_BASE_URL / COTEAM_LLM_MODEL); robots only
     safety: policy.yaml     # optional; the home's safety policy (coteam.safety, relative to this file): no-go rooms
                             #   and zones, objects never touched, actions a person approves (`coteam approve`),
                             #   a top speed for Nav2; or in the world file's own safety: section (not both)
@@ -161,6 +165,11 @@ REMAPPABLE = (
     "/team/intents",
     "/team/heartbeat",
     "/approve_action",
+    "/team/task_assignment",  # a serving team: the task the robots work on, and what they report of it
+    "/team/task_progress",
+    "/team/task",  # the task node's and coteam task's
+    "/team/cancel_task",
+    "/team/tasks",
 )
 
 
@@ -630,6 +639,15 @@ class SecuritySection(_Section):
         return Path(self.keystore) / PUBLIC_KEYS
 
 
+class ServeSection(_Section):
+    """``serve``: the robots keep running and take people's tasks (the task node, ``coteam task``)."""
+
+    first_task: bool = True
+    reader: Literal["grammar", "llm"] = "grammar"
+    llm_base_url: Text | None = None
+    llm_model: Text | None = None
+
+
 class TeamConfig(_Section):
     """A team file (see the module docstring)."""
 
@@ -643,6 +661,7 @@ class TeamConfig(_Section):
     perception: PerceptionSection | None = Field(None, validate_default=True)  # default: the world's suite's
     security: SecuritySection
     safety: FileRelativePath | None = None  # the home's safety policy (a coteam-safety/1 file, coteam.safety)
+    serve: ServeSection | None = None  # a serving team: tasks given while it runs
     _source: str = PrivateAttr("<config>")
 
     def model_post_init(self, context: Any) -> None:
@@ -691,6 +710,20 @@ class TeamConfig(_Section):
             raise ValueError(f"{Path(task.world_file).name} has its own safety: section: keep one policy")
         load_policy(path)  # a file that cannot be read, or no policy, is said here, before any node starts
         return path
+
+    @field_validator("serve")
+    @classmethod
+    def _serving_robots(cls, serve: ServeSection | None, info: ValidationInfo) -> ServeSection | None:
+        from coteam.registry import method_class
+
+        if serve is None:
+            return serve
+        if info.data.get("world") is not None:
+            raise ValueError("only without a world: a serving team is robots (or their twin) in a home")
+        team = info.data.get("team")
+        if team is not None and method_class(team.method).centralised:
+            raise ValueError(f"{team.method} plans centrally: a serving team needs a method of per-robot planners")
+        return serve
 
     @field_validator("twin")
     @classmethod

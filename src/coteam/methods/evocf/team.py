@@ -65,12 +65,19 @@ from coteam.methods.evocf.roles import (
 )
 from coteam.methods.evocf.rules import CONDITIONS, ActionFacts, Rule, hands, induce
 from coteam.options import ActionOption, fetches_for_the_goal
-from coteam.reasoning import EPISODE_OVER, Decision, EpisodeInfo, EpisodeOutcome
+from coteam.reasoning import EPISODE_OVER, Decision, DecisionContext, EpisodeInfo, EpisodeOutcome
 from coteam.value.abstract import Key
 from coteam.value.team import Robot, ValueModel
 from coteam.world import Benchmark, Relation
 
 PROGRESS = (Verb.GRAB, Verb.PUT, Verb.PUT_IN, Verb.TRANSPORT)  # actions that fetch or deliver (not searches)
+
+
+def _for_the_task(ctx: DecisionContext) -> list[ActionOption]:
+    """A robot's options a joint plan is made of: the task's actions (no message; no grab of a thing no goal wants,
+    unless nothing else is left)."""
+    physical = [o for o in ctx.options if not o.action.is_message]
+    return [o for o in physical if o.action.verb != Verb.GRAB or fetches_for_the_goal(ctx.memory, o)] or physical
 
 
 class EvocfConfig(ValueRoleConfig):
@@ -214,9 +221,7 @@ class JointValue:
         for robot, mine in options.items():
             valued = [o for o in mine if self.key(o) is not None]
             if not valued:
-                m = self.round.memories[robot]
-                useful = [o for o in mine if o.action.verb != Verb.GRAB or fetches_for_the_goal(m, o)]
-                plan[robot] = min(useful or mine, key=lambda o: (o.my_distance, o.text))
+                plan[robot] = min(mine, key=lambda o: (o.my_distance, o.text))
                 continue
             plan[robot] = max(valued, key=lambda o: (self.value({**plan, robot: o}), -o.my_distance))
         return plan
@@ -293,15 +298,23 @@ class EvocfTeam(CentralisedTeam):
         self._settle(self.memories, list(self.pending), None)
 
     # --- one round ------------------------------------------------------------------------------------------------
+    def _letter(self, session: RoleSession, options: Mapping[str, Sequence[ActionOption]]) -> dict[str, Lettered]:
+        """Each robot's options lettered, and shown so in every prompt of the round (the ``available`` slot): a
+        letter a model answers names the same action in the planner's lists."""
+        assert self.info is not None
+        lettered = {r: Lettered.physical(mine, benchmark=self.info.benchmark) for r, mine in options.items()}
+        session.slots["available"] = "\n".join(f"{r}:\n{lettered[r]}" for r in options)
+        return lettered
+
     def plan_round(self, round: TeamRound) -> dict[str, Decision]:
         assert self.info is not None
         session = self.session(round)
+        options = {r: _for_the_task(ctx) for r, ctx in round.contexts.items()}
+        self._letter(session, options)
         self._settle(round.memories, list(round.contexts), session)
-        options = {r: [o for o in ctx.options if not o.action.is_message] for r, ctx in round.contexts.items()}
         if self.config.rules_in_plan:
             options = {r: self._allowed(round, r, mine) for r, mine in options.items()}
-        benchmark = self.info.benchmark
-        lettered = {r: Lettered.physical(options[r], benchmark=benchmark) for r in round.contexts}
+        lettered = self._letter(session, options)
         values = JointValue(self, round)
         planned = session.ask(PLAN, PlanQuestion(lettered, options, lambda: values.greedy(options)))
         base = options_of(lettered, options, planned.value.plan)

@@ -45,6 +45,13 @@ them in again first, so it remembers what it had seen and heard: ``coteam_ros.me
 (the team's bodies, :func:`coteam.capabilities.team_capabilities`: the options keep to this robot's). On a real robot
 (``ends_task``) the memory keeps the robot's clock, so an action that failed the same way twice is blocked for
 seconds (:mod:`coteam.retries`).
+
+A serving team's planner (``serve``; real robots and the twin, a per-robot method) does not end with its task: it
+takes the tasks the team's task node starts and stops on ``/team/task_assignment``
+(``coteam_interfaces/TaskAssignment``, latched), each in the same home with the memory it kept
+(:meth:`coteam.reasoning.AgentBrain.take_task`), reports on ``/team/task_progress``
+(``coteam_interfaces/TaskProgress``: each goal line as its map shows it, what it does, whether the goal is met) and
+keeps still between tasks, its memory still taking in what it sees.
 """
 
 from __future__ import annotations
@@ -57,7 +64,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coteam_interfaces.action import ExecuteSkill
-from coteam_interfaces.msg import Decision, RobotStatus, StepTick, TeamMessage, TurnCommand, TurnReport
+from coteam_interfaces.msg import (
+    Decision,
+    RobotStatus,
+    StepTick,
+    TaskAssignment,
+    TaskProgress,
+    TeamMessage,
+    TurnCommand,
+    TurnReport,
+)
 from rclpy.action import ActionClient
 from rclpy.node import Node
 from std_msgs.msg import Header
@@ -68,12 +84,13 @@ from coteam.navigation import NavGrid
 from coteam.observation import Message, ObjectView, Observation, observation_from_dict
 from coteam.perception import ObservationAssembler
 from coteam.progress import goal_text
-from coteam.reasoning import EPISODE_OVER, AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
+from coteam.reasoning import EPISODE_OVER, AgentBrain, EpisodeInfo, EpisodeOutcome, PollSkill, StartSkill, agent_turn
 from coteam.registry import make_team, method_class, method_config
 from coteam.roster import RosterChange
 from coteam.safety import is_refusal
 from coteam.signing import Envelope, Signer, Verifier, robot_keys
 from coteam.skills import SkillOutcome
+from coteam.world_file import goal_task
 from coteam_ros.convert import decision_to_msg, target_view_json
 from coteam_ros.episode import load_episode
 from coteam_ros.heartbeat import TeamHeartbeat
@@ -88,6 +105,7 @@ from coteam_ros.task_end import (
     goal_met,
     goal_progress,
     intent_payload,
+    line_progress,
     parse_intent,
     task_done_by,
     task_done_payload,
@@ -113,6 +131,7 @@ class RunningSkill:
     answered: bool = False  # the executor has answered that goal
     handle: Any = None  # the executor's goal (ClientGoalHandle), to cancel it
     given_up: bool = False  # left to a teammate that claimed the same object
+    task_id: str = ""  # a serving team's task it was started for
 
 
 class PlannerNode(Node):
@@ -152,6 +171,13 @@ class PlannerNode(Node):
             self.backend = str(getattr(team.config, "backend", "none"))  # what the method's roles really run on
         episode = load_episode(scene_path, seed, robots, self.declare_parameter("safety_path", "").value)
         info = episode.info
+        # a serving team: tasks come and go on /team/task_assignment; between them the robot keeps still
+        self.serve: bool = self.declare_parameter("serve", False).value
+        if self.serve and self.coordinated:
+            raise ValueError(f"serve: {self.method} plans centrally; a serving team needs per-robot planners")
+        self.home, self.home_info = episode.scene, info
+        self.task_id = ""  # serving: the task the robot works on ('' between tasks)
+        self.progress_said: tuple = ()  # serving: the last progress reported
         self.benchmark = info.benchmark
         self.step = -1
         self.clock = 0
@@ -208,6 +234,9 @@ class PlannerNode(Node):
             self.intent_publisher = self.create_publisher(TeamMessage, INTENTS, TEAM_MESSAGES)
             self.create_subscription(TeamMessage, INTENTS, self._on_intent, TEAM_MESSAGES)
         self.tick_publisher = self.create_publisher(StepTick, "step_tick", LATCHED)
+        if self.serve:
+            self.progress_publisher = self.create_publisher(TaskProgress, "/team/task_progress", TEAM_MESSAGES)
+            self.create_subscription(TaskAssignment, "/team/task_assignment", self._on_assignment, LATCHED)
         self.heartbeat: TeamHeartbeat | None = None  # decentralised teams: which teammates I still hear
         self.items_out_of_reach = 0
         self.travel_m = 0.0  # real robots: metres driven, from the pose at each status
@@ -283,14 +312,14 @@ class PlannerNode(Node):
         if self.heartbeat is not None:
             self.heartbeat.heard(message.sender)
         if self.teammate_done is not None and self.ends_task and not self.done:
-            self._end_task(f"{self.teammate_done} saw the goal met")
+            self._task_ends(f"{self.teammate_done} saw the goal met")
         elif self.waiting is not None:
             self._try_deliver()
 
     def _take_in(self, message: Message) -> Message:
         """A message the inbox accepted, as the robot keeps it: cut to the length limit, its payload checked (a
         teammate's word that the goal is met is the planner's, not the method's)."""
-        if (seen_by := task_done_by(message.payload or "")) is not None:
+        if (seen_by := task_done_by(message.payload or "", self.task_id)) is not None:
             self.teammate_done = seen_by
             message = replace(message, payload=None)
         if len(message.text) > MAX_MESSAGE_CHARS:  # a teammate that does not keep the limit: its message is cut here
@@ -392,15 +421,20 @@ class PlannerNode(Node):
         if self.verdict is not None:  # the last observation is in: the team's episode ends with what I know of it
             self.team.end_episode(EpisodeOutcome.of(self.brain.info.episode, *self.verdict, [self.brain.memory]))
             self.verdict = None
+        if self.serve and not self.task_id:  # between tasks: it sees, and keeps still
+            self._tick(StepTick.IDLE)
+            return
         if self.ends_task and not self.done:
             if goal_met(self.brain.memory, self.team_put_down):
-                self._end_task("goal met on my map")
+                self._task_ends("goal met on my map")
             elif self.teammate_done is not None:
-                self._end_task(f"{self.teammate_done} saw the goal met")
+                self._task_ends(f"{self.teammate_done} saw the goal met")
             elif self._out_of_time():
                 self._end_task("time limit")
-        if self.done:
+        if self.done or (self.serve and not self.task_id):
             return
+        if self.serve:
+            self._report_progress()
         if self.ready:
             self._start_turn()
         else:
@@ -452,6 +486,9 @@ class PlannerNode(Node):
                 self._tick(StepTick.ACT)
 
     def _resume(self) -> None:
+        if self.serve and not self.task_id:  # the task was stopped: its turn ends with it
+            self.turn = self.request = self.skill = None
+            return
         if self.coordinated:
             self._send_report()
         elif self.turn is not None and self.request is not None:
@@ -528,7 +565,7 @@ class PlannerNode(Node):
     def _running(self, action: HighLevelAction, target_view: str) -> RunningSkill:
         """A new action to run, numbered."""
         self.actions_started += 1
-        return RunningSkill(action, self.step, target_view=target_view, seq=self.actions_started)
+        return RunningSkill(action, self.step, target_view=target_view, seq=self.actions_started, task_id=self.task_id)
 
     def _executor_patience(self) -> float:
         """How long the executor may be silent before it is reported lost: longer until it has first answered."""
@@ -545,7 +582,8 @@ class PlannerNode(Node):
             return
         skill.answered = True
         handle = skill.handle = future.result()
-        if handle.accepted and (skill.given_up or self.done):  # given up, or the task ended, before the answer came
+        stopped = skill.given_up or self.done or (self.serve and not self.task_id)
+        if handle.accepted and stopped:  # given up, or the task ended or was stopped, before the answer came
             handle.cancel_goal_async()
         if not handle.accepted:
             self.executor_answered = True
@@ -581,6 +619,7 @@ class PlannerNode(Node):
     def _out_of_time(self) -> bool:
         return (
             self.ends_task
+            and not self.serve  # a serving team's task node keeps each task's time
             and not self.done
             and self.time_limit_s > 0
             and self.started is not None
@@ -596,6 +635,72 @@ class PlannerNode(Node):
         if getattr(self, "journal", None) is not None:
             self.journal.close()
         super().destroy_node()
+
+    def _task_ends(self, why: str) -> None:
+        """The goal is met (on my map, or a teammate says so): the task ends for me; serving, the robot tells the
+        team and the task node and keeps still for the next task."""
+        if not self.serve:
+            self._end_task(why)
+            return
+        if why == "goal met on my map":
+            said = truncate_message(f"The goal is met: {goal_text(self.brain.memory)} I stop.")
+            self._send_team_message(said, task_done_payload(self.robot, self.task_id))
+        self._report_progress(goal_met=True)
+        self.get_logger().info(f"{self.task_id} over for {self.robot}: {why}; waiting for the next task")
+        self._stop_task()
+
+    def _stop_task(self) -> None:
+        """Serving: stop the running action and keep still until the next task."""
+        self.task_id = ""
+        self.teammate_done = None
+        if self.skill is not None and self.skill.handle is not None:
+            self.skill.handle.cancel_goal_async()
+        if self.skill is None or self.skill.message:
+            self.turn = self.request = self.skill = None
+
+    def _on_assignment(self, message: TaskAssignment) -> None:
+        """The task node starts a task (the robot leaves the one it had) or stops the current one."""
+        if message.command == TaskAssignment.STOP:
+            if message.task_id == self.task_id:
+                self.get_logger().info(f"{self.task_id} stopped by the task node: keeping still")
+                self._stop_task()
+            return
+        if message.task_id == self.task_id:
+            return
+        try:
+            name, goal = message.name or message.task_id, list(message.goal)
+            task = goal_task(self.home, name, goal, horizon=self.home.task.horizon)
+        except ValueError as exc:
+            self.get_logger().error(f"task {message.task_id} ignored: {exc}")
+            return
+        if self.task_id:
+            self._stop_task()
+        home = self.home_info
+        info = EpisodeInfo.for_scene(
+            replace(self.home, task=task), home.agents, home.seed, home.physics, message.task_id
+        )
+        self.brain.take_task(replace(info, safety=home.safety))
+        self.task_id, self.teammate_done, self.progress_said = message.task_id, None, ()
+        self.get_logger().info(f"{self.robot} takes {message.task_id}: {'; '.join(message.goal)}")
+
+    def _report_progress(self, goal_met: bool = False) -> None:
+        """Serving: what my map shows of each goal line and what I do, to the task node (when it changed)."""
+        names = self.home.names()
+        lines = tuple(
+            f"{p.relation.value}({p.item}, {names[p.target]}): {done} of {p.count}"
+            for p, done in line_progress(self.brain.memory, self.team_put_down)
+        )
+        skill = self.skill
+        doing = (
+            format_action(skill.action, self.benchmark) if skill is not None and skill.task_id == self.task_id else ""
+        )
+        said = (self.task_id, lines, doing, goal_met)
+        if said == self.progress_said:
+            return
+        self.progress_said = said
+        self.progress_publisher.publish(
+            TaskProgress(robot=self.robot, task_id=self.task_id, progress=list(lines), doing=doing, goal_met=goal_met)
+        )
 
     def _end_task(self, why: str, shut_down: bool = True, told: tuple[int, int] | None = None) -> None:
         """Stop the robot (its running action is canceled), tell the team when my map shows the goal met, write

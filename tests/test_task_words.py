@@ -1,0 +1,194 @@
+"""Requests in words read as goals of the home's world file: the grammar, the world file's goal check, the reading role
+on a chat model (held to the home's names, checked, and replaced by the grammar's reading when it does not check),
+and the local model's recorded readings replayed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from coteam.llm import LLMConfig, make_backend
+from coteam.llm.testserver import LoopbackOpenAIServer
+from coteam.tasks.reading import prompt_library, read
+from coteam.tasks.words import RequestRefused, read_request
+from coteam.world import Relation
+from coteam.world_file import goal_task, load_world
+
+CONFIG = Path(__file__).resolve().parent.parent / "config"
+DATA = Path(__file__).resolve().parent / "data" / "local_llm"
+
+
+@pytest.fixture(scope="module")
+def flat():
+    return load_world(CONFIG / "flat.world.yaml").scene
+
+
+@pytest.fixture(scope="module")
+def cottage():
+    return load_world(CONFIG / "cottage.world.yaml").scene
+
+
+def _lines(sentence: str, scene) -> list[str]:
+    return sorted(g.text() for g in read_request(sentence, scene))
+
+
+@pytest.mark.parametrize(
+    ("sentence", "goal"),
+    [
+        ("put the cupcake in the fridge", ["in(cupcake, fridge): 1"]),
+        ("Please put two plates on the kitchen table.", ["on(plate, kitchentable): 2"]),
+        ("put the apples in the fridge", ["in(apple, fridge): 2"]),  # a plural without a number: all of them
+        ("put an apple in the refrigerator", ["in(apple, fridge): 1"]),  # a synonym
+        ("put all the food in the fridge", ["in(apple, fridge): 2", "in(cupcake, fridge): 1", "in(juice, fridge): 1"]),
+        ("bring the juice to the coffee table", ["on(juice, coffeetable): 1"]),  # "to" a surface: on it
+        ("put the plates in the cabinet in the kitchen", ["in(plate, kitchencabinet): 2"]),  # narrowed by room
+        (
+            "put the apples in the fridge and the plates on the coffeetable",
+            ["in(apple, fridge): 2", "on(plate, coffeetable): 2"],
+        ),
+        (
+            "put the juice in the fridge; then put the cupcake in the fridge",
+            ["in(cupcake, fridge): 1", "in(juice, fridge): 1"],
+        ),
+    ],
+)
+def test_the_grammar_reads_requests_as_the_homes_goals(flat, sentence: str, goal: list[str]) -> None:
+    assert _lines(sentence, flat) == sorted(goal)
+    goal_task(flat, sentence, goal)  # and the world file's own check takes them
+
+
+def test_in_a_home_of_tdwmat_rules_every_goal_is_near_the_place(cottage) -> None:
+    assert _lines("bring all the food to the bed", cottage) == [
+        "near(apple, bed): 3",
+        "near(bread, bed): 1",
+        "near(orange, bed): 2",
+    ]
+    assert {g.relation for g in read_request("take the mugs to the desk", cottage)} == {Relation.NEAR}
+
+
+@pytest.mark.parametrize(
+    ("sentence", "refusal"),
+    [
+        ("put the plates on the table", "which table: coffeetable or kitchentable?"),
+        ("put the toothbrush in the cabinet", "which cabinet: bathroomcabinet or kitchencabinet?"),
+        ("move the apple to the kitchen", "where in the kitchen: fridge, kitchencabinet or kitchentable?"),
+        ("put some apples in the fridge", "how many apples: say a number or all"),
+        ("put the bananas in the fridge", "no banana in this home (items: apple, cupcake, juice, plate, toothbrush)"),
+        ("put five apples in the fridge", "5 apples asked for fridge, and this home has 2"),
+        ("put the apples in the garage", "no place called 'garage' in this home"),
+        ("put the apples", "names no place"),
+        ("", "the request is empty"),
+        ("put " + "apple " * 120 + "in the fridge", "say it in at most 500"),
+    ],
+)
+def test_an_ambiguous_or_impossible_request_is_refused_in_one_line_naming_the_choices(
+    flat, sentence: str, refusal: str
+) -> None:
+    with pytest.raises(RequestRefused) as caught:
+        read_request(sentence, flat)
+    assert refusal in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_goal_by_other_rules_than_the_homes_is_refused(flat, cottage) -> None:
+    with pytest.raises(ValueError, match="this home's robots work by cwah rules"):
+        goal_task(flat, "x", ["near(apple, bed): 1"])
+    with pytest.raises(ValueError, match="no item is named 'banana'"):
+        goal_task(cottage, "x", ["near(banana, bed): 1"])
+
+
+def _model_backend(server: LoopbackOpenAIServer):
+    config = LLMConfig.from_env(base_url=server.base_url, model="loopback-model", max_retries=0, api_key="x")
+    return make_backend("llm", config=config, prompts=prompt_library())
+
+
+def test_a_models_reading_is_held_to_the_homes_names_and_checked(flat) -> None:
+    """The schema's things and places are the home's; an answer that checks is used, one that names a count the home
+    cannot hold gets the repair round and then the grammar's reading; a refusal is passed on in one line."""
+    answers = iter(
+        [
+            json.dumps({"goals": [{"item": "apple", "target": "fridge", "count": 2}], "refuse": ""}),
+            json.dumps({"goals": [{"item": "apple", "target": "fridge", "count": 9}], "refuse": ""}),
+            json.dumps({"goals": [{"item": "apple", "target": "fridge", "count": 9}], "refuse": ""}),
+            json.dumps({"goals": [], "refuse": "which table: coffeetable or kitchentable?\nthanks"}),
+        ]
+    )
+    with LoopbackOpenAIServer(lambda request: next(answers)) as server:
+        backend = _model_backend(server)
+        used = read("put the apples in the fridge", flat, backend)
+        fell = read("put an apple in the fridge", flat, backend)
+        refused = read("put the plates on the table", flat, backend)
+        schema = json.dumps(server.requests[0].get("response_format", {}))
+        prompt = server.requests[0]["messages"][-1]["content"]
+    assert used.goal == ("in(apple, fridge): 2",) and used.source == "llm"
+    assert fell.goal == ("in(apple, fridge): 1",) and fell.source == "fallback"  # the grammar's reading
+    assert refused.refused == "which table: coffeetable or kitchentable?" and not refused.goal
+    assert all(name in schema for name in ("cupcake", "toothbrush", "kitchencabinet", "bathroomcabinet"))
+    assert "apple (food, 2)" in prompt and "fridge (kitchen)" in prompt
+
+
+def test_the_local_models_recorded_readings_replay_offline() -> None:
+    """bench/task_words.py's readings by the packaged local model, replayed from its transcript: the same ones."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from task_words import RESULTS, TRANSCRIPT, readings
+
+    recorded = json.loads(RESULTS.read_text())["readings"]
+    replayed = readings(make_backend("llm", prompts=prompt_library(), replay=TRANSCRIPT))
+    got = [{"say": r["say"], "goal": list(m.goal), "refused": m.refused, "source": m.source} for _, r, m in replayed]
+    assert got == recorded
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_desk_queues_tasks_in_order_puts_a_first_one_ahead_and_runs_one_at_a_time(flat) -> None:
+    from coteam.tasks.desk import TaskDesk, TaskState
+
+    clock = Clock()
+    desk = TaskDesk(flat, clock)
+    apples = desk.give("put the apples in the fridge")
+    plates = desk.give("on(plate, kitchentable): 2")  # goal lines are taken as they are
+    juice = desk.give("put the juice in the fridge", first=True)
+    assert [t.id for t in desk.queue] == [juice.id, apples.id, plates.id]
+    assert plates.read_by == "goal" and apples.read_by == "symbolic" and apples.goal == ("in(apple, fridge): 2",)
+    assert desk.start_next() is juice and desk.start_next() is None  # one at a time
+    urgent = desk.give("put the cupcake in the fridge", first=True)  # ahead of the queue, not of the running one
+    assert desk.position(urgent) == 1 and desk.position(juice) == 0
+    clock.now = 30.0
+    done = desk.end(TaskState.DONE, work={"robot1": {"travel_m": 4.0}})
+    assert done.seconds == 30.0 and done.record()["outcome"] == "done" and done.record()["work"]["robot1"]
+    assert desk.start_next() is urgent
+    assert desk.cancel(plates.id).state == TaskState.CANCELED and plates not in desk.queue  # queued: just dropped
+    canceled = desk.cancel(urgent.id)  # running: the runtime stops the robots
+    assert canceled.state == TaskState.CANCELED and desk.running is None
+    assert [t.id for t in desk.ended] == [juice.id, plates.id, urgent.id] and desk.cancel("task-99") is None
+
+
+@pytest.mark.parametrize(
+    ("request_text", "why"),
+    [
+        ("put the plates on the table", "which table: coffeetable or kitchentable?"),
+        ("near(apple, bed): 1", "this home's robots work by cwah rules"),
+        ("in(apple, fridge): 7", "7 wanted, 2 in items"),
+        ("put the toothbrush in the bathroom cabinet", "bathroom, a no-go room (safety policy)"),
+        ("put the juice in the fridge", "juice is never touched (safety policy)"),
+        ("", "the request is empty"),
+    ],
+)
+def test_the_desk_refuses_at_once_what_cannot_be_done_and_queues_nothing(flat, request_text: str, why: str) -> None:
+    from coteam.safety import SafetyGate, SafetyPolicy
+    from coteam.tasks.desk import TaskDesk, TaskState
+
+    gate = SafetyGate(SafetyPolicy(no_go=["bathroom"], never_touch=["juice"]), flat.floorplan)
+    desk = TaskDesk(flat, Clock(), safety=gate)
+    task = desk.give(request_text)
+    assert task.state == TaskState.REFUSED and why in task.reason and "\n" not in task.reason
+    assert not desk.queue and desk.start_next() is None and desk.ended == [task]
