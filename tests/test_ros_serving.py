@@ -77,6 +77,7 @@ def test_a_serving_team_takes_tasks_in_words_and_goals_one_after_another_and_a_c
             plates = _coteam("task", "please put the plates on the bed", cwd=tmp_path)  # into the bedroom ...
             _wait_for(log, "task-1 starts", launcher, deadline)
             cupcake = _coteam("task", "--goal", "in(cupcake, fridge): 1", cwd=tmp_path)  # ... where the cupcake is
+            _wait_for(log, "task-2: 'in(cupcake, fridge): 1'", launcher, deadline)  # queued second
             toothbrush = _coteam("task", "put the toothbrush in the kitchen cabinet", cwd=tmp_path)
             _wait_for(log, "task-3 starts", launcher, deadline)
             _wait_for(log, "takes task-3", launcher, deadline)
