@@ -539,3 +539,19 @@ def test_ros2_launch_starts_the_nodes_coteam_launch_starts_and_writes_the_same_r
     stopped = launch_plan(cfg, out, str(tmp_path / "scene.json"))
     said, ends = stopped.exited("robot_state@/robot2", CANNOT_START)
     assert ends and said[0] == "robot_state@/robot2 cannot start: the run stops"
+
+
+def test_ros2_launch_serve_true_starts_a_serving_team(tmp_path: Path) -> None:
+    """`ros2 launch coteam_ros team_hardware.launch.py serve:=true`: the task node joins, told where its task records
+    go, and the planners serve; no planner's end ends the run (a serving team runs until it is stopped)."""
+    from coteam_ros.launch_description import launch_plan
+    from coteam_ros.launcher import TASKS_JSONL
+
+    for name in ("team_hardware.yaml", "flat.world.yaml", "flat.map.yaml", "flat.pgm"):
+        shutil.copy(ROOT / "config" / name, tmp_path)
+    cfg = load_config(tmp_path / "team_hardware.yaml")
+    run = launch_plan(cfg, tmp_path / "out", str(tmp_path / "scene.json"), serve=True)
+    desk = next(n for n in run.nodes if n.spec.label == "task_desk@/")
+    assert desk.parameters["results_path"] == str((tmp_path / "out" / TASKS_JSONL).resolve())
+    assert all(n.parameters["serve"] for n in run.nodes if n.spec.executable == "planner")
+    assert "task_desk@/" not in {n.spec.label for n in launch_plan(cfg, tmp_path / "o2", "s.json").nodes}

@@ -35,7 +35,7 @@ from coteam_ros.launcher import (
     run_outputs,
 )
 from coteam_ros.node_graph import NodeSpec, model_groups, node_list, write_task_scene
-from coteam_ros.team_config import TeamConfig, load_config
+from coteam_ros.team_config import ServeSection, TeamConfig, load_config
 
 DEFAULT_OUT = "runs/ros2-launch"  # the `out` launch argument's default, as `coteam launch --out`
 
@@ -99,10 +99,18 @@ class LaunchPlan:
 
 
 def launch_plan(
-    cfg: TeamConfig, out: str | os.PathLike[str], scene: str, endpoints: dict[str, dict[str, str]] | None = None
+    cfg: TeamConfig,
+    out: str | os.PathLike[str],
+    scene: str,
+    endpoints: dict[str, dict[str, str]] | None = None,
+    *,
+    serve: bool = False,
 ) -> LaunchPlan:
     """The nodes of ``cfg`` for ``ros2 launch``, each told where it writes its part of the run's outputs in ``out``
-    (made, and cleared of a previous run's), and the run's ending."""
+    (made, and cleared of a previous run's), and the run's ending. ``serve``: a serving team (``serve:=true``), as
+    the team file's ``serve:`` section says."""
+    if serve and cfg.serve is None:
+        cfg = cfg.model_copy(update={"serve": ServeSection()})
     directory = Path(out).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     results = fresh_results(directory)
@@ -146,7 +154,8 @@ def team_launch_description(kind: str) -> Any:
         prepare_keystore(cfg)
         actions, endpoints = local_model_processes(cfg)
         scene = write_task_scene(cfg, tempfile.mkdtemp(prefix="coteam-launch-"))
-        run = launch_plan(cfg, LaunchConfiguration("out").perform(context), str(scene), endpoints)
+        serve = LaunchConfiguration("serve").perform(context).strip().lower() in ("true", "1", "yes")
+        run = launch_plan(cfg, LaunchConfiguration("out").perform(context), str(scene), endpoints, serve=serve)
 
         def started(launched: LaunchedNode) -> list[Any]:
             spec = launched.spec
@@ -190,6 +199,11 @@ def team_launch_description(kind: str) -> Any:
                 "out",
                 default_value=DEFAULT_OUT,
                 description="where the run's results go: results.json, traces, the robots' end reports",
+            ),
+            DeclareLaunchArgument(
+                "serve",
+                default_value="false",
+                description="true: the team keeps running and takes tasks (coteam task) until it is stopped",
             ),
             OpaqueFunction(function=nodes),
         ]
