@@ -926,11 +926,11 @@ def _run_launch_file(path: Path, config: Path, out: Path | None = None) -> tuple
     spec.loader.exec_module(module)
     description = module.generate_launch_description()
     args = [e for e in description.entities if isinstance(e, _Fake.DeclareLaunchArgument)]
-    assert [a.name for a in args] == ["config", "out"] and all(a.default_value for a in args)
+    assert [a.name for a in args] == ["config", "out", "serve"] and all(a.default_value for a in args)
     (dds,) = [e for e in description.entities if isinstance(e, _Fake.SetEnvironmentVariable)]
     assert (dds.name, dds.value) == ("FASTDDS_DEFAULT_PROFILES_FILE", str(launcher.DDS_PROFILE))  # as coteam launch
     out = out or config.parent / "out"
-    context = types.SimpleNamespace(launch_configurations={"config": str(config), "out": str(out)})
+    context = types.SimpleNamespace(launch_configurations={"config": str(config), "out": str(out), "serve": "false"})
     actions = []
     for entity in description.entities:
         if isinstance(entity, _Fake.OpaqueFunction):
@@ -1005,7 +1005,9 @@ def test_the_launch_file_starts_a_robots_node_again_after_a_native_crash(
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     description = module.generate_launch_description()
-    context = types.SimpleNamespace(launch_configurations={"config": str(config), "out": str(tmp_path / "out")})
+    context = types.SimpleNamespace(
+        launch_configurations={"config": str(config), "out": str(tmp_path / "out"), "serve": "false"}
+    )
     (opaque,) = [e for e in description.entities if isinstance(e, _Fake.OpaqueFunction)]
     actions = opaque.execute(context)
     handlers = {
@@ -1151,7 +1153,8 @@ def test_planners_sign_by_default_with_the_keystore_next_to_the_file(tmp_path: P
 def test_a_simulated_team_gets_its_keys_at_launch_a_real_one_must_have_them(tmp_path: Path) -> None:
     sim = parse_config(SIM_DOC, str(tmp_path / "sim" / "team.yaml"))
     prepare_keystore(sim)
-    assert sorted(p.name for p in (tmp_path / "sim" / "keys").iterdir()) == ["alice.key", "bob.key", PUBLIC_KEYS]
+    keys = sorted(p.name for p in (tmp_path / "sim" / "keys").iterdir())
+    assert keys == ["alice.key", "bob.key", "operator.key", PUBLIC_KEYS]  # and the operator's, for coteam tell
     hw = parse_config(HW_DOC, str(tmp_path / "hw.yaml"))
     with pytest.raises(ConfigError) as err:
         prepare_keystore(hw)

@@ -364,7 +364,12 @@ def test_plan_record_and_results(tmp_path: Path) -> None:
     assert doc["/sim_bridge"]["ros__parameters"]["results_path"] == str(results)
     other = Path(nodes[1].argv[nodes[1].argv.index("--params-file") + 1])
     assert "results_path" not in yaml.safe_load(other.read_text())["/alice/perception"]["ros__parameters"]
-    assert sorted(p.name for p in (tmp_path / "keys").iterdir()) == ["alice.key", "bob.key", PUBLIC_KEYS]
+    assert sorted(p.name for p in (tmp_path / "keys").iterdir()) == [
+        "alice.key",
+        "bob.key",
+        "operator.key",
+        PUBLIC_KEYS,
+    ]
     for home in ("team_hardware.yaml", "flat.world.yaml", "flat.map.yaml", "flat.pgm"):
         shutil.copy(ROOT / "config" / home, tmp_path)
     hardware_cfg = load_config(tmp_path / "team_hardware.yaml")

@@ -1,5 +1,6 @@
 """A serving team against the twin: `coteam launch config/team_twin.yaml --serve`, and people's tasks given while it
-runs with `coteam task` -- one in words, one as a goal line, one canceled while it runs. The tasks run in the order
+runs with `coteam task` -- one in words, one as a goal line, one canceled while it runs -- and a person's word on
+where a thing is (`coteam tell`). The tasks run in the order
 given, the done ones are done in the twin's truth, the canceled one's robots stop, and what the robots learnt of
 the home in one task spares them a search in the next."""
 
@@ -74,6 +75,9 @@ def test_a_serving_team_takes_tasks_in_words_and_goals_one_after_another_and_a_c
         launcher = subprocess.Popen([*argv, "--serve"], stdout=sink, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
         try:
             _wait_for(log, "task desk for", launcher, deadline)
+            told = _coteam(
+                "tell", str(tmp_path / "team_twin.yaml"), "the toothbrush is in the bathroom cabinet", cwd=tmp_path
+            )
             plates = _coteam("task", "please put the plates on the bed", cwd=tmp_path)  # into the bedroom ...
             _wait_for(log, "task-1 starts", launcher, deadline)
             cupcake = _coteam("task", "--goal", "in(cupcake, fridge): 1", cwd=tmp_path)  # ... where the cupcake is
@@ -81,9 +85,10 @@ def test_a_serving_team_takes_tasks_in_words_and_goals_one_after_another_and_a_c
             toothbrush = _coteam("task", "put the toothbrush in the kitchen cabinet", cwd=tmp_path)
             _wait_for(log, "task-3 starts", launcher, deadline)
             _wait_for(log, "takes task-3", launcher, deadline)
+            status = _coteam("task", "--status", cwd=tmp_path).communicate(timeout=60)[0]
             time.sleep(3.0)  # the robots are on their way
             canceled = _coteam("task", "--cancel", "task-3", cwd=tmp_path)
-            clients = {"plates": plates, "cupcake": cupcake, "toothbrush": toothbrush, "cancel": canceled}
+            clients = {"plates": plates, "cupcake": cupcake, "toothbrush": toothbrush, "cancel": canceled, "tell": told}
             said = {n: p.communicate(timeout=max(1.0, deadline - time.monotonic()))[0] for n, p in clients.items()}
             codes = {n: p.returncode for n, p in clients.items()}
             _wait_for(log, "task-3 stopped by the task node", launcher, deadline)
@@ -95,8 +100,11 @@ def test_a_serving_team_takes_tasks_in_words_and_goals_one_after_another_and_a_c
             except subprocess.TimeoutExpired:
                 launcher.kill()
     text = log.read_text()
-    assert codes == {"plates": 0, "cupcake": 0, "toothbrush": 6, "cancel": 0}, (said, text[-4000:])
+    assert codes == {"plates": 0, "cupcake": 0, "toothbrush": 6, "cancel": 0, "tell": 0}, (said, text[-4000:])
+    # a person's word, signed with the operator's key, reached both robots' memories
+    assert text.count("a person says toothbrush in or on bathroomcabinet (a hint for my search)") == 2, said["tell"]
     assert "on(plate, bed): 2" in said["plates"] and "task-3: canceled" in said["toothbrush"]
+    assert "task-3" in status and "running" in status and "task-1" in status and "done" in status, status
     records = [json.loads(line) for line in (out / "tasks.jsonl").read_text().splitlines()]
     assert [(r["id"], r["outcome"]) for r in records] == [
         ("task-1", "done"),

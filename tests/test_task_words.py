@@ -192,3 +192,87 @@ def test_the_desk_refuses_at_once_what_cannot_be_done_and_queues_nothing(flat, r
     task = desk.give(request_text)
     assert task.state == TaskState.REFUSED and why in task.reason and "\n" not in task.reason
     assert not desk.queue and desk.start_next() is None and desk.ended == [task]
+
+
+def test_what_a_person_says_of_where_things_are_is_read_against_the_home(flat) -> None:
+    from coteam.tasks.words import read_report
+
+    assert read_report("the plates are in the kitchen cabinet", flat) == [("plate", "kitchencabinet")]
+    assert read_report("there is an apple on the sofa", flat) == [("apple", "sofa")]
+    assert {item for item, _ in read_report("I think the food is in the fridge", flat)} == {"apple", "cupcake", "juice"}
+    with pytest.raises(RequestRefused, match="no place called 'garage'"):
+        read_report("the toothbrush is in the garage", flat)
+
+
+def test_a_persons_word_weighs_its_place_up_in_every_robots_belief_and_moves_the_search(flat) -> None:
+    """Told the juice is in the bathroom cabinet, the belief puts most of an unseen juice there, and the robot
+    searches there first instead of where the priors point (the kitchen); no hint changes nothing."""
+    from dataclasses import replace
+
+    from coteam.belief import BeliefState, PlaceKind
+    from coteam.observation import fixture_views
+    from coteam_sim.engine import Simulator
+    from scenario import method_brain
+
+    home = replace(flat, task=goal_task(flat, "juice", ["in(juice, fridge): 1"]))
+    sim = Simulator(home, ("robot1", "robot2"))
+    brain = method_brain(sim, "robot1", "pce")
+    cabinet = next(c for c in home.containers if c.name == "bathroomcabinet")
+    (view,) = fixture_views(home, [cabinet.id])  # known from the world file, as the operator's word names it
+    brain.memory.objects.setdefault(cabinet.id, view)
+
+    def there(memory) -> float:
+        where = BeliefState(memory, teammates=("robot2",)).unseen_location("juice")
+        return sum(
+            p
+            for place, p in where.items()
+            if place.id == cabinet.id or (place.kind == PlaceKind.ROOM and place.id == cabinet.room)
+        )
+
+    before = there(brain.memory)
+    brain.memory.hints["juice"] = {cabinet.id}
+    assert there(brain.memory) > 0.5 > before
+    action = brain.decide()[0].action
+    assert action.target is not None and action.target.id in (cabinet.id, cabinet.room), action
+
+
+def test_an_operators_report_is_checked_against_the_home_before_any_robot_takes_it(flat) -> None:
+    from coteam_ros.operator import parse_report, report_payload
+
+    fridge = next(c.id for c in flat.containers if c.name == "fridge")
+    assert parse_report(report_payload([("apple", "fridge")]), flat) == [("apple", fridge)]
+    for bad, why in (
+        ("{not json", "not an operator's report"),
+        ('{"operator_report": []}', "not an operator's report"),
+        (report_payload([("banana", "fridge")]), "names 'banana' on or in 'fridge', which this home does not have"),
+        (report_payload([("apple", "garage")]), "which this home does not have"),
+    ):
+        with pytest.raises(ValueError, match=why):
+            parse_report(bad, flat)
+
+
+def test_a_hint_on_a_surface_is_dropped_once_its_room_is_seen_whole(flat) -> None:
+    """Told the apples are on the sofa, the robot looks in the living room first; once it has seen the room whole
+    without them, the word weighs nothing more."""
+    from dataclasses import replace
+
+    from coteam.belief import BeliefState, PlaceKind
+    from coteam.memory import FULL_TURN_BINS
+    from coteam.observation import fixture_views
+    from coteam_sim.engine import Simulator
+    from scenario import method_brain
+
+    home = replace(flat, task=goal_task(flat, "cupcake", ["in(cupcake, fridge): 1"]))
+    brain = method_brain(Simulator(home, ("robot1", "robot2")), "robot1", "pce")
+    (sofa,) = fixture_views(home, [next(s.id for s in home.surfaces if s.name == "sofa")])
+    brain.memory.objects.setdefault(sofa.id, sofa)
+
+    def in_the_room(memory) -> float:
+        where = BeliefState(memory, teammates=("robot2",)).unseen_location("cupcake")
+        return sum(p for place, p in where.items() if place.kind == PlaceKind.ROOM and place.id == sofa.room)
+
+    unhinted = in_the_room(brain.memory)
+    brain.memory.hints["cupcake"] = {sofa.id}
+    assert in_the_room(brain.memory) > 0.9 > unhinted
+    brain.memory.room_coverage[sofa.room] = set(range(FULL_TURN_BINS))
+    assert in_the_room(brain.memory) < 0.05

@@ -52,6 +52,7 @@ from coteam.priors import (
 from coteam.world import Benchmark, GoalPredicate, ObjectKind, Relation, Vec2
 
 SEEN_EMPTY_EPS = 0.01  # weight kept by a seen-empty part of a room: a teammate may have brought one there since
+HINT_FACTOR = 1000.0  # a place a person said holds an item class: its unseen instances are all but certain there
 TEAMMATE_EXPLORED_FACTOR = 0.1  # weight kept by the open part of a room a teammate reported explored
 TEAMMATE_EXPLORED_TRUNCATED_FACTOR = 0.5  # ... when its list of sightings was full (may have been cut)
 P_TAKE_AFTER_VISIT = 0.4  # a teammate was in a known item's room after my last sighting: it took the item
@@ -596,10 +597,30 @@ class BeliefState:
         if real <= 0:
             out = {NOWHERE: 1.0}
         else:
+            self._weigh_hints(item_name, weights)
             total = sum(weights.values())
             out = {p: w / total for p, w in weights.items()}
         self._unseen_cache[item_name] = out
         return out
+
+    def _weigh_hints(self, item_name: str, weights: dict[Place, float]) -> None:
+        """A person said items called ``item_name`` are in or on some fixtures: the place each one stands for -- a
+        closed, unchecked container (or its room while the room's containers are not known), the unseen part of a
+        surface's room -- weighs :data:`HINT_FACTOR` times more. A place searched since keeps its small weight:
+        the word was wrong, or the item has gone."""
+        for fixture in sorted(self.memory.hints.get(item_name, ())):
+            view = self.memory.objects.get(fixture)
+            if view is None:
+                continue
+            if view.kind == ObjectKind.CONTAINER and (view.id in self._checked or view.is_open):
+                continue  # searched: the word was wrong, or the item has gone
+            place = self._container_place(view) if view.kind == ObjectKind.CONTAINER else None
+            if place not in weights and view.room in self._rooms:  # a room not seen whole holds its containers
+                if self.coverage(view.room) >= 1.0 and view.kind != ObjectKind.CONTAINER:
+                    continue  # the surface's room is seen whole: the thing is not on it
+                place = self._room_place(view.room)
+            if place in weights:
+                weights[place] *= HINT_FACTOR
 
     def nowhere_left(self, item_name: str) -> bool:
         """True when every place an unseen instance could be has been searched."""

@@ -98,6 +98,9 @@ class AgentMemory:
     # not by my own sight since: a robot counts distinct items from these, never by adding up labels
     put_down_by_me: set[int] = field(default_factory=set)
     told_by: dict[int, str] = field(default_factory=dict)
+    # What a person told the team (an operator's report): item class -> the fixtures it is said to be in or on.
+    # The belief weighs those places up for instances nobody has seen (coteam.belief.HINT_FACTOR).
+    hints: dict[str, set[int]] = field(default_factory=dict)
     # Real robots: containers' states my teammates told me of (teammate_opened), and the step at which I learnt
     # each container's state (my own sight or arm, a teammate's word, or the planner's view: adopt)
     doors_told: dict[int, bool] = field(default_factory=dict)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,5 +181,10 @@ def object_view(world: WorldState, object_id: int) -> ObjectView:
 
 def task_landmarks(scene: Scene) -> tuple[ObjectView, ...]:
     """Objects every agent knows from the task description at the start: the goal targets."""
+    return fixture_views(scene, {p.target for p in scene.task.predicates})
+
+
+def fixture_views(scene: Scene, fixtures: Iterable[int]) -> tuple[ObjectView, ...]:
+    """The home's fixtures ``fixtures`` as a robot knows them from its world file (as the home starts)."""
     world = WorldState(scene, ())
-    return tuple(object_view(world, t) for t in sorted({p.target for p in scene.task.predicates}))
+    return tuple(object_view(world, f) for f in sorted(set(fixtures)))

@@ -134,4 +134,4 @@ def test_coteam_keys_init_makes_one_key_per_robot_of_the_team_file(tmp_path: Pat
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "alice:" in proc.stdout and "bob:" in proc.stdout and PUBLIC_KEYS in proc.stdout
-    assert set(load_public_keys(tmp_path / PUBLIC_KEYS)) == {"alice", "bob"}
+    assert set(load_public_keys(tmp_path / PUBLIC_KEYS)) == {"alice", "bob", "operator"}  # operator: coteam tell

@@ -347,3 +347,31 @@ def _things(words: list[str], home: HomeWords) -> list[tuple[str, int]]:
     elif count == "all":
         count = home.counts[name]
     return [(name, int(count))]
+
+
+REPORT_FILLER = frozenset(["there", "is", "are", "was", "were", "i", "think", "left", "put", "saw", "some", "all"])
+
+
+def read_report(sentence: str, scene: Scene) -> list[tuple[str, str]]:
+    """What a person says of where things are -- "the cups are in the kitchen cabinet", "there is an apple on the
+    sofa" -- as (item class, fixture) pairs of ``scene``'s home (a category gives each of its classes);
+    :class:`RequestRefused`, one line, when it names no thing or no place of the home."""
+    if not isinstance(sentence, str) or not sentence.strip():
+        raise RequestRefused("say where things are, e.g. 'the cups are in the kitchen cabinet'")
+    if len(sentence) > 500:
+        raise RequestRefused(f"the report is {len(sentence)} characters long: say it in at most 500")
+    home = HomeWords(scene)
+    words = [w for w in _WORD.findall(sentence.lower().replace("-", "")) if w not in REPORT_FILLER]
+    split = next((k for k, w in enumerate(words) if w in PREPOSITIONS and k > 0), None)
+    if split is None:
+        raise RequestRefused(f"say where: '{sentence.strip()}' names no place")
+    fixture = home.place(words[split + 1 :])
+    out = []
+    for part in _parts(words[:split]):
+        part = [w for w in part if w not in ARTICLES and w not in NUMBERS and not w.isdigit()]
+        named = home.things(part)
+        if named is None:
+            items = ", ".join(sorted(home.counts)) or "none"
+            raise RequestRefused(f"no {' '.join(part) or 'such thing'} in this home (items: {items})")
+        out += [(name, fixture) for name in named[0]]
+    return out

@@ -62,6 +62,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_task)
 
     p = sub.add_parser(
+        "tell",
+        help="tell a running team where things are (a person's word, signed with the operator key)",
+        description='Read a sentence ("the cups are in the kitchen cabinet") against the team\'s home and send it to '
+        "every robot: their beliefs look there first.",
+        epilog="exit codes: 0 sent, 5 not understood (the line says why), 7 no robot listens",
+    )
+    p.add_argument("config", help="the team YAML file the team runs with (its home and keys)")
+    p.add_argument("sentence", help='e.g. "the cups are in the kitchen cabinet"')
+    p.set_defaults(func=_cmd_tell)
+
+    p = sub.add_parser(
         "keys",
         help="make the signing keys of a team (coteam.signing)",
         description="Make one Ed25519 key per robot of a team YAML file, and the team's public-key file.",
@@ -102,6 +113,14 @@ def _cmd_task(args: argparse.Namespace) -> int:
     return task_client.give(request, first=args.first, timeout_s=args.timeout, console=console)
 
 
+def _cmd_tell(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from coteam_ros.operator import tell
+
+    return tell(args.config, args.sentence, Console())
+
+
 def _cmd_approve(args: argparse.Namespace) -> int:
     from coteam_ros.approval import serve
 
@@ -111,13 +130,15 @@ def _cmd_approve(args: argparse.Namespace) -> int:
 
 def _cmd_keys_init(args: argparse.Namespace) -> int:
     from coteam.signing import init_keystore
+    from coteam_ros.operator import OPERATOR
     from coteam_ros.team_config import load_config
 
     cfg = load_config(args.config)
     directory = Path(args.dir) if args.dir else Path(cfg.security.keystore)
-    public = init_keystore(directory, [r.name for r in cfg.robots], force=args.force)
+    public = init_keystore(directory, [*(r.name for r in cfg.robots), OPERATOR], force=args.force)
     for r in cfg.robots:
         print(f"{r.name}: {directory / (r.name + '.key')} (private: give it to {r.name} only)")
+    print(f"{OPERATOR}: {directory / (OPERATOR + '.key')} (private: for coteam tell, on the coteam computer)")
     print(f"team public keys: {public}")
     return 0
 

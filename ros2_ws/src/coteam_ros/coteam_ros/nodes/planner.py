@@ -81,7 +81,7 @@ from std_msgs.msg import Header
 from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, parse_action, truncate_message
 from coteam.capabilities import DEFAULT_CAPABILITIES, team_capabilities
 from coteam.navigation import NavGrid
-from coteam.observation import Message, ObjectView, Observation, observation_from_dict
+from coteam.observation import Message, ObjectView, Observation, fixture_views, observation_from_dict
 from coteam.perception import ObservationAssembler
 from coteam.progress import goal_text
 from coteam.reasoning import EPISODE_OVER, AgentBrain, EpisodeInfo, EpisodeOutcome, PollSkill, StartSkill, agent_turn
@@ -97,6 +97,7 @@ from coteam_ros.heartbeat import TeamHeartbeat
 from coteam_ros.inbox import TeamInbox
 from coteam_ros.memory_journal import MemoryJournal
 from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
+from coteam_ros.operator import OPERATOR, parse_report
 from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES, TURNS
 from coteam_ros.task_end import (
     EndReport,
@@ -213,6 +214,9 @@ class PlannerNode(Node):
             intent_verifier = robot_keys(self.robot, signing_key, team_keys, max_age_s)[1]  # its own sequence
         self.stale_message_steps: int = self.declare_parameter("stale_message_steps", 50).value
         self.inbox = TeamInbox(teammates, self.get_logger().warning, verifier=verifier)
+        # a person's word (coteam tell), signed with the team's operator key when the team signs
+        operator_verifier = robot_keys(self.robot, signing_key, team_keys, max_age_s)[1] if signing_key else None
+        self.operator = TeamInbox([OPERATOR], self.get_logger().warning, verifier=operator_verifier)
         self.waiting: tuple[Observation, float] | None = None  # a status whose message texts have not arrived
         self.missing: set[tuple[str, int]] = set()  # delivered keys whose text never came (handed over later)
         # real robots: the task ends when my map shows the goal met, a teammate says so, or at the time limit
@@ -307,6 +311,10 @@ class PlannerNode(Node):
             return
         envelope = Envelope(message.seq, message.signature) if message.signature else None
         received = Message(message.sender, message.text, message.step, message.payload_json)
+        if message.sender == OPERATOR:
+            if not self.coordinated and self.operator.add(received, receiver=message.receiver, envelope=envelope):
+                self._hear_operator(self.operator.pop((received.sender, received.step)))
+            return
         if not self.inbox.add(received, self._take_in, receiver=message.receiver, envelope=envelope):
             return
         if self.heartbeat is not None:
@@ -315,6 +323,24 @@ class PlannerNode(Node):
             self._task_ends(f"{self.teammate_done} saw the goal met")
         elif self.waiting is not None:
             self._try_deliver()
+
+    def _hear_operator(self, message: Message) -> None:
+        """A person said where things are: my memory keeps it as a hint (the places' views from the world file), so
+        my belief looks there first; a report of what the home does not have is dropped, logged."""
+        try:
+            pairs = parse_report(message.payload or "", self.home)
+        except ValueError as exc:
+            self.get_logger().warning(f"a person's report dropped: {exc}")
+            self.operator.dropped += 1
+            return
+        memory = self.brain.memory
+        for view in fixture_views(self.home, [fixture for _, fixture in pairs]):
+            memory.objects.setdefault(view.id, view)
+        for item, fixture in pairs:
+            memory.hints.setdefault(item, set()).add(fixture)
+        names = self.home.names()
+        said = "; ".join(f"{item} in or on {names[fixture]}" for item, fixture in pairs)
+        self.get_logger().info(f"{self.robot}: a person says {said} (a hint for my search)")
 
     def _take_in(self, message: Message) -> Message:
         """A message the inbox accepted, as the robot keeps it: cut to the length limit, its payload checked (a
