@@ -276,3 +276,10 @@ def test_a_hint_on_a_surface_is_dropped_once_its_room_is_seen_whole(flat) -> Non
     assert in_the_room(brain.memory) > 0.9 > unhinted
     brain.memory.room_coverage[sofa.room] = set(range(FULL_TURN_BINS))
     assert in_the_room(brain.memory) < 0.05
+
+
+def test_a_tasks_predicates_are_written_and_followed_as_goal_lines(flat) -> None:
+    from coteam.tasks.words import GoalLine
+
+    (line,) = [GoalLine.of(p, flat.names()) for p in goal_task(flat, "x", ["in(apple, fridge): 2"]).predicates]
+    assert line.text() == "in(apple, fridge): 2" and line.progress(1) == "in(apple, fridge): 1 of 2"

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from coteam.llm import PromptLibrary, Role, RoleBackend, RoleContext
 from coteam.llm.schema import model_schema, narrow
-from coteam.tasks.words import HomeWords, RequestRefused, read_request
+from coteam.tasks.words import GoalLine, HomeWords, RequestRefused, read_request
 from coteam.world import Benchmark, Relation, Scene
 from coteam.world_file import goal_task
 
@@ -63,11 +63,12 @@ def goal_lines(answer: RequestReading, scene: Scene) -> list[str]:
     """The goal lines of an answer, the relation being the home's: ``near`` under TDW-MAT rules, else the place's
     kind (``in`` a container, ``on`` a surface)."""
     home = HomeWords(scene)
-    lines = []
-    for g in answer.goals:
-        relation = home.relation(g.target) if g.target in home.fixtures else Relation.ON
-        lines.append(f"{relation.value}({g.item}, {g.target}): {g.count}")
-    return lines
+    return [
+        GoalLine(
+            home.relation(g.target) if g.target in home.fixtures else Relation.ON, g.item, g.target, g.count
+        ).text()
+        for g in answer.goals
+    ]
 
 
 def _symbolic(ctx: RoleContext) -> RequestReading:

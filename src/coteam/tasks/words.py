@@ -27,13 +27,13 @@ what is there (``no banana in this home (items: apple, cupcake, ...)``). Words a
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
 import inflect
 
-from coteam.world import Benchmark, Relation, Scene
+from coteam.world import Benchmark, GoalPredicate, Relation, Scene
 
 VERBS = frozenset(
     [
@@ -118,8 +118,17 @@ class GoalLine:
     target: str
     count: int
 
+    @classmethod
+    def of(cls, predicate: GoalPredicate, names: Mapping[int, str]) -> GoalLine:
+        """A task's goal predicate as the line a world file writes (``names``: object id -> name)."""
+        return cls(predicate.relation, predicate.item, names[predicate.target], predicate.count)
+
     def text(self) -> str:
         return f"{self.relation.value}({self.item}, {self.target}): {self.count}"
+
+    def progress(self, done: int) -> str:
+        """The line with how many are in place: ``in(cup, cabinet): 1 of 2``."""
+        return f"{self.relation.value}({self.item}, {self.target}): {done} of {self.count}"
 
 
 @cache

@@ -90,6 +90,7 @@ from coteam.roster import RosterChange
 from coteam.safety import is_refusal
 from coteam.signing import Envelope, Signer, Verifier, robot_keys
 from coteam.skills import SkillOutcome
+from coteam.tasks.words import GoalLine
 from coteam.world_file import goal_task
 from coteam_ros.convert import decision_to_msg, target_view_json
 from coteam_ros.episode import load_episode
@@ -713,8 +714,7 @@ class PlannerNode(Node):
         """Serving: what my map shows of each goal line and what I do, to the task node (when it changed)."""
         names = self.home.names()
         lines = tuple(
-            f"{p.relation.value}({p.item}, {names[p.target]}): {done} of {p.count}"
-            for p, done in line_progress(self.brain.memory, self.team_put_down)
+            GoalLine.of(p, names).progress(done) for p, done in line_progress(self.brain.memory, self.team_put_down)
         )
         skill = self.skill
         doing = (

@@ -30,7 +30,7 @@ from typing import Any
 from coteam_interfaces.action import TeamTask
 from coteam_interfaces.msg import TaskAssignment, TaskProgress
 from coteam_interfaces.srv import CancelTask
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer, CancelResponse
 from rclpy.node import Node
 from rclpy.task import Future
 from std_msgs.msg import String
@@ -39,6 +39,7 @@ from coteam.llm import LLMConfig, RoleBackend, SymbolicBackend, make_backend
 from coteam.tasks.desk import TaskDesk, TaskState
 from coteam.tasks.desk import TeamTask as DeskTask
 from coteam.tasks.reading import prompt_library
+from coteam.tasks.words import GoalLine
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer
 from coteam_ros.qos import LATCHED, TEAM_MESSAGES
@@ -70,7 +71,6 @@ class TaskDeskNode(Node):
             TeamTask,
             "/team/task",
             execute_callback=self._execute,
-            goal_callback=self._on_goal,
             cancel_callback=lambda handle: CancelResponse.ACCEPT,
         )
         if self.declare_parameter("first_task", True).value:
@@ -90,12 +90,9 @@ class TaskDeskNode(Node):
         return make_backend("llm", config=LLMConfig.from_env(base_url=base_url, model=model), prompts=prompt_library())
 
     def _goal_lines(self, task: Any) -> list[str]:
-        return [f"{p.relation.value}({p.item}, {self.names[p.target]}): {p.count}" for p in task.predicates]
+        return [GoalLine.of(p, self.names).text() for p in task.predicates]
 
     # --- requests --------------------------------------------------------------------------------------------
-    def _on_goal(self, request: Any) -> GoalResponse:
-        return GoalResponse.ACCEPT  # every request gets a result: a refusal is one, with its reason
-
     async def _execute(self, handle: Any) -> Any:
         request: str = handle.request.request
         task = self.desk.give(request, first=handle.request.first)
