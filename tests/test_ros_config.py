@@ -1198,6 +1198,16 @@ def test_a_serving_team_has_a_task_node_and_planners_that_take_its_tasks(tmp_pat
     assert all(specs[f"planner@/{r}"].parameters["serve"] is True for r in ("robot1", "robot2"))
     assert run_outputs(desk, tmp_path / "results.json") == {"results_path": str(tmp_path / TASKS_JSONL)}
     assert "task_desk@/" not in {s.label for s in node_list(load_config(_write(tmp_path, HW_DOC)), SCENE)}
+    # a world file's robot with a rest room walks there between tasks; one without keeps still where it stopped
+    for home in ("flat.world.yaml", "flat.map.yaml", "flat.pgm"):
+        shutil.copy(ROOT / "config" / home, tmp_path)
+    home = yaml.safe_load((tmp_path / "flat.world.yaml").read_text())
+    home["robots"][0].pop("rest"), home["robots"][1].update(rest="livingroom")
+    _write(tmp_path, home, "flat.world.yaml")
+    doc = {**HW_DOC, "task": {"world_file": "flat.world.yaml"}, "serve": {}, "twin": {}}
+    nodes = {s.label: s.parameters for s in node_list(parse_config(doc, str(tmp_path / "team.yaml")), SCENE)}
+    assert nodes["planner@/robot2"]["rest_room"] == "livingroom" and "rest_room" not in nodes["planner@/robot1"]
+    assert nodes["twin@/"]["serve"] is True  # a serving team's twin runs until stopped, not for the file's task
     with pytest.raises(ConfigError, match="serve: only without a world"):
         parse_config({**SIM_DOC, "serve": {}}, str(tmp_path / "team.yaml"))
     with pytest.raises(ConfigError, match="evocf plans centrally"):

@@ -1,8 +1,9 @@
 """A serving team against the twin: `coteam launch config/team_twin.yaml --serve`, and people's tasks given while it
-runs with `coteam task` -- one in words, one as a goal line, one canceled while it runs -- and a person's word on
-where a thing is (`coteam tell`). The tasks run in the order
-given, the done ones are done in the twin's truth, the canceled one's robots stop, and what the robots learnt of
-the home in one task spares them a search in the next."""
+runs with `coteam task` -- one in words, one as a goal line, one canceled while it runs (Ctrl-C of the person following
+it), one while it waits (`coteam task --cancel`) -- and a person's word on where a thing is (`coteam tell`). The tasks
+run in the order given, the done ones are done in the twin's truth, the canceled one's robots stop, and what the robots
+learnt of the home in one task spares them a search in the next. Between tasks each robot walks to the room its world
+file names for it to rest in (config/flat.world.yaml: robot1 the kitchen, robot2 the living room)."""
 
 from __future__ import annotations
 
@@ -83,15 +84,22 @@ def test_a_serving_team_takes_tasks_in_words_and_goals_one_after_another_and_a_c
             cupcake = _coteam("task", "--goal", "in(cupcake, fridge): 1", cwd=tmp_path)  # ... where the cupcake is
             _wait_for(log, "task-2: 'in(cupcake, fridge): 1'", launcher, deadline)  # queued second
             toothbrush = _coteam("task", "put the toothbrush in the kitchen cabinet", cwd=tmp_path)
-            _wait_for(log, "task-3 starts", launcher, deadline)
-            _wait_for(log, "takes task-3", launcher, deadline)
+            _wait_for(log, "task-3: 'put the toothbrush", launcher, deadline)
+            apples = _coteam("task", "put the apples in the fridge", cwd=tmp_path)
+            _wait_for(log, "task-4: 'put the apples", launcher, deadline)
             status = _coteam("task", "--status", cwd=tmp_path).communicate(timeout=60)[0]
-            time.sleep(3.0)  # the robots are on their way
-            canceled = _coteam("task", "--cancel", "task-3", cwd=tmp_path)
-            clients = {"plates": plates, "cupcake": cupcake, "toothbrush": toothbrush, "cancel": canceled, "tell": told}
+            waiting = _coteam("task", "--cancel", "task-4", cwd=tmp_path)  # canceled while it waits
+            _wait_for(log, "robot1 takes task-3", launcher, deadline)
+            _wait_for(log, "robot2 takes task-3", launcher, deadline)
+            time.sleep(1.0)  # the robots are on their way
+            toothbrush.send_signal(signal.SIGINT)  # Ctrl-C of the person following it: canceled while it runs
+            clients = {"plates": plates, "cupcake": cupcake, "toothbrush": toothbrush, "apples": apples}
+            clients.update(cancel=waiting, tell=told)
             said = {n: p.communicate(timeout=max(1.0, deadline - time.monotonic()))[0] for n, p in clients.items()}
             codes = {n: p.returncode for n, p in clients.items()}
             _wait_for(log, "task-3 stopped by the task node", launcher, deadline)
+            _wait_for(log, "robot1 rests in the kitchen", launcher, deadline)
+            _wait_for(log, "robot2 rests in the livingroom", launcher, deadline)
             time.sleep(2.0)
         finally:
             launcher.send_signal(signal.SIGINT)
@@ -100,16 +108,23 @@ def test_a_serving_team_takes_tasks_in_words_and_goals_one_after_another_and_a_c
             except subprocess.TimeoutExpired:
                 launcher.kill()
     text = log.read_text()
-    assert codes == {"plates": 0, "cupcake": 0, "toothbrush": 6, "cancel": 0, "tell": 0}, (said, text[-4000:])
+    assert codes == {"plates": 0, "cupcake": 0, "toothbrush": 6, "apples": 6, "cancel": 0, "tell": 0}, (
+        said,
+        text[-4000:],
+    )
     # a person's word, signed with the operator's key, reached both robots' memories
     assert text.count("a person says toothbrush in or on bathroomcabinet (a hint for my search)") == 2, said["tell"]
     assert "on(plate, bed): 2" in said["plates"] and "task-3: canceled" in said["toothbrush"]
-    assert "task-3" in status and "running" in status and "task-1" in status and "done" in status, status
-    records = [json.loads(line) for line in (out / "tasks.jsonl").read_text().splitlines()]
+    assert "task-4: canceled" in said["apples"]
+    assert all(t in status for t in ("task-1", "task-2", "task-3", "task-4", "running", "waiting")), status
+    records = sorted(
+        (json.loads(line) for line in (out / "tasks.jsonl").read_text().splitlines()), key=lambda r: r["id"]
+    )
     assert [(r["id"], r["outcome"]) for r in records] == [
         ("task-1", "done"),
         ("task-2", "done"),
         ("task-3", "canceled"),
+        ("task-4", "canceled"),
     ]
     assert records[0]["read_by"] == "symbolic" and records[1]["read_by"] == "goal"
     assert records[0]["started_s"] < records[1]["started_s"] < records[2]["started_s"]  # the order they were given
@@ -124,4 +139,6 @@ def test_a_serving_team_takes_tasks_in_words_and_goals_one_after_another_and_a_c
     assert _placed(final, home, "on", "plate", "bed") == 2
     assert _placed(final, home, "in", "cupcake", "fridge") == 1
     assert _placed(final, home, "in", "toothbrush", "kitchencabinet") == 0
-    assert text.count("task-3 stopped by the task node: keeping still") == 2  # both robots stopped
+    assert text.count("task-3 stopped by the task node") == 2  # both robots stopped, then walked to rest
+    rooms = [home.floorplan.room_at(agent["position"]) for agent in final["agents"].values()]  # robot1's first
+    assert [room.name if room else None for room in rooms] == ["kitchen", "livingroom"]

@@ -205,6 +205,10 @@ def test_near_goals_take_the_tdwmat_rules(tmp_path: Path) -> None:
             {"robots": [{"name": "r1", "start": [1, 1], "capabilities": {"grippers": 3}}]},
             "robots.0.capabilities.grippers",
         ),
+        (
+            {"robots": [{"name": "r1", "start": [1, 1], "rest": "cellar"}]},
+            "robot 'r1' rests in 'cellar', which is not a room (hall, study)",
+        ),
         ({"map": "missing.map.yaml"}, "missing.map.yaml: cannot read it (No such file or directory)"),
         ({"rooms": []}, "rooms: give at least one room (or a room_map)"),
         ({"safety": {"no_go": ["cellar"]}}, "safety.no_go: no room named 'cellar' (rooms: hall, study)"),
@@ -256,7 +260,9 @@ def test_goal_grammar() -> None:
 def test_world_check_and_draw_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert coteam_main(["world", "check", str(FLAT)]) == 0
     shown = capsys.readouterr().out
-    assert "usable" in shown and "in(apple, fridge): 2" in shown and "robot1 at [1.5, 1.2]" in shown
+    assert (
+        "usable" in shown and "in(apple, fridge): 2" in shown and "robot1 at [1.5, 1.2], rests in the kitchen" in shown
+    )
     out = tmp_path / "flat.png"
     assert coteam_main(["world", "draw", str(FLAT), "--out", str(out)]) == 0
     image = cv2.imread(str(out))

@@ -9,7 +9,7 @@ from coteam.actions import HighLevelAction, ObjectRef, Verb, format_action
 from coteam.goals import GOAL_RADIUS_M, delivery_target, goal_item_ids, goal_status
 from coteam.memory import AgentMemory
 from coteam.navigation import NavGrid
-from coteam.world import Benchmark, ObjectKind, Relation, Vec2
+from coteam.world import Benchmark, ObjectKind, Relation, Room, Vec2
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,12 @@ def _closest_teammate_position(memory: AgentMemory) -> Vec2 | None:
         return None
     latest = max(memory.teammates.values(), key=lambda s: s.step)
     return latest.position
+
+
+def walk_into(room: Room, benchmark: Benchmark) -> HighLevelAction:
+    """The action that takes a robot into ``room`` in either dialect: C-WAH explores it (walking in shows it),
+    TDW-MAT goes to it."""
+    return HighLevelAction(Verb.EXPLORE if benchmark == Benchmark.CWAH else Verb.GOTO, ObjectRef(room.name, room.id))
 
 
 def _ref(memory: AgentMemory, object_id: int) -> ObjectRef:

@@ -121,6 +121,7 @@ class RobotEntry(_Strict):
     name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
     start: list[float] = Field(min_length=2, max_length=3)
     capabilities: RobotCapabilities | None = None  # the robot's body (coteam.capabilities); None: the defaults
+    rest: str | None = Field(None, min_length=1)  # a room a serving team's robot returns to between tasks
 
 
 class TaskEntry(_Strict):
@@ -157,6 +158,7 @@ class World:
         occupancy: OccupancyMap | None,
         safety: SafetyPolicy | None = None,
         capabilities: dict[str, RobotCapabilities] | None = None,
+        rest_rooms: dict[str, str] | None = None,
     ) -> None:
         self.path = path
         self.scene = scene
@@ -165,6 +167,7 @@ class World:
         self.occupancy = occupancy
         self.safety = safety  # the home's safety policy, if the file has one
         self.capabilities = capabilities or {}  # the robots whose bodies the file describes
+        self.rest_rooms = rest_rooms or {}  # robot -> the room it returns to between a serving team's tasks
 
 
 class OccupancyMap:
@@ -228,7 +231,8 @@ def load_world(path: str | Path) -> World:
     except ValueError as exc:  # a SafetyPolicyError too
         raise WorldFileError(f"{path}: {exc}") from None
     bodies = {r.name: r.capabilities for r in spec.robots if r.capabilities is not None}
-    return World(path, scene, spec.task.time_limit_s, map_path, occupancy, spec.safety, bodies)
+    rest_rooms = {r.name: r.rest for r in spec.robots if r.rest is not None}
+    return World(path, scene, spec.task.time_limit_s, map_path, occupancy, spec.safety, bodies, rest_rooms)
 
 
 def parse_goal(text: str) -> tuple[Relation, str, str, int]:
@@ -335,6 +339,9 @@ def compile_world(spec: WorldFile, occupancy: OccupancyMap | None) -> Scene:
         if not floorplan.is_free(*floorplan.cell_of(position)):
             raise ValueError(f"robot {robot.name!r} starts at {list(position)}, which is not free space")
         heading = round(robot.start[2]) % 360 if len(robot.start) == 3 else 0
+        rooms = [room.name for room in floorplan.rooms]
+        if robot.rest is not None and robot.rest not in rooms:
+            raise ValueError(f"robot {robot.name!r} rests in {robot.rest!r}, which is not a room ({', '.join(rooms)})")
         starts.append(AgentStart(robot.name, position, heading))
 
     home = Scene(
@@ -541,7 +548,14 @@ def world_summary(world: World) -> list[tuple[str, str]]:
         ("rooms", ", ".join(r.name for r in fp.rooms)),
         ("fixtures", ", ".join(fixtures)),
         ("items", ", ".join(f"{n} x{c}" for n, c in counts.items()) or "none"),
-        ("robots", ", ".join(f"{a.name} at {list(a.position)}" for a in scene.agent_starts)),
+        (
+            "robots",
+            ", ".join(
+                f"{a.name} at {list(a.position)}"
+                + (f", rests in the {world.rest_rooms[a.name]}" if a.name in world.rest_rooms else "")
+                for a in scene.agent_starts
+            ),
+        ),
         ("task", f"{scene.task.name}: " + ", ".join(goal)),
         ("safety", policy_summary(world.safety) if world.safety is not None else "no policy"),
     ]

@@ -177,6 +177,7 @@ def node_list(
                     "method": cfg.team.method,
                     "params_json": json.dumps(cfg.team.switches(), sort_keys=True),
                     "time_limit_s": cfg.time_limit_s or 0.0,
+                    "serve": cfg.serve is not None,  # then it runs until stopped, not for the file's task
                     "faults_json": json.dumps(cfg.twin.faults),
                     "robot_profiles_json": json.dumps(cfg.twin.robots, sort_keys=True),
                     "tf_lag_s": cfg.twin.tf_lag_s,
@@ -270,6 +271,8 @@ def node_list(
             )
         if cfg.serve is not None:  # tasks come from the team's task node (/team/task_assignment)
             planner["serve"] = True
+            if robot.name in cfg.rest_rooms:  # and it waits for them there
+                planner["rest_room"] = cfg.rest_rooms[robot.name]
         if cfg.world is None:  # a real robot: its status comes from its odometry and detector
             planner["message_delivery"] = "arrival"
             planner["ends_task"] = True  # when its map shows the goal met (coteam_ros.task_end)

@@ -14,6 +14,7 @@ Ctrl-C while it runs cancels the task. Exit codes: :data:`EXIT_CODES`.
 from __future__ import annotations
 
 import json
+import signal
 import time
 from typing import Any
 
@@ -27,9 +28,12 @@ def give(request: str, *, first: bool, timeout_s: float | None, console: Any) ->
     import rclpy
     from coteam_interfaces.action import TeamTask
     from rclpy.action import ActionClient
+    from rclpy.signals import SignalHandlerOptions
     from rich.live import Live
 
-    rclpy.init()
+    # Ctrl-C is Python's KeyboardInterrupt, the ROS context left up to cancel with (rclpy's handler would end it)
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     node = rclpy.create_node("coteam_task")
     try:
         client = ActionClient(node, TeamTask, "/team/task")

@@ -834,6 +834,13 @@ class TeamConfig(_Section):
         return {r.name: r.capabilities or described.get(r.name) or RobotCapabilities() for r in self.robots}
 
     @property
+    def rest_rooms(self) -> dict[str, str]:
+        """The room each robot returns to between a serving team's tasks (its world file's ``rest``); a robot not
+        named keeps still where it stopped."""
+        world = self.task.world if self.task is not None else None
+        return world.rest_rooms if world is not None else {}
+
+    @property
     def time_limit_s(self) -> float | None:
         """A hardware task's time limit (its world file's); None without one."""
         world = self.task.world if self.task is not None else None

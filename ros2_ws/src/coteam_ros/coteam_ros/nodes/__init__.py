@@ -23,10 +23,11 @@ from rclpy.task import Future
 from rclpy.timer import Timer
 
 from coteam_ros import CANNOT_START
+from coteam_ros.exit_timer import exit_later
 
 RETRY_S = 0.2  # how soon a node tries again to reach an action server that is not up yet
 SHUTDOWN_GRACE_S = 10.0  # a node whose middleware has not shut down this long after its spin ended exits anyway
-BACKSTOP_S = 5.0  # and if that exit cannot run, faulthandler's thread ends the process this much later
+BACKSTOP_S = 5.0  # and if that exit cannot run (the hang holds the interpreter's lock), a C timer's, this much later
 CANCEL_GRACE_S = 2.0  # a stopped node waits this long at most for the answers to its goals' cancels
 
 
@@ -129,8 +130,10 @@ def _on_sigterm(_signum: int, _frame: object) -> None:
 
 def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> None:
     """Run one node until Ctrl-C (SIGINT), SIGTERM or shutdown, then clean up: exit status 0 on a signal, also when
-    the middleware's teardown hangs (after :data:`SHUTDOWN_GRACE_S`, :func:`_exit_if_shutdown_hangs`); 1, with every
-    thread's stack on stderr, if it hangs so that no Python thread can run (:data:`BACKSTOP_S` later). A node that
+    the middleware's teardown hangs (after :data:`SHUTDOWN_GRACE_S`, :func:`_exit_if_shutdown_hangs`), and when it
+    hangs so that no Python thread can run (a deadlock in the DDS library while rclpy holds the interpreter's lock):
+    then every thread's stack goes to stderr from faulthandler's C thread and a C timer ends the process
+    (:func:`coteam_ros.exit_timer.exit_later`, :data:`BACKSTOP_S` later; status 1 where there is none). A node that
     cannot start (a bad method switch, an unknown method, no or a bad scene file, a missing module:
     :data:`STARTUP_ERRORS`) prints one line and exits with status :data:`~coteam_ros.CANNOT_START`, which stops the
     launch. The signals are Python's, not rclpy's (whose handler ends the ROS context at once): a node with goals
@@ -158,12 +161,15 @@ def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> N
     finally:
         watchdog = _exit_if_shutdown_hangs(name, status)
         # and should the teardown hang holding the interpreter's lock (the timer's thread then never runs): every
-        # thread's stack to stderr and exit status 1, from faulthandler's own thread
-        faulthandler.dump_traceback_later(SHUTDOWN_GRACE_S + BACKSTOP_S, exit=True)
+        # thread's stack to stderr from faulthandler's own thread, then the exit from a C timer's
+        backstop = exit_later(SHUTDOWN_GRACE_S + BACKSTOP_S, status)
+        faulthandler.dump_traceback_later(SHUTDOWN_GRACE_S + BACKSTOP_S / 2, exit=backstop is None)
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
         faulthandler.cancel_dump_traceback_later()
+        if backstop is not None:
+            backstop()
         watchdog.cancel()
 
 

@@ -51,7 +51,9 @@ takes the tasks the team's task node starts and stops on ``/team/task_assignment
 (``coteam_interfaces/TaskAssignment``, latched), each in the same home with the memory it kept
 (:meth:`coteam.reasoning.AgentBrain.take_task`), reports on ``/team/task_progress``
 (``coteam_interfaces/TaskProgress``: each goal line as its map shows it, what it does, whether the goal is met) and
-keeps still between tasks, its memory still taking in what it sees.
+between tasks keeps still where it stopped, or walks into the room its world file names for it (``rest_room``) and
+keeps still there, its memory still taking in what it sees. A task stopped while an action runs has its goal canceled
+on the executor; the robot decides again (or walks to rest) once the executor has answered the cancel.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, pa
 from coteam.capabilities import DEFAULT_CAPABILITIES, team_capabilities
 from coteam.navigation import NavGrid
 from coteam.observation import Message, ObjectView, Observation, fixture_views, observation_from_dict
+from coteam.options import walk_into
 from coteam.perception import ObservationAssembler
 from coteam.progress import goal_text
 from coteam.reasoning import EPISODE_OVER, AgentBrain, EpisodeInfo, EpisodeOutcome, PollSkill, StartSkill, agent_turn
@@ -173,12 +176,19 @@ class PlannerNode(Node):
             self.backend = str(getattr(team.config, "backend", "none"))  # what the method's roles really run on
         episode = load_episode(scene_path, seed, robots, self.declare_parameter("safety_path", "").value)
         info = episode.info
-        # a serving team: tasks come and go on /team/task_assignment; between them the robot keeps still
+        # a serving team: tasks come and go on /team/task_assignment; between them the robot rests
         self.serve: bool = self.declare_parameter("serve", False).value
         if self.serve and self.coordinated:
             raise ValueError(f"serve: {self.method} plans centrally; a serving team needs per-robot planners")
         self.home, self.home_info = episode.scene, info
         self.task_id = ""  # serving: the task the robot works on ('' between tasks)
+        rest = self.declare_parameter("rest_room", "").value
+        rooms = {room.name: room for room in self.home.floorplan.rooms}
+        if rest and rest not in rooms:
+            raise ValueError(f"rest_room: {rest!r} is not a room of the home ({', '.join(rooms)})")
+        self.rest_room = rooms.get(rest)  # serving: where the robot waits between tasks (None: where it stopped)
+        self.resting: RunningSkill | None = None  # serving: the walk to the rest room, while it runs
+        self.stopping: RunningSkill | None = None  # serving: a stopped task's action until the executor has ended it
         self.progress_said: tuple = ()  # serving: the last progress reported
         self.benchmark = info.benchmark
         self.step = -1
@@ -361,6 +371,13 @@ class PlannerNode(Node):
             self._end_task("time limit")
         if self.waiting is not None and time.monotonic() - self.waiting[1] > self.message_wait_s:
             self._deliver(self.waiting[0], give_up=True)
+        stopping = self.stopping
+        if stopping is not None and time.monotonic() - max(stopping.heard, stopping.sent) > self._executor_patience():
+            self.get_logger().warning(
+                f"the executor has not ended the stopped {format_action(stopping.action, self.benchmark)} within "
+                f"{self._executor_patience():g} s: deciding without waiting for it"
+            )
+            self.stopping = None
         skill = self.skill
         waiting = skill is not None and not skill.message and skill.outcome is None and self._waiting_for_executor()
         if waiting and time.monotonic() - max(skill.heard, self.waiting_since) > self._executor_patience():
@@ -416,6 +433,7 @@ class PlannerNode(Node):
                 "the robot idles until it is back"
             )
         skill.outcome = SkillOutcome(skill.action, False, "executor unavailable", 0)
+        self._serving_skill_ended(skill)
         if skill is self.skill:
             self._resume()
 
@@ -462,7 +480,7 @@ class PlannerNode(Node):
             return
         if self.serve:
             self._report_progress()
-        if self.ready:
+        if self.ready and self.stopping is None:  # (the executor takes a new goal once the stopped one has ended)
             self._start_turn()
         else:
             self._tick(StepTick.OBSERVED)
@@ -513,8 +531,7 @@ class PlannerNode(Node):
                 self._tick(StepTick.ACT)
 
     def _resume(self) -> None:
-        if self.serve and not self.task_id:  # the task was stopped: its turn ends with it
-            self.turn = self.request = self.skill = None
+        if self.serve and not self.task_id:  # the task was stopped: its turn ended with it
             return
         if self.coordinated:
             self._send_report()
@@ -576,7 +593,12 @@ class PlannerNode(Node):
                 self._executor_lost(skill, f"no execute_skill server for {self._executor_patience():g} s")
                 return
             self.get_logger().info("waiting for execute_skill", throttle_duration_sec=5.0)
-            call_later(self, RETRY_S, lambda: self._send_skill(skill, text) if self.skill is skill else None)
+
+            def retry() -> None:
+                if skill in (self.skill, self.resting):  # (not if the task was stopped meanwhile)
+                    self._send_skill(skill, text)
+
+            call_later(self, RETRY_S, retry)
             return
         if skill.goal_step < 0:
             skill.goal_step = self.step
@@ -609,12 +631,13 @@ class PlannerNode(Node):
             return
         skill.answered = True
         handle = skill.handle = future.result()
-        stopped = skill.given_up or self.done or (self.serve and not self.task_id)
+        stopped = skill.given_up or self.done or (self.serve and skill.task_id != self.task_id)
         if handle.accepted and stopped:  # given up, or the task ended or was stopped, before the answer came
             handle.cancel_goal_async()
         if not handle.accepted:
             self.executor_answered = True
             skill.outcome = SkillOutcome(skill.action, False, "rejected by the executor", 0)
+            self._serving_skill_ended(skill)
             self._resume()
             return
         handle.get_result_async().add_done_callback(lambda f, s=skill: self._on_skill_result(s, f))
@@ -639,6 +662,7 @@ class PlannerNode(Node):
             self.get_logger().info(f"{format_action(skill.action, self.benchmark)} failed: {result.failure_reason}")
             self.failures[result.failure_reason] += 1
             self.safety_refusals += is_refusal(result.failure_reason)
+        self._serving_skill_ended(skill)
         if skill is self.skill:
             self._resume()
 
@@ -665,7 +689,7 @@ class PlannerNode(Node):
 
     def _task_ends(self, why: str) -> None:
         """The goal is met (on my map, or a teammate says so): the task ends for me; serving, the robot tells the
-        team and the task node and keeps still for the next task."""
+        team and the task node and rests until the next task."""
         if not self.serve:
             self._end_task(why)
             return
@@ -677,19 +701,55 @@ class PlannerNode(Node):
         self._stop_task()
 
     def _stop_task(self) -> None:
-        """Serving: stop the running action and keep still until the next task."""
+        """Serving: end the turn, cancel the running action, and, once the executor has ended it, walk to rest."""
         self.task_id = ""
         self.teammate_done = None
-        if self.skill is not None and self.skill.handle is not None:
-            self.skill.handle.cancel_goal_async()
-        if self.skill is None or self.skill.message:
-            self.turn = self.request = self.skill = None
+        skill, self.turn, self.request, self.skill = self.skill, None, None, None
+        if skill is not None and not skill.message and skill.outcome is None:
+            self._cancel_on_executor(skill)
+        else:
+            self._go_rest()
+
+    def _cancel_on_executor(self, skill: RunningSkill) -> None:
+        """Cancel ``skill``'s goal (or, its answer not in yet, when it comes: :meth:`_on_skill_response`) and hold new
+        goals back until the executor has ended it."""
+        self.stopping = skill
+        if skill.handle is not None:
+            skill.handle.cancel_goal_async()
+
+    def _go_rest(self) -> None:
+        """Serving, between tasks: walk into the rest room, unless the robot is in it already (or has none)."""
+        room = self.rest_room
+        if room is None or self.task_id or self.resting is not None:
+            return
+        if self.brain.memory.room == room.id:
+            self.get_logger().info(f"{self.robot} rests in the {room.name}")
+            return
+        if not self.skill_client.server_is_ready():
+            self.get_logger().warning(f"no execute_skill server: {self.robot} keeps still instead of resting")
+            return
+        self.get_logger().info(f"{self.robot} walks to rest in the {room.name}")
+        action = walk_into(room, self.benchmark)
+        self.resting = self._running(action, "")
+        self._send_skill(self.resting, format_action(action, self.benchmark))
+
+    def _serving_skill_ended(self, skill: RunningSkill) -> None:
+        """The executor has ended a goal: a stopped task's (the robot may rest, or decide for the next task) or the
+        walk to rest."""
+        if skill is self.stopping:
+            self.stopping = None
+            self._go_rest()
+        elif skill is self.resting:
+            self.resting = None
+            assert skill.outcome is not None and self.rest_room is not None
+            if skill.outcome.success:
+                self.get_logger().info(f"{self.robot} rests in the {self.rest_room.name}")
 
     def _on_assignment(self, message: TaskAssignment) -> None:
         """The task node starts a task (the robot leaves the one it had) or stops the current one."""
         if message.command == TaskAssignment.STOP:
             if message.task_id == self.task_id:
-                self.get_logger().info(f"{self.task_id} stopped by the task node: keeping still")
+                self.get_logger().info(f"{self.task_id} stopped by the task node")
                 self._stop_task()
             return
         if message.task_id == self.task_id:
@@ -702,6 +762,9 @@ class PlannerNode(Node):
             return
         if self.task_id:
             self._stop_task()
+        if self.resting is not None:  # off to the new task instead
+            self._cancel_on_executor(self.resting)
+            self.resting = None
         home = self.home_info
         info = EpisodeInfo.for_scene(
             replace(self.home, task=task), home.agents, home.seed, home.physics, message.task_id

@@ -44,10 +44,11 @@ order of their start poses), and each is offered exactly what a real robot offer
 (its result when done), ``detections`` (what the robot sees), ``odom`` and its TF; no status, nor ticks: the clock
 starts once every robot's ``detections`` and ``odom`` have a subscriber (or after ``startup_timeout_s``). The episode
 goes on past the goal (the team must see for itself that it is done) until the bridge is stopped or the task's
-``time_limit_s`` passes; ``results_path`` then holds what really happened (complete, with every robot's Nav2 and arm
-goals by how they ended under ``meta.goals``, and those still running when it stopped), and each decision in the trace
-carries ``twin_step``, the bridge's step when it arrived (the robots count their own). ``robot_profiles_json`` (robot ->
-a ``coteam_ros.twin_robots`` profile, default ``generic``) says which real robot each plays: its grippers (a grasp with
+``time_limit_s`` passes (a serving team's twin, ``serve``, runs until it is stopped: its tasks come and go);
+``results_path`` then holds what really happened (complete, with every robot's Nav2 and arm goals by how they ended
+under ``meta.goals``, and those still running when it stopped), and each decision in the trace carries ``twin_step``,
+the bridge's step when it arrived (the robots count their own). ``robot_profiles_json`` (robot -> a
+``coteam_ros.twin_robots`` profile, default ``generic``) says which real robot each plays: its grippers (a grasp with
 every gripper full, or a door with every gripper full on a robot that needs a free one, fails at once as its arm driver
 says), and its top speed (kept as a speed limit is; ``meta.robots`` in the results). As Nav2, it ends a canceled
 navigation goal once the base has stopped (:data:`BRAKING_S` later), and its arm refuses a goal while the base still
@@ -156,6 +157,7 @@ HELD_ABORT_S = 10.0
 NAV2_CODES = {"not reachable": 208, "blocked": 105, "held by a robot": 105}  # planner NO_VALID_PATH, controller
 # FAILED_TO_MAKE_PROGRESS (nav2_msgs ComputePathToPose / FollowPath, Kilted): the codes a twin aborts with
 POSE_HISTORY = 64  # a twin's robot poses kept (by stamp), to stamp its detections in the past
+SERVING_TWIN_S = 365 * 24 * 3600.0  # a serving team's twin: a year, i.e. until it is stopped
 RESULTS_GRACE_S = 2.0  # after the last step, time for in-flight decisions to arrive (0.5 s was too short under load)
 
 
@@ -251,6 +253,8 @@ class SimBridgeNode(Node):
         self.twin: bool = self.declare_parameter("twin", False).value
         camera_hz: float = self.declare_parameter("camera_hz", 1.0).value
         time_limit_s: float = self.declare_parameter("time_limit_s", 0.0).value
+        if self.declare_parameter("serve", False).value:  # the home lives on; people's tasks keep their own time
+            time_limit_s = SERVING_TWIN_S
         self.faults = TwinFault.parse(json.loads(self.declare_parameter("faults_json", "[]").value or "[]"))
         # a twin's sensors as real ones behave: TF published late, detections in the camera's frame, stamped earlier
         self.tf_lag_ns = round(self.declare_parameter("tf_lag_s", 0.0).value * 1e9)
