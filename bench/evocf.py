@@ -251,7 +251,7 @@ HOW_TO_READ = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ros_team import section_main  # bench/ is on sys.path when this file runs as a script
+    from sections import section_main  # bench/ is on sys.path when this file runs as a script
 
     return section_main(argv, "bench/evocf.py", __doc__ or "", section, TITLE)
 

@@ -183,7 +183,7 @@ def section(command: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ros_team import section_main  # bench/ is on sys.path when this file runs as a script
+    from sections import section_main  # bench/ is on sys.path when this file runs as a script
 
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["--rerecord"] and len(args) == 2 and args[1] in METHODS:

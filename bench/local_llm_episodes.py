@@ -212,7 +212,7 @@ def section(command: str, methods: tuple[str, ...] = METHODS) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ros_team import emit_section  # bench/ is on sys.path when this file runs as a script
+    from sections import emit_section  # bench/ is on sys.path when this file runs as a script
 
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", help="splice the section into this markdown file (default: print it)")

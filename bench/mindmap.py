@@ -141,7 +141,7 @@ def section(command: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ros_team import section_main  # bench/ is on sys.path when this file runs as a script
+    from sections import section_main  # bench/ is on sys.path when this file runs as a script
 
     return section_main(argv, "bench/mindmap.py", __doc__ or "", section, TITLE, pooled=True)
 

@@ -25,7 +25,8 @@ def section(command: str) -> str:
     from coteam.signing import init_keystore
     from coteam_ros.launcher import child_env
     from coteam_ros.netlab import PROFILES, VirtualLan
-    from ros_team import machine, message_latency, ros_isolation  # bench/ is on sys.path when run as a script
+    from ros_team import message_latency, ros_isolation
+    from sections import machine  # bench/ is on sys.path when run as a script
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="network-bench-") as tmp_name, ros_isolation(78, Path(tmp_name)):
@@ -74,7 +75,7 @@ def section(command: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ros_team import section_main
+    from sections import section_main
 
     return section_main(argv, "bench/network.py", __doc__ or "", section, TITLE)
 

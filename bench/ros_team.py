@@ -27,17 +27,18 @@ import contextlib
 import importlib.metadata
 import json
 import os
-import platform
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from sections import emit_section, machine
 
 TITLE = "## ROS 2 team stack"
 DEFAULT_DOMAIN = 77
@@ -456,17 +457,6 @@ def ros_episode(suite: str, episode: int, robots: int, tmp: Path, context: objec
 # The markdown section
 
 
-def machine() -> str:
-    cpu = ""
-    with contextlib.suppress(OSError):
-        models = [line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")]
-        cpu = models[0].split(":", 1)[1].strip() if models else ""
-    return (
-        f"{platform.machine()} {platform.system()} {platform.release()}, {os.cpu_count()} CPUs"
-        f"{f' ({cpu})' if cpu else ''}, {platform.python_implementation()} {platform.python_version()}"
-    )
-
-
 def ros_version() -> str:
     """Where ROS 2 comes from: the PyPI wheels' rclpy version, or a sourced installation's distribution."""
     try:
@@ -671,52 +661,6 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
     return "\n".join(lines) + "\n"
 
 
-def splice(path: Path, section: str, title: str = TITLE) -> None:
-    """Replace the section titled ``title`` in ``path`` (up to the next ``## `` heading), or append it."""
-    lines = path.read_text().splitlines() if path.exists() else []
-    new = section.rstrip("\n").splitlines()
-    if title in lines:
-        start = lines.index(title)
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        tail = lines[end:]
-        lines = lines[:start] + new + ([""] if tail else []) + tail
-    else:
-        while lines and not lines[-1].strip():
-            lines.pop()
-        lines = [*lines, "", *new] if lines else new
-    path.write_text("\n".join(lines) + "\n")
-
-
-def emit_section(out: str | None, section: str, title: str = TITLE) -> None:
-    """Splice ``section`` into the markdown file ``out``, or print it when no file is named."""
-    if out:
-        splice(Path(out), section, title)
-        print(f"wrote the section '{title[3:]}' of {out}")
-    else:
-        print(section)
-
-
-def section_main(
-    argv: list[str] | None, script: str, doc: str, section: Callable[[str], str], title: str, *, pooled: bool = False
-) -> int:
-    """The command line of a bench script that writes one section: ``--out FILE`` splices it there, else prints.
-    A ``pooled`` script plays its episodes on ``--workers`` processes (:mod:`episodes`)."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--out", help="splice the section into this markdown file (default: print it)")
-    if pooled:
-        import episodes
-
-        parser.add_argument(
-            "--workers", type=int, default=episodes.workers, help="processes playing episodes (default: the cores)"
-        )
-    args = parser.parse_args(argv)
-    if pooled:
-        episodes.workers = args.workers
-    command = f"python {script}" + (f" --out {args.out}" if args.out else "")
-    emit_section(args.out, section(command), title)
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="splice the section into this markdown file (default: print it)")
@@ -736,7 +680,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python bench/ros_team.py" + (f" --out {args.out}" if args.out else "")
     if args.domain_id != DEFAULT_DOMAIN:
         command += f" --domain-id {args.domain_id}"
-    emit_section(args.out, ros_section(command, args.domain_id))
+    emit_section(args.out, ros_section(command, args.domain_id), TITLE)
     return 0
 
 

@@ -88,7 +88,8 @@ def section(command: str, repeats: int = 3) -> str:
         "",
         f"Produced by `{command}`: the twin team of config/team_twin.yaml (2 robots, pce, symbolic) in the example "
         f"flat, served (`coteam launch --serve`); the cupcake task `{CUPCAKE}`, {repeats} runs of each. The cupcake "
-        "lies on the bed; neither robot starts in the bedroom.",
+        "lies on the bed; neither robot starts in the bedroom, and between tasks each walks to the room it rests in "
+        "(the world file's `rest`: robot1 the kitchen, robot2 the living room) until the next task comes.",
         "",
         "| cupcake task | s to the first grab of the cupcake | searches before it | task s |",
         "|---|---|---|---|",
@@ -109,7 +110,7 @@ def section(command: str, repeats: int = 3) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ros_team import emit_section  # bench/ is on sys.path when this file runs as a script
+    from sections import emit_section  # bench/ is on sys.path when this file runs as a script
 
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", help="splice the section into this markdown file (default: print it)")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from coteam_harness.sweep import load_sweep, run_sweep
-from ros_team import machine, section_main  # bench/ is on sys.path when run as a script
+from sections import machine, section_main  # bench/ is on sys.path when run as a script
 
 TITLE = "## Sweeps"
 SWEEP = Path(__file__).parent / "sweeps" / "methods_by_size.yaml"

@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     from coteam.llm.local import LocalLLMServer
-    from ros_team import emit_section  # bench/ is on sys.path when this file runs as a script
+    from sections import emit_section  # bench/ is on sys.path when this file runs as a script
 
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", help="splice the section into this markdown file (default: print it)")

@@ -29,7 +29,8 @@ import yaml
 from coteam_ros.launcher import TWIN_RESULTS, child_env, plan, write_team_results
 from coteam_ros.task_end import END_REPORT
 from coteam_ros.team_config import load_config
-from ros_team import _reap, _stop, ros_isolation, section_main
+from ros_team import _reap, _stop, ros_isolation
+from sections import section_main
 
 TITLE = "## Real robots: the twin run"
 ROOT = Path(__file__).resolve().parents[1]

@@ -33,7 +33,8 @@ from pathlib import Path
 import yaml
 
 from coteam_ros.twin_robots import TWIN_ROBOTS
-from ros_team import ros_isolation, section_main
+from ros_team import ros_isolation
+from sections import section_main
 from twin import DOMAIN, FILES, ROOT, twin_run
 
 TITLE = "## Real robots: the twin's robot profiles"

@@ -67,7 +67,7 @@ def section(command: str, runs: list[tuple[str, list[str]]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ros_team import emit_section  # bench/ is on sys.path when this file runs as a script
+    from sections import emit_section  # bench/ is on sys.path when this file runs as a script
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", default="pce", help="comma-separated methods (default: pce)")

@@ -535,10 +535,17 @@ def test_coteam_methods_lists_every_switch_of_a_role_method(capsys, monkeypatch,
     registered("learning", learning)
     assert main(["methods"]) == 0
     with_learning = capsys.readouterr().out
-    assert text.count("store:") + 1 == with_learning.count("store:")  # offered by the methods that learn only
+    stores = re.compile(r"│ store +│")  # the switch's row: offered by the methods that learn only
+    assert len(stores.findall(text)) + 1 == len(stores.findall(with_learning))
     assert main(["methods", "oracle"]) == 0
     one = capsys.readouterr().out
-    assert "full_observability" in one and "pce" not in one.replace("coteam methods", "")
+    assert "full_observability" in one and "pce" not in one
+    monkeypatch.setenv("COLUMNS", "80")  # a terminal's width: a table a method, its switch names never broken
+    assert main(["methods"]) == 0
+    narrow = capsys.readouterr().out
+    assert max(len(line) for line in narrow.splitlines()) <= 80
+    for switch in ("structured_output", "decision_budget_s", "full_observability", "plan_length"):
+        assert switch in narrow, switch
 
 
 def test_coteam_methods_names_an_unknown_method_in_one_line(capsys):

@@ -182,6 +182,17 @@ def test_cli_bad_episode_range_exits_2(tmp_path: Path, capsys: pytest.CaptureFix
     assert not (out / "results.json").exists()
 
 
+def test_cli_a_model_endpoint_it_cannot_use_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    argv = ["run", "--suite", "cwah-test", "--team", "pce", "--backend", "llm", "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("coteam run: error: no API key for the default OpenAI endpoint"), err
+
+
 def test_cli_bad_agent_count_and_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--suite", "cwah-test", "--agents", "0", "--out", str(tmp_path), "--quiet"]) == 2
     assert "--agents" in capsys.readouterr().err

@@ -22,10 +22,7 @@ def _cmd_methods(args: argparse.Namespace) -> int:
     for name in names:
         if name not in method_names():
             raise ValueError(f"unknown method {name!r}; known methods: {', '.join(method_names())}")
-    table = Table(title="coteam methods (use with --team)")
-    table.add_column("method")
-    table.add_column("summary")
-    table.add_column("switches (--set key=value)")
+    console = Console()
     for name in names:
         team = method_class(name)
         endpoint = (
@@ -34,14 +31,21 @@ def _cmd_methods(args: argparse.Namespace) -> int:
             else set()
         )
         hidden = endpoint | ({"store"} if team.store_schema is None else set())  # a store only for what learns
-        lines = [f"{s.name}: {s.describe()}" for s in team.Config.switches() if s.name not in hidden]
+        # one table a method, two columns: the switch (never broken) and what it does, which wraps -- it reads in
+        # an 80-column terminal
+        table = Table(title=f"[bold]{name}[/bold]: {team.summary}", title_justify="left", expand=False)
+        table.add_column("--set", no_wrap=True, style="cyan")
+        table.add_column("what it does (values; default)")
+        for switch in team.Config.switches():
+            if switch.name not in hidden:
+                table.add_row(switch.name, switch.describe())
         if endpoint:
-            lines.append("model endpoint (backend=llm): " + ", ".join(RoleMethodConfig.LLM_FIELDS))
             llm = RoleMethodConfig.LLM_FIELDS
             others = [f for f in RoleMethodConfig.model_fields if f in endpoint and f not in llm]
-            lines.append("  and " + ", ".join(others))
-        table.add_row(name, team.summary, "\n".join(lines) or "-")
-    Console().print(table)
+            table.add_row("model endpoint", f"with backend=llm: {', '.join(llm)}; and {', '.join(others)}")
+        if not table.rows:
+            table.add_row("-", "no switches")
+        console.print(table)
     return 0
 
 

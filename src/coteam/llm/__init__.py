@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from coteam.llm.accounting import TokenLedger, estimate_messages_tokens, estimate_tokens, tokenizer_name
-from coteam.llm.base import ChatBackend, Completion, LLMError, StructuredOutputError, Usage
+from coteam.llm.base import ChatBackend, Completion, EndpointConfigError, LLMError, StructuredOutputError, Usage
 from coteam.llm.cache import ResponseCache, cache_key
 from coteam.llm.config import LLMConfig
 from coteam.llm.openai_backend import OpenAIChatBackend
@@ -92,6 +92,7 @@ __all__ = [
     "CircuitBreaker",
     "Completion",
     "Doubt",
+    "EndpointConfigError",
     "HybridBackend",
     "LLMBackend",
     "LLMConfig",

@@ -71,6 +71,11 @@ class LLMError(RuntimeError):
         self.failed_attempts = failed_attempts  # requests sent that got no answer (each one an LLM call)
 
 
+class EndpointConfigError(ValueError):
+    """A model endpoint that cannot be used as configured (no API key for OpenAI's own endpoint, ...): a bad input,
+    which the command line and the nodes report in one line, not a failed request."""
+
+
 class DeadlineExceeded(LLMError):
     """The decision's time budget ran out before the model answered (see ``RoleSession``)."""
 

@@ -12,7 +12,7 @@ from typing import Any
 import openai
 
 from coteam.llm.accounting import estimate_messages_tokens, estimate_tokens
-from coteam.llm.base import Completion, DeadlineExceeded, LLMError, Usage
+from coteam.llm.base import Completion, DeadlineExceeded, EndpointConfigError, LLMError, Usage
 from coteam.llm.cache import ResponseCache, cache_key
 from coteam.llm.config import LLMConfig
 from coteam.llm.ratelimit import reserve_turn
@@ -94,7 +94,7 @@ class OpenAIChatBackend:
         api_key = config.api_key
         if api_key is None:
             if config.base_url is None:
-                raise LLMError(
+                raise EndpointConfigError(
                     "no API key for the default OpenAI endpoint: set OPENAI_API_KEY, or OPENAI_BASE_URL to the "
                     "URL of an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1)"
                 )
