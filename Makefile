@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 LOCAL_LLM := $(VENV)/.local-llm
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 
-.PHONY: venv demo test lint bench clean
+.PHONY: venv demo test check lint bench clean
 
 venv: $(STAMP)
 
@@ -64,6 +64,10 @@ test: venv $(LOCAL_LLM) $(RAY)
 lint: venv
 	$(VENV)/bin/ruff check src sim harness tests bench ros2_ws/src/coteam_ros
 	$(VENV)/bin/ruff format --check src sim harness tests bench ros2_ws/src/coteam_ros
+
+# The edit loop: lint, then the unit tier (no whole episodes, no ROS processes), in well under 3 minutes.
+check: lint
+	$(PY) -m pytest -q -n 2 --dist worksteal tests/unit
 
 bench: venv
 	$(PY) bench/run_benchmarks.py --out docs/benchmarks.md

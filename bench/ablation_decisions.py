@@ -20,8 +20,8 @@ from typing import Any
 
 import episodes  # bench/ is on sys.path when this file runs as a script
 from ablations import PAPERS, PaperTable
+from coteam.agent.reasoning import Decision, DecisionContext
 from coteam.kit.team import TeamWrapper
-from coteam.reasoning import Decision, DecisionContext
 from coteam.registry import make_team
 from coteam_harness.results import compared
 from coteam_harness.runner import run_episode

@@ -24,7 +24,7 @@ import episodes  # bench/ is on sys.path when this file runs as a script
 import evocf as evocf_bench
 import mindmap as mindmap_bench
 import reveca as reveca_bench
-from coteam.world import Benchmark
+from coteam.domain.world import Benchmark
 from coteam_harness.results import EpisodeResult, compared, paired_difference, score, versus
 from coteam_sim.suites import EpisodeSpec, fresh_episode, get_suite
 

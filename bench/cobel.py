@@ -19,10 +19,10 @@ import sys
 import time
 
 import episodes  # bench/ is on sys.path when this file runs as a script
+from coteam.agent.reasoning import Decision, DecisionContext, EpisodeInfo
+from coteam.domain.world import Benchmark
 from coteam.kit import MethodTeam, TeamWrapper
-from coteam.reasoning import Decision, DecisionContext, EpisodeInfo
 from coteam.registry import make_team, method_names
-from coteam.world import Benchmark
 from coteam_harness.results import EpisodeResult, p95, paired_difference, summarize
 from coteam_harness.runner import run_episode
 from coteam_sim.suites import EpisodeSpec, fresh_episode, get_suite

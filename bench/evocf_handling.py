@@ -20,8 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from coteam.handling_file import load_handling
-from coteam.world import Benchmark
+from coteam.domain.handling_file import load_handling
+from coteam.domain.world import Benchmark
 from coteam_harness.cli import run_suite
 from coteam_harness.results import EpisodeResult, compared, paired_difference
 from coteam_sim.suites import EpisodeSpec, fresh_episode

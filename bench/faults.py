@@ -39,9 +39,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from coteam.home.signing import Signer, Verifier, init_keystore, load_private_key, load_public_keys
 from coteam.llm.testserver import BrokenEndpoint, LoopbackOpenAIServer
 from coteam.registry import make_team
-from coteam.signing import Signer, Verifier, init_keystore, load_private_key, load_public_keys
 from coteam_harness.faults import InjectedTeam
 from coteam_harness.runner import run_episode
 from coteam_harness.trace import journal_path, load_trace
@@ -131,7 +131,7 @@ def signing_cost() -> str:
         sign.append(t1 - t0)
         verify.append(time.perf_counter() - t1)
     return (
-        f"Signing a team message (Ed25519, `coteam.signing`, 200 characters and a payload) takes "
+        f"Signing a team message (Ed25519, `coteam.home.signing`, 200 characters and a payload) takes "
         f"{1e6 * statistics.median(sign):.0f} µs and verifying it {1e6 * statistics.median(verify):.0f} µs "
         "(medians of 2,000) on this machine. The planners sign and verify every team message; what that adds to "
         "a message's latency over DDS is in docs/benchmarks.md (ROS 2 team stack)."

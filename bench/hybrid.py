@@ -18,10 +18,10 @@ import sys
 import time
 from typing import Any
 
+from coteam.domain.world import Benchmark
 from coteam.kit.config import RoleMethodConfig
 from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.methods.pce.scripted import scripted_pce_model
-from coteam.world import Benchmark
 from coteam_harness.runner import run_episode
 from coteam_sim.suites import fresh_episode, get_suite
 

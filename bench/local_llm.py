@@ -8,7 +8,7 @@ server) and runs the opening decisions of cwah-test episode 0 (two agents, the e
 steps) for each LLM method, twice: with ``structured_output=off`` (the prompt shows the JSON expected and a repair
 round fixes slips) and with ``auto`` (each role's narrowed JSON schema sent as ``response_format``). A role
 answer is valid when it was used (not replaced by the symbolic answer). The constrained runs are recorded as
-transcripts in ``tests/data/local_llm/``; ``tests/test_local_llm.py`` replays them offline and checks that the
+transcripts in ``tests/data/local_llm/``; ``tests/sim/test_local_llm.py`` replays them offline and checks that the
 replay reproduces the recorded results. Re-running replaces the section of the same title in the markdown file.
 """
 
@@ -175,7 +175,7 @@ def section(command: str) -> str:
     lines += [
         "",
         "The constrained runs are recorded in `tests/data/local_llm/` (transcripts and results); "
-        "`tests/test_local_llm.py` replays them offline and gets the same steps, calls, tokens and fallbacks.",
+        "`tests/sim/test_local_llm.py` replays them offline and gets the same steps, calls, tokens and fallbacks.",
         "",
         READING,
     ]

@@ -7,7 +7,7 @@ It starts llama.cpp's OpenAI-compatible server on loopback with the packaged Gem
 server) and plays cwah-test episode 0 to the end (its horizon, or the goal) with two agents for each LLM method,
 every role asked with its narrowed schema (``structured_output=auto``). A 270M model does not play well; the point
 is that the whole path works with a real model and what it costs. Each run is recorded as a transcript in
-``tests/data/local_llm/episodes/`` (gzip-compressed JSON Lines); ``tests/test_local_llm.py`` replays them offline
+``tests/data/local_llm/episodes/`` (gzip-compressed JSON Lines); ``tests/sim/test_local_llm.py`` replays them offline
 and checks that the replay gives the recorded results. ``results.json`` there keeps every method's row, so methods
 can be run one at a time; the section (replaced on each run) shows every recorded row.
 
@@ -194,7 +194,7 @@ def section(command: str, methods: tuple[str, ...] = METHODS) -> str:
         )
     lines += [
         "",
-        "The transcripts are in `tests/data/local_llm/episodes/`; `tests/test_local_llm.py` replays each episode "
+        "The transcripts are in `tests/data/local_llm/episodes/`; `tests/sim/test_local_llm.py` replays each episode "
         "offline (`--set replay=...`) and gets the same steps, transport rate, calls, tokens and fallbacks.",
     ]
     for method in METHODS:

@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 
 import episodes  # bench/ is on sys.path when this file runs as a script
+from coteam.domain.world import Benchmark
 from coteam.registry import make_team
-from coteam.world import Benchmark
 from coteam_harness.results import EpisodeResult, compared
 from coteam_harness.runner import run_episode
 from coteam_harness.trace import load_trace

@@ -22,7 +22,7 @@ STOCK_ALSO = ("clean", "loss 10 %", "loss 30 %")  # profiles also measured with 
 
 
 def section(command: str) -> str:
-    from coteam.signing import init_keystore
+    from coteam.home.signing import init_keystore
     from coteam_ros.launcher import child_env
     from coteam_ros.netlab import PROFILES, VirtualLan
     from ros_team import message_latency, ros_isolation

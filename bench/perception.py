@@ -29,8 +29,8 @@ import time
 
 import numpy as np
 
-from coteam.vision import OracleDetector
-from coteam.world import Relation
+from coteam.domain.world import Relation
+from coteam.senses.vision import OracleDetector
 from coteam_sim import camera as cam
 from coteam_sim.engine import Simulator
 from coteam_sim.suites import get_suite

@@ -18,7 +18,7 @@ import sys
 from dataclasses import replace
 
 import episodes  # bench/ is on sys.path when this file runs as a script
-from coteam.world import Benchmark
+from coteam.domain.world import Benchmark
 from coteam_harness.results import EpisodeResult, compared, score, summarize, versus
 from coteam_sim.suites import EpisodeSpec, fresh_episode, get_suite
 

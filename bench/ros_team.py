@@ -143,7 +143,7 @@ def _latency_publisher(count: int, size: int, hz: float, keystore: str | None) -
 
     signer = None
     if keystore:
-        from coteam.signing import Signer, load_private_key
+        from coteam.home.signing import Signer, load_private_key
 
         signer = Signer("alice", load_private_key(Path(keystore) / "alice.key"))
     rclpy.init()
@@ -183,7 +183,7 @@ def _latency_subscriber(count: int, keystore: str | None) -> None:
 
     verifier = None
     if keystore:
-        from coteam.signing import Envelope, Verifier, load_public_keys
+        from coteam.home.signing import Envelope, Verifier, load_public_keys
 
         verifier = Verifier(load_public_keys(Path(keystore) / "team.pub.json"))
     rclpy.init()
@@ -488,7 +488,7 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="ros-team-bench-") as tmp_name, ros_isolation(domain, Path(tmp_name)):
         tmp = Path(tmp_name)
-        from coteam.signing import init_keystore
+        from coteam.home.signing import init_keystore
 
         init_keystore(tmp / "keys", ["alice"])
         latency = []
@@ -531,7 +531,7 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
         "One publisher and one subscriber process, `TeamMessage` on `/team/messages` with the planner's QoS "
         f"(reliable, transient-local, depth 100), {LATENCY_COUNT} messages at {LATENCY_HZ:g} Hz after {LATENCY_WARMUP} "
         "unmeasured ones; latency = receive time in the subscriber's callback (rclpy `SingleThreadedExecutor`) - "
-        "`header.stamp` set just before `publish`, same clock. *signed*: as the planners do it (`coteam.signing`, "
+        "`header.stamp` set just before `publish`, same clock. *signed*: as the planners do it (`coteam.home.signing`, "
         "Ed25519): the publisher signs between the stamp and `publish`, the subscriber verifies (signature and "
         "sequence number) before it takes the receive time, so the figure includes both.",
         "",

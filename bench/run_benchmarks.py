@@ -32,11 +32,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from coteam.domain.physics import Physics
+from coteam.domain.world import Benchmark
 from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.methods.pce.scripted import scripted_pce_model
-from coteam.physics import Physics
 from coteam.registry import method_names
-from coteam.world import Benchmark
 from coteam_harness.report import comparison, markdown, orderings_markdown, scaling_markdown
 from coteam_harness.results import EpisodeResult, summarize
 from coteam_harness.runner import run_episode
@@ -330,7 +330,8 @@ def main() -> int:
         "",
         "## How the simulator was calibrated",
         "",
-        "Two constants of `coteam.physics.Physics` set the time scale; everything else follows the benchmark rules.",
+        "Two constants of `coteam.domain.physics.Physics` set the time scale; everything else follows the benchmark "
+        "rules.",
         f"- C-WAH walking speed: `cwah_walk_step_m = {Physics().cwah_walk_step_m}` m per step, chosen so the MCTS "
         "helper (`mhp`, the MHP-like baseline) lands in the papers' range with one and with two agents.",
         f"- TDW-MAT frame costs `{Physics().tdw_frames}`, chosen so the rule-based helper (`rhp`, the RHP-like "

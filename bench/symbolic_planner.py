@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import episodes  # bench/ is on sys.path when this file runs as a script
+from coteam.domain.world import Benchmark
 from coteam.kit import TeamWrapper
 from coteam.registry import make_team
-from coteam.world import Benchmark
 from coteam_harness.results import EpisodeResult, summarize
 from coteam_harness.runner import run_episode
 from coteam_sim.suites import EpisodeSpec, fresh_episode, get_suite

@@ -9,7 +9,7 @@ each with its kind (plain, plural, category, synonym, ambiguous, impossible) and
 home's names by the narrowed schema (:mod:`coteam.tasks.reading`; temperature 0, no retries). A reading is right
 when its goal lines are the meant ones, refused rightly when a request to refuse is refused, and wrong otherwise;
 a model answer that did not check (the grammar's reading then stands in) is counted apart, as no usable answer.
-The model's answers are recorded in ``tests/data/local_llm/task_words.jsonl``; ``tests/test_task_words.py``
+The model's answers are recorded in ``tests/data/local_llm/task_words.jsonl``; ``tests/unit/test_task_words.py``
 replays them offline. Re-running replaces the section of the same title.
 """
 
@@ -23,9 +23,9 @@ from typing import Any
 
 import yaml
 
+from coteam.home.world_file import load_world
 from coteam.llm import LLMConfig, make_backend
 from coteam.tasks.reading import Reading, prompt_library, read
-from coteam.world_file import load_world
 
 TITLE = "## Words to goals: requests read by the grammar and by a local model"
 REQUESTS = Path(__file__).resolve().parent / "requests"

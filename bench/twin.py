@@ -43,7 +43,7 @@ DOMAIN = 61
 TIMEOUT_S = 240.0
 
 
-# The hardware path's faults, played by the twin in one run (tests/test_ros_twin.py plays the same)
+# The hardware path's faults, played by the twin in one run (tests/ros/test_ros_twin.py plays the same)
 FAULTS = [
     {"robot": "robot1", "kind": "nav_abort", "goal": 1, "code": 9003},
     {"robot": "robot2", "kind": "nav_reject", "goal": 1},

@@ -12,8 +12,8 @@ degree panning camera; odometry drifting 2 cm and 1 degree a metre, corrected by
 s ahead). Then the faults of :data:`FAULTS`, one run each, a wire nobody serves and a planner whose exit hangs. Per
 run: whether the team ended the task by itself with the goal met and the twin confirms it, the task time (a
 planner's first status to its end), the Nav2 goals by how they ended (the twin counts them as Nav2's server would),
-the arm's goals, blocked retries (``coteam.retries``), meetings in passages (``coteam.passage``), robots held by
-another robot (the twin's count), and the detection arrays ``robot_state`` dropped and why. Real time, so figures
+the arm's goals, blocked retries (``coteam.agent.retries``), meetings in passages (``coteam.home.passage``), robots held
+by another robot (the twin's count), and the detection arrays ``robot_state`` dropped and why. Real time, so figures
 vary from run to run.
 """
 
@@ -258,13 +258,13 @@ def section(command: str) -> str:
             *fault_rows,
             "",
             "A robot whose arm refuses an action the same way twice has that action blocked for 15 s, doubling at "
-            "each repeat, and its method chooses something else (`coteam.retries`): the arms' refusals are counted, "
-            "not repeated, but a team file that leaves out its robots' bodies can leave the task undoable (a "
+            "each repeat, and its method chooses something else (`coteam.agent.retries`): the arms' refusals are "
+            "counted, not repeated, but a team file that leaves out its robots' bodies can leave the task undoable (a "
             "one-gripper robot cannot open the fridge with an item in its hand, which its planner, told of two "
             "grippers, never plans for): give each robot its `capabilities`. Robots that meet in a passage "
-            "resolve it by name order (`coteam.passage`); a detection array waits for TF up to 0.5 s; a wire nobody "
-            "serves stops the launch with one line naming the resolved topic (exit 2); a node whose teardown hangs "
-            "exits anyway after a grace, saying so once and leaving its threads' stacks in a file. Goal met: the "
+            "resolve it by name order (`coteam.home.passage`); a detection array waits for TF up to 0.5 s; a wire "
+            "nobody serves stops the launch with one line naming the resolved topic (exit 2); a node whose teardown "
+            "hangs exits anyway after a grace, saying so once and leaving its threads' stacks in a file. Goal met: the "
             "team's word, with the most goal items a robot's map counted as distinct and what the twin's truth has "
             "in place.",
             "",

@@ -63,7 +63,7 @@ def rclpy_session() -> Iterator[list]:
 def task_scene(directory: Path, suite: str = "cwah-test", episode: int = 0) -> str:
     """Episode ``episode`` of ``suite`` saved in ``directory`` as the scene file (``scene_path``) a node reads the
     task from, as ``coteam launch`` writes it."""
-    from coteam.scene_io import save_scene
+    from coteam.domain.scene_io import save_scene
     from coteam_sim.suites import get_suite
 
     path = directory / f"{suite}-{episode}.json"

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from coteam.retries import NOT_FAILURES
+from coteam.agent.retries import NOT_FAILURES
 
 RUN_TIMEOUT_S = 240.0
 BRIDGE = "sim_bridge@/"  # the launch plan's label of the simulator bridge
@@ -112,7 +112,7 @@ def stop_all(procs: dict[str, subprocess.Popen], timeout_s: float = 10.0) -> Non
 
 
 def assert_never_a_third_identical_failure(decisions: list[dict]) -> None:
-    """No robot tries an action again at once after it failed the same way twice in a row (coteam.retries): one
+    """No robot tries an action again at once after it failed the same way twice in a row (coteam.agent.retries): one
     retry of a failure may be bad luck, never a loop."""
     by_robot: dict[str, list[dict]] = {}
     for d in decisions:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coteam.reasoning import AgentBrain, EpisodeInfo
+from coteam.agent.reasoning import AgentBrain, EpisodeInfo
 from coteam.registry import make_team
 from coteam_sim.engine import Simulator
 

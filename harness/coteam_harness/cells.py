@@ -19,9 +19,10 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from coteam.reasoning import Team
+from coteam.agent.reasoning import Team
 from coteam.registry import method_class
-from coteam_harness.pool import Clock, Event, Finished, Job, RunSettings, Started, run_jobs, team_for
+from coteam_harness.jobs import Clock, Event, Finished, Job, RunSettings, Started, team_for
+from coteam_harness.pool import run_jobs
 from coteam_harness.results import EpisodeResult, ResultsLog
 from coteam_harness.runner import method_params
 from coteam_harness.stopping import RunStopped, stop_on_signals

@@ -10,15 +10,18 @@ from typing import Any
 import yaml
 from rich.table import Table
 
-from coteam.handling_file import load_handling
+from coteam.domain.handling_file import load_handling
+from coteam.domain.validation import read_yaml
+from coteam.domain.world import MAX_AGENTS
+from coteam.home.safety import SafetyPolicy
+from coteam.home.world_file import load_safety_policy
 from coteam.llm import backends
 from coteam.registry import method_names
-from coteam.safety import SafetyPolicy, load_policy
-from coteam.world import MAX_AGENTS, Benchmark
 from coteam_harness.cells import Cell, console, run_cells, select_episodes, split_params
-from coteam_harness.pool import RunSettings, default_workers
-from coteam_harness.results import RESULTS_LOG, EpisodeResult, summarize
-from coteam_harness.yamlfile import load_yaml
+from coteam_harness.jobs import RunSettings
+from coteam_harness.pool import default_workers
+from coteam_harness.report import results_table
+from coteam_harness.results import RESULTS_LOG, EpisodeResult
 from coteam_sim.bridges import ENGINES
 from coteam_sim.bridges.settings import TdwSettings, UnitySettings
 from coteam_sim.camera import PERCEPTION
@@ -28,7 +31,7 @@ from coteam_sim.suites import SUITES, EpisodeSpec, get_suite
 def parse_params(items: list[str], yaml_path: str | None) -> dict[str, Any]:
     params: dict[str, Any] = {}
     if yaml_path:
-        loaded = load_yaml(yaml_path) or {}
+        loaded = read_yaml(yaml_path) or {}
         if not isinstance(loaded, dict):
             raise ValueError(f"{yaml_path}: expected a mapping of parameters")
         params.update(loaded)
@@ -68,58 +71,6 @@ def run_suite(
     cell = Cell(specs, settings, out, f"{team} x{agents}")
     (results,) = run_cells([cell], workers=workers, ray_address=ray_address, quiet=quiet, resume=resume)
     return results
-
-
-def results_table(results: list[EpisodeResult], title: str) -> Table:
-    tdw = results and results[0].benchmark == Benchmark.TDWMAT.value
-    table = Table(title=title)
-    for col in (
-        "episode",
-        "task",
-        "success",
-        "frames" if tdw else "steps",
-        "transport rate",
-        "messages",
-        "comm tokens",
-        "travel m",
-        "failed",
-        "LLM tokens",
-        "ms/decision",
-    ):
-        if col == "episode":  # never cut: an episode id is what a reader looks up (other columns wrap first)
-            table.add_column(col, no_wrap=True, min_width=max((len(r.episode) for r in results), default=7))
-        else:
-            table.add_column(col, justify="left" if col == "task" else "right")
-    for r in results:
-        table.add_row(
-            r.episode,
-            r.task,
-            "yes" if r.success else "no",
-            str(r.steps),
-            f"{r.transport_rate:.2f}",
-            str(r.messages),
-            str(r.comm_tokens),
-            f"{r.travel_total_m:.1f}",
-            str(r.failed_actions),
-            str(r.tokens),
-            f"{r.decision_ms_mean:.2f}",
-        )
-    s = summarize(results)
-    table.add_section()
-    table.add_row(
-        "mean",
-        "",
-        f"{s['success_rate']:.0%}",
-        f"{s['steps']:.1f}",
-        f"{s['transport_rate']:.3f}",
-        f"{s['messages']:.1f}",
-        f"{s['comm_tokens']:.0f}",
-        f"{s['travel_m']:.1f}",
-        f"{s['failed_actions']:.1f}",
-        f"{s['tokens']:.0f}",
-        f"{s['decision_ms_mean']:.2f}",
-    )
-    return table
 
 
 def run_folder(out: Path, *, chosen: bool, resume: bool) -> Path:
@@ -167,7 +118,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     default = f"runs/{args.suite}-{args.team}-x{args.agents}{tags}"
     out = run_folder(Path(args.out or default), chosen=args.out is not None, resume=args.resume)
-    safety = load_policy(args.safety) if args.safety else None
+    safety = load_safety_policy(args.safety) if args.safety else None
     results = run_suite(
         specs,
         args.team,
@@ -283,7 +234,7 @@ def _cmd_suites(args: argparse.Namespace) -> int:
         table.add_row(s.name, s.benchmark.value, str(len(s.episodes())) if s.fixed else "any (--seed)", s.description)
     console.print(table)
     if args.export:
-        from coteam.scene_io import save_scene
+        from coteam.domain.scene_io import save_scene
 
         out = Path(args.export)
         out.mkdir(parents=True, exist_ok=True)
@@ -308,8 +259,8 @@ def _cmd_camera(args: argparse.Namespace) -> int:
     import cv2
     import numpy as np
 
-    from coteam.vision import draw_detections
-    from coteam.world import AGENT_NAMES
+    from coteam.domain.world import AGENT_NAMES
+    from coteam.senses.vision import draw_detections
     from coteam_sim.camera import CameraSpec, item_detector, render, stand_facing
     from coteam_sim.engine import Simulator
 
@@ -443,7 +394,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--handling",
         metavar="FILE",
         help="handling limits the simulator applies and nobody tells the robots, instead of the suite's "
-        "(coteam.handling_file; the strict suites' are coteam_sim/handling/*.yaml)",
+        "(coteam.domain.handling_file; the strict suites' are coteam_sim/handling/*.yaml)",
     )
     p.add_argument(
         "--approve",

@@ -1,4 +1,4 @@
-"""The in-process skill executor: runs a robot's skills (:mod:`coteam.skills`) and turns each request into the
+"""The in-process skill executor: runs a robot's skills (:mod:`coteam.agent.skills`) and turns each request into the
 primitive the simulator executes -- navigation goals through the simulator's navigator, manipulation and messages
 directly. The ROS executor node runs the same skills with action goals instead.
 """
@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from coteam.actions import HighLevelAction
-from coteam.memory import AgentMemory
-from coteam.navigation import NavGrid
-from coteam.physics import Physics
-from coteam.safety import SafetyGate
-from coteam.skills import Approval, AskApproval, Manipulation, NavGoal, NavResult, SkillOutcome, SkillRunner
-from coteam.world import Benchmark
+from coteam.agent.memory import AgentMemory
+from coteam.agent.skills import Approval, AskApproval, Manipulation, NavGoal, NavResult, SkillOutcome, SkillRunner
+from coteam.domain.actions import HighLevelAction
+from coteam.domain.navigation import NavGrid
+from coteam.domain.physics import Physics
+from coteam.domain.world import Benchmark
+from coteam.home.safety import SafetyGate
 from coteam_sim.navigator import GoalNavigator, manipulation_primitive, message_primitive
 from coteam_sim.primitives import Primitive
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from coteam.actions import HighLevelAction, Verb
-from coteam.reasoning import Decision, DecisionContext, Team
+from coteam.agent.reasoning import Decision, DecisionContext, Team
+from coteam.domain.actions import HighLevelAction, Verb
 
 
 class InjectedTeam:

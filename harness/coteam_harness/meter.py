@@ -1,5 +1,5 @@
 """The one episode meter of every runtime: the in-process runner and the ROS ``sim_bridge`` feed it the
-simulator's steps and the agents' decision records (:meth:`coteam.reasoning.AgentBrain.record`), and it makes the
+simulator's steps and the agents' decision records (:meth:`coteam.agent.reasoning.AgentBrain.record`), and it makes the
 :class:`~coteam_harness.results.EpisodeResult`."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from coteam.actions import truncate_message
+from coteam.domain.actions import truncate_message
+from coteam.domain.world import Benchmark
 from coteam.llm import estimate_tokens
-from coteam.world import Benchmark
 from coteam_harness.results import EpisodeResult, p95
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind

@@ -26,9 +26,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from coteam.agent.reasoning import Team
 from coteam.llm.ratelimit import ReservationClock, share_reservations
-from coteam.reasoning import Team
-from coteam_harness.pool import Clock, Event, Failed, Finished, Job, one_line, play, team_for
+from coteam_harness.jobs import Clock, Event, Failed, Finished, Job, one_line, play, team_for
 from coteam_harness.results import EpisodeResult, atomic_write_text
 from coteam_harness.stopping import signals_held
 from coteam_sim.bridges import BridgeError

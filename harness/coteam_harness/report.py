@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coteam.world import Benchmark
+from rich.table import Table
+
+from coteam.domain.world import Benchmark
 from coteam_harness.results import EpisodeResult, paired_difference, summarize
 
 
@@ -270,3 +272,55 @@ def orderings_markdown(
         return []
     head = "| suite | the paper's ordering | paper | ours | paired Δ ± SE | holds |"
     return [head, "|---|---|---|---|---|---|", *rows, "", *misses]
+
+
+def results_table(results: list[EpisodeResult], title: str) -> Table:
+    tdw = results and results[0].benchmark == Benchmark.TDWMAT.value
+    table = Table(title=title)
+    for col in (
+        "episode",
+        "task",
+        "success",
+        "frames" if tdw else "steps",
+        "transport rate",
+        "messages",
+        "comm tokens",
+        "travel m",
+        "failed",
+        "LLM tokens",
+        "ms/decision",
+    ):
+        if col == "episode":  # never cut: an episode id is what a reader looks up (other columns wrap first)
+            table.add_column(col, no_wrap=True, min_width=max((len(r.episode) for r in results), default=7))
+        else:
+            table.add_column(col, justify="left" if col == "task" else "right")
+    for r in results:
+        table.add_row(
+            r.episode,
+            r.task,
+            "yes" if r.success else "no",
+            str(r.steps),
+            f"{r.transport_rate:.2f}",
+            str(r.messages),
+            str(r.comm_tokens),
+            f"{r.travel_total_m:.1f}",
+            str(r.failed_actions),
+            str(r.tokens),
+            f"{r.decision_ms_mean:.2f}",
+        )
+    s = summarize(results)
+    table.add_section()
+    table.add_row(
+        "mean",
+        "",
+        f"{s['success_rate']:.0%}",
+        f"{s['steps']:.1f}",
+        f"{s['transport_rate']:.3f}",
+        f"{s['messages']:.1f}",
+        f"{s['comm_tokens']:.0f}",
+        f"{s['travel_m']:.1f}",
+        f"{s['failed_actions']:.1f}",
+        f"{s['tokens']:.0f}",
+        f"{s['decision_ms_mean']:.2f}",
+    )
+    return table

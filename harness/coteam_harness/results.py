@@ -53,9 +53,13 @@ class EpisodeResult:
     teammates_lost: int = 0  # ROS: times a robot found a teammate silent past its lease (each robot counts its own)
     teammates_returned: int = 0  # ROS: times a robot heard a lost teammate again
     items_out_of_reach: int = 0  # ROS: items lost teammates were last known to hold when they were found lost
-    safety_refusals: int = 0  # actions the safety policy refused, or a person did not approve (coteam.safety)
-    retries_blocked: int = 0  # times an action failed the same way again and was blocked for a while (coteam.retries)
-    passage_meetings: int = 0  # robots: times a robot met a teammate in a passage and gave way or held (coteam.passage)
+    safety_refusals: int = 0  # actions the safety policy refused, or a person did not approve (coteam.home.safety)
+    retries_blocked: int = (
+        0  # times an action failed the same way again and was blocked for a while (coteam.agent.retries)
+    )
+    passage_meetings: int = (
+        0  # robots: times a robot met a teammate in a passage and gave way or held (coteam.home.passage)
+    )
     trace: str | None = None
     failures: dict[str, int] = field(default_factory=dict)
     store_sha256: str | None = None  # the method's persisted store after this episode (coteam.kit.store)

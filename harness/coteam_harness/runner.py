@@ -9,12 +9,12 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from coteam.observation import Observation
-from coteam.physics import Physics
-from coteam.reasoning import AgentBrain, EpisodeInfo, EpisodeOutcome, StartSkill, Team, agent_turn
+from coteam.agent.reasoning import AgentBrain, EpisodeInfo, EpisodeOutcome, StartSkill, Team, agent_turn
+from coteam.domain.observation import Observation
+from coteam.domain.physics import Physics
+from coteam.domain.world import Scene
+from coteam.home.safety import SafetyGate, SafetyPolicy, is_refusal
 from coteam.registry import make_team
-from coteam.safety import SafetyGate, SafetyPolicy, is_refusal
-from coteam.world import Scene
 from coteam_harness.executor import SkillExecutor
 from coteam_harness.meter import EpisodeMeter
 from coteam_harness.results import EpisodeResult

@@ -27,14 +27,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from coteam.domain.validation import first_problem, read_yaml
+from coteam.domain.world import MAX_AGENTS
 from coteam.registry import method_names
-from coteam.validation import first_problem
-from coteam.world import MAX_AGENTS
 from coteam_harness.cells import Cell, run_cells, select_episodes, split_params
-from coteam_harness.pool import RunSettings
+from coteam_harness.jobs import RunSettings
 from coteam_harness.report import scaling_markdown, write_report
 from coteam_harness.results import RESULTS_LOG, EpisodeResult
-from coteam_harness.yamlfile import load_yaml
 from coteam_sim.bridges.settings import UnitySettings
 from coteam_sim.suites import SUITES, get_suite
 
@@ -94,7 +93,7 @@ class SweepFile(BaseModel):
 
 def load_sweep(path: str | Path) -> SweepFile:
     """A sweep file, validated; a :class:`ValueError` of one line naming the file and what is wrong."""
-    data = load_yaml(path)
+    data = read_yaml(path)
     try:
         return SweepFile.model_validate(data)
     except ValidationError as exc:

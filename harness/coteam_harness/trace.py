@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from coteam.actions import format_action, truncate_message
-from coteam.physics import Physics
-from coteam.scene_io import scene_from_dict, scene_to_dict
-from coteam.skills import SkillOutcome
-from coteam.world import Scene
+from coteam.agent.skills import SkillOutcome
+from coteam.domain.actions import format_action, truncate_message
+from coteam.domain.physics import Physics
+from coteam.domain.scene_io import scene_from_dict, scene_to_dict
+from coteam.domain.world import Scene
 from coteam_harness.results import atomic_write_text
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind, parse_primitive
@@ -80,7 +80,7 @@ class TraceRecorder:
             self._journal.write(json.dumps([kind, record], separators=(",", ":")) + "\n")
 
     def add_decision(self, record: dict[str, Any]) -> None:
-        """A decision's record (:meth:`coteam.reasoning.AgentBrain.record`, in process or from a ROS planner)."""
+        """A decision's record (:meth:`coteam.agent.reasoning.AgentBrain.record`, in process or from a ROS planner)."""
         self._add("decision", record)
 
     def outcome(self, agent: str, step: int, outcome: SkillOutcome) -> None:

@@ -8,8 +8,8 @@ The world is built of axis-aligned boxes on a floor (z = 0):
   (:data:`CONTAINER_HEIGHT_M`) that hides what it holds; an open one is drawn open, as a low base
   (:data:`OPEN_CONTAINER_HEIGHT_M`) whose contents stand on it in view;
 * **items**: cubes of :data:`ITEM_SIZE_M` standing on their surface, open container, carrier or the floor, in a
-  ring when there are several; each of their four sides shows the item's ArUco marker (``coteam.vision``, marker id =
-  object id) inside a white quiet zone, and the top its class colour; items held by a robot are not drawn;
+  ring when there are several; each of their four sides shows the item's ArUco marker (``coteam.senses.vision``, marker
+  id = object id) inside a white quiet zone, and the top its class colour; items held by a robot are not drawn;
 * **robots**: the other agents, as grey boxes.
 
 Every pixel's ray is cast against the boxes whose projection can cover it (the slab method, vectorised per box over
@@ -28,9 +28,10 @@ from functools import cache, partial
 
 import numpy as np
 
-from coteam.observation import ObjectView, Observation
-from coteam.perception import CameraPerception, ObservationAssembler
-from coteam.vision import (
+from coteam.domain.observation import ObjectView, Observation
+from coteam.domain.world import FloorPlan, Item, ObjectKind, Relation, WorldState
+from coteam.senses.perception import CameraPerception, ObservationAssembler
+from coteam.senses.vision import (
     ArucoDetector,
     CameraIntrinsics,
     CameraMount,
@@ -44,7 +45,6 @@ from coteam.vision import (
     marker_image,
     places_seen_empty,
 )
-from coteam.world import FloorPlan, Item, ObjectKind, Relation, WorldState
 
 WALL_HEIGHT_M = 2.5
 SURFACE_HEIGHT_M = 0.75
@@ -420,7 +420,7 @@ REACH_M = 1.0  # what stands in or on a fixture this close the hand camera sees
 
 class VisualObservations:
     """Observations as a robot with cameras has them (the visual suites). Each agent's head-camera frames go through
-    its perception (:class:`coteam.perception.CameraPerception`: the detector's detections put on the map and on
+    its perception (:class:`coteam.senses.perception.CameraPerception`: the detector's detections put on the map and on
     their fixtures, fused into the agent's semantic map), and an item not held by a robot is in the agent's
     observation only as that map has it, when this step's frames confirmed it, or when it is in or on a fixture within
     :data:`REACH_M` (the hand camera looks into what the robot works at). C-WAH agents see their whole room, so the
@@ -430,7 +430,7 @@ class VisualObservations:
     def __init__(self, world: WorldState, detector: str, camera: CameraSpec | None = None):
         if detector not in PERCEPTION:
             raise ValueError(f"perception must be one of {', '.join(PERCEPTION)}, not {detector!r}")
-        from coteam.world import Benchmark
+        from coteam.domain.world import Benchmark
 
         self.world = world
         cwah = world.scene.benchmark == Benchmark.CWAH

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coteam.world import Relation
+from coteam.domain.world import Relation
 
 # --- C-WAH -----------------------------------------------------------------------------------------------
 CWAH_ROOMS = ("livingroom", "kitchen", "bedroom", "bathroom")

@@ -11,12 +11,12 @@ import math
 import random
 from dataclasses import dataclass
 
-from coteam.actions import truncate_message
-from coteam.memory import HALF_FOV_DEG, angle_between, bearing
-from coteam.navigation import NavGrid, walk_along
-from coteam.observation import Message, ObjectView, Observation, TeammateView, object_view, task_landmarks
-from coteam.physics import Physics
-from coteam.world import (
+from coteam.domain.actions import truncate_message
+from coteam.domain.geometry import HALF_FOV_DEG, angle_between, bearing
+from coteam.domain.navigation import NavGrid, walk_along
+from coteam.domain.observation import Message, ObjectView, Observation, TeammateView, object_view, task_landmarks
+from coteam.domain.physics import Physics
+from coteam.domain.world import (
     Benchmark,
     Container,
     Placement,

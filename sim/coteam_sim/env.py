@@ -2,7 +2,7 @@
 
 Actions are primitives (:class:`~coteam_sim.primitives.Primitive` or their text form). A malformed or foreign
 primitive is not executed: the agent loses its turn, ``infos[agent]["failure"]`` says why and the reward is the
-failure penalty. Observations are :class:`~coteam.observation.Observation` objects.
+failure penalty. Observations are :class:`~coteam.domain.observation.Observation` objects.
 
 ``options``: ``{"scene": Scene}`` runs that scene; ``{"episode": EpisodeSpec}`` one suite episode; ``{"bridge":
 Bridge}`` an episode on an external engine (AI2-THOR: ``coteam_sim.bridges``), whose session gives the scene and plays
@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 import gymnasium
 from pettingzoo import ParallelEnv
 
-from coteam.observation import Observation
-from coteam.physics import Physics
-from coteam.world import AGENT_NAMES, MAX_AGENTS, Benchmark, Scene
+from coteam.domain.observation import Observation
+from coteam.domain.physics import Physics
+from coteam.domain.world import AGENT_NAMES, MAX_AGENTS, Benchmark, Scene
 from coteam_sim.bridges import Bridge, BridgedSimulator
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveError, parse_primitive

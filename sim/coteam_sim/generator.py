@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 
-from coteam.world import (
+from coteam.domain.world import (
     AGENT_NAMES,
     AgentStart,
     Benchmark,

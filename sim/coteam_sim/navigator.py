@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import math
 
-from coteam.memory import angle_between
-from coteam.navigation import NavGrid, NoPathError
-from coteam.physics import Physics
-from coteam.skills import Manipulation, ManipulationKind, NavGoal, NavResult, SendMessage
-from coteam.world import Benchmark, Vec2
+from coteam.agent.skills import Manipulation, ManipulationKind, NavGoal, NavResult, SendMessage
+from coteam.domain.geometry import angle_between
+from coteam.domain.navigation import NavGrid, NoPathError
+from coteam.domain.physics import Physics
+from coteam.domain.world import Benchmark, Vec2
 from coteam_sim.primitives import Primitive, PrimitiveKind
 
 _SAME_POINT_M = 1e-6

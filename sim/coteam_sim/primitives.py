@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from coteam.world import Benchmark
+from coteam.domain.world import Benchmark
 
 
 class PrimitiveKind(StrEnum):

@@ -27,9 +27,18 @@ from matplotlib.offsetbox import AnnotationBbox, TextArea, VPacker
 from matplotlib.patches import Circle, Patch, Polygon
 from matplotlib.transforms import Bbox
 
-from coteam.goals import GOAL_RADIUS_M
-from coteam.scene_io import scene_from_dict
-from coteam.world import AgentState, Benchmark, Container, Relation, Scene, WorldState, distance, placement_from_json
+from coteam.agent.goals import GOAL_RADIUS_M
+from coteam.domain.scene_io import scene_from_dict
+from coteam.domain.world import (
+    AgentState,
+    Benchmark,
+    Container,
+    Relation,
+    Scene,
+    WorldState,
+    distance,
+    placement_from_json,
+)
 
 # Agents are told apart by colour; none of these is used for items or fixtures.
 AGENT_COLORS = ("#1f77b4", "#ff7f0e", "#9467bd", "#17becf", "#e377c2", "#8c564b", "#bcbd22", "#4d4d4d")

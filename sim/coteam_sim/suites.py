@@ -16,8 +16,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from coteam.handling_file import load_handling
-from coteam.world import Benchmark, HandlingLimits, Scene
+from coteam.domain.handling_file import load_handling
+from coteam.domain.world import Benchmark, HandlingLimits, Scene
 from coteam_sim import catalog
 from coteam_sim.generator import add_distractors, generate_cwah, generate_tdwmat
 
@@ -52,7 +52,7 @@ class EpisodeSpec:
         return strict_scene(scene) if self.strict else scene
 
 
-# The strict suites' handling files (coteam.handling_file): bottles and pots (C-WAH), a loaf and a pencil bucket
+# The strict suites' handling files (coteam.domain.handling_file): bottles and pots (C-WAH), a loaf and a pencil bucket
 # (TDW-MAT) are lifted with both hands; wall cabinets and shelves are out of reach of every second robot of the team
 # (bob, dave, ...).
 STRICT_HANDLING = {

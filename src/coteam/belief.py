@@ -6,7 +6,7 @@ teammate probably do since I last saw it, and how far along is each sub-goal.
 
 Model and assumptions (all constants below are module-level and documented where they are defined):
 
-* **Category priors** (:mod:`coteam.priors`): an unseen item of category ``c`` is in room ``r`` with weight
+* **Category priors** (:mod:`coteam.domain.priors`): an unseen item of category ``c`` is in room ``r`` with weight
   ``room_weight(c, r)`` (TDW-MAT: times ``GOAL_ROOM_FACTOR`` in the goal's room); inside it, in a closed
   container with chance ``in_container_chance(c, r)`` (C-WAH only; TDW-MAT has no closed containers), split
   over that room's containers by ``container_weight``.
@@ -14,7 +14,7 @@ Model and assumptions (all constants below are module-level and documented where
   of its 24 heading sectors in ``AgentMemory.room_coverage``) keeps only ``SEEN_EMPTY_EPS`` of its weight — a
   teammate may have brought an item there since. An opened container keeps nothing. A known, unheld instance
   takes the mass of "the next missing instance" with the probability that it is still there.
-* **Teammates' status reports** (the :class:`coteam.messages.TeamStatus` payload of their messages): ``holding``
+* **Teammates' status reports** (the :class:`coteam.agent.messages.TeamStatus` payload of their messages): ``holding``
   moves the item to the teammate (it is no longer at its old place); a later message or sighting without it
   means it was put down — for a goal item, probably delivered. A sighting of ``<x> (id)`` in a room adds a known
   instance there. An explored room lowers the open part of that room to
@@ -39,17 +39,18 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from coteam.goals import goal_status
-from coteam.memory import FULL_TURN_BINS, AgentMemory
-from coteam.messages import TeamStatus
-from coteam.observation import ObjectView
-from coteam.priors import (
+from coteam.agent.goals import goal_status
+from coteam.agent.memory import AgentMemory
+from coteam.agent.messages import TeamStatus
+from coteam.domain.geometry import FULL_TURN_BINS
+from coteam.domain.observation import ObjectView
+from coteam.domain.priors import (
     GOAL_ROOM_FACTOR,
     container_weight,
     in_container_chance,
     room_weight,
 )
-from coteam.world import Benchmark, GoalPredicate, ObjectKind, Relation, Vec2
+from coteam.domain.world import Benchmark, GoalPredicate, ObjectKind, Relation, Vec2
 
 SEEN_EMPTY_EPS = 0.01  # weight kept by a seen-empty part of a room: a teammate may have brought one there since
 HINT_FACTOR = 1000.0  # a place a person said holds an item class: its unseen instances are all but certain there

@@ -62,7 +62,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _cmd_world_check(args: argparse.Namespace) -> int:
-    from coteam.world_file import load_world, world_summary
+    from coteam.home.world_file import load_world, world_summary
 
     world = load_world(args.file)
     table = Table(title=f"{args.file}: usable")
@@ -75,8 +75,8 @@ def _cmd_world_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_world_draw(args: argparse.Namespace) -> int:
-    from coteam.world_draw import draw_world
-    from coteam.world_file import load_world
+    from coteam.home.world_draw import draw_world
+    from coteam.home.world_file import load_world
 
     out = args.out or str(Path(args.file).with_suffix("").with_suffix("")) + ".png"
     print(f"drawn to {draw_world(load_world(args.file), out)}")

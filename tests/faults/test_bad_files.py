@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from coteam.scene_io import load_scene, save_scene
+from coteam.domain.scene_io import load_scene, save_scene
 from coteam_ros.team_config import ConfigError, load_config
 from coteam_sim.suites import get_suite
 

@@ -8,10 +8,10 @@ import itertools
 
 import pytest
 
+from coteam.agent.message_guard import MessageGuard, secret_values
+from coteam.agent.reasoning import AgentBrain, DecisionContext, EpisodeInfo
+from coteam.domain.observation import Message
 from coteam.kit.context import DIALOGUE_NOTE, dialogue_text
-from coteam.message_guard import MessageGuard, secret_values
-from coteam.observation import Message
-from coteam.reasoning import AgentBrain, DecisionContext, EpisodeInfo
 from coteam.registry import make_team
 from coteam_harness.faults import InjectedTeam
 from coteam_harness.runner import run_episode
@@ -101,8 +101,8 @@ def test_teammates_words_reach_prompts_quoted_as_data():
 
 
 def test_a_blocked_message_still_counts_what_deciding_it_cost():
-    from coteam.actions import HighLevelAction, Verb
-    from coteam.reasoning import Decision
+    from coteam.agent.reasoning import Decision
+    from coteam.domain.actions import HighLevelAction, Verb
 
     first = Decision(HighLevelAction(Verb.SEND_MESSAGE, text="x"), tokens=100, llm_calls=2, llm_fallbacks=1)
     then = Decision(HighLevelAction(Verb.EXPLORE), {"why": "physical"}, tokens=50, llm_calls=1, rejected_lines=3)

@@ -25,7 +25,7 @@ rclpy = pytest.importorskip("rclpy")
 from action_msgs.msg import GoalStatus  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
-from coteam.actions import HighLevelAction, ObjectRef, Verb  # noqa: E402
+from coteam.domain.actions import HighLevelAction, ObjectRef, Verb  # noqa: E402
 
 
 class _Answer:

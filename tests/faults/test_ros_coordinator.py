@@ -26,8 +26,8 @@ from ros_team_run import RUN_TIMEOUT_S, StatusSteps, comparable, shut_down, star
 
 rclpy = pytest.importorskip("rclpy")
 
-from coteam.actions import Verb, parse_action  # noqa: E402
-from coteam.world import Benchmark  # noqa: E402
+from coteam.domain.actions import Verb, parse_action  # noqa: E402
+from coteam.domain.world import Benchmark  # noqa: E402
 from coteam_harness.runner import run_episode  # noqa: E402
 from coteam_harness.trace import load_trace  # noqa: E402
 from coteam_ros.launcher import child_env, launch, plan  # noqa: E402

@@ -27,7 +27,7 @@ from talking import first_talking_episode
 
 rclpy = pytest.importorskip("rclpy")
 
-from coteam.signing import (  # noqa: E402
+from coteam.home.signing import (  # noqa: E402
     PUBLIC_KEYS,
     Signer,
     Verifier,

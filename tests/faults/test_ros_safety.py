@@ -26,7 +26,7 @@ from ros_team_run import RUN_TIMEOUT_S, comparable, write_config
 
 rclpy = pytest.importorskip("rclpy")
 
-from coteam.safety import load_policy  # noqa: E402
+from coteam.home.world_file import load_safety_policy  # noqa: E402
 from coteam_harness.runner import run_episode  # noqa: E402
 from coteam_harness.trace import load_trace  # noqa: E402
 from coteam_ros.approval import ask_person  # noqa: E402
@@ -67,7 +67,7 @@ def _same_as_in_process(tmp_path: Path, config: Path, approve) -> dict:
     expected = run_episode(
         SCENE,
         "pce",
-        safety=load_policy(tmp_path / "policy.yaml"),
+        safety=load_safety_policy(tmp_path / "policy.yaml"),
         approve=approve,
         trace_path=tmp_path / "in_process.json",
     )

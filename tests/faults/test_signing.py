@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from coteam.signing import (
+from coteam.home.signing import (
     PUBLIC_KEYS,
     Envelope,
     KeystoreError,

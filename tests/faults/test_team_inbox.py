@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coteam.observation import Message
-from coteam.signing import Envelope, Signer, Verifier, init_keystore, load_private_key, load_public_keys
+from coteam.domain.observation import Message
+from coteam.home.signing import Envelope, Signer, Verifier, init_keystore, load_private_key, load_public_keys
 from coteam_ros.inbox import TeamInbox
 
 

@@ -18,7 +18,7 @@ rclpy = pytest.importorskip("rclpy")
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
-from coteam.signing import Signer, init_keystore, load_private_key  # noqa: E402
+from coteam.home.signing import Signer, init_keystore, load_private_key  # noqa: E402
 
 
 @pytest.fixture

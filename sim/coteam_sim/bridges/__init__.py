@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, Protocol, get_args
 
-from coteam.world import Benchmark, Scene
+from coteam.domain.world import Benchmark, Scene
 from coteam_sim.bridges.external import BridgedSimulator, BridgeError, ExternalEngine
 from coteam_sim.bridges.settings import UnitySettings
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Protocol
 
-from coteam.memory import bearing
-from coteam.observation import Observation
-from coteam.physics import Physics
-from coteam.world import Scene, Vec2, WorldState
+from coteam.domain.geometry import bearing
+from coteam.domain.observation import Observation
+from coteam.domain.physics import Physics
+from coteam.domain.world import Scene, Vec2, WorldState
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
 

@@ -43,8 +43,8 @@ from tdw.replicant.action_status import ActionStatus
 from tdw.replicant.arm import Arm
 from tdw.replicant.image_frequency import ImageFrequency
 
-from coteam.physics import Physics
-from coteam.world import Benchmark, Placement, Relation, Scene, Vec2, WorldState
+from coteam.domain.physics import Physics
+from coteam.domain.world import Benchmark, Placement, Relation, Scene, Vec2, WorldState
 from coteam_sim.bridges.external import BridgeError, heading_from_yaw, unity_yaw
 from coteam_sim.bridges.settings import TdwSettings
 from coteam_sim.primitives import Primitive, PrimitiveKind

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from coteam.physics import Physics
-from coteam.world import Benchmark, Container, Placement, Relation, Scene, Vec2, WorldState
-from coteam.world_file import (
+from coteam.domain.physics import Physics
+from coteam.domain.world import Benchmark, Container, Placement, Relation, Scene, Vec2, WorldState
+from coteam.home.world_file import (
     WORLD_FORMAT,
     FixtureEntry,
     ItemEntry,

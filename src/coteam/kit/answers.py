@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from coteam.actions import MAX_MESSAGE_CHARS, check_message_text
+from coteam.domain.actions import MAX_MESSAGE_CHARS, check_message_text
 from coteam.llm import Role, RoleContext
 from coteam.llm.schema import model_schema, narrow
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
+from coteam.agent.progress import goal_text, progress_text
+from coteam.agent.reasoning import DecisionContext, EpisodeInfo
 from coteam.kit.lettered import Lettered
-from coteam.progress import goal_text, progress_text
-from coteam.reasoning import DecisionContext, EpisodeInfo
 
 TEAM_SLOTS = ("robots", "goal", "progress", "actions", "available")
 

@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
-from coteam.actions import HighLevelAction, format_action
+from coteam.agent.memory import AgentMemory
+from coteam.agent.options import ActionOption
+from coteam.agent.reasoning import Decision, DecisionContext
 from coteam.belief import BeliefState
+from coteam.domain.actions import HighLevelAction, format_action
 from coteam.kit.config import ValueRoleConfig
 from coteam.kit.context import SITUATION_SLOTS, situation_slots
 from coteam.kit.lettered import Lettered
 from coteam.kit.roles import RoleSession
 from coteam.kit.team import AgentReasoner
 from coteam.llm import Role, RoleAnswer
-from coteam.memory import AgentMemory
-from coteam.options import ActionOption
-from coteam.reasoning import Decision, DecisionContext
 from coteam.value.team import ValueModel
 
 if TYPE_CHECKING:

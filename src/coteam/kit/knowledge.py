@@ -1,14 +1,14 @@
 """What the hybrid backend asks a model because the belief state cannot know it (rather than doubts about a choice):
 
-* **An unfamiliar object class.** A goal item whose name the common-sense tables (:mod:`coteam.priors`) lack has
+* **An unfamiliar object class.** A goal item whose name the common-sense tables (:mod:`coteam.domain.priors`) lack has
   no prior of its own: the belief spreads it evenly over the home. :data:`CLASSIFY` asks which kind of thing it is
   (one of the tables' kinds, or none); :class:`~coteam.kit.roles.RoleKit` keeps the answer for the whole run (every
   agent, every episode: one question per name) and puts it in the memory's ``learned_categories``, so the priors
   of that kind apply to it.
 * **A teammate's free-text message.** A message without a typed payload (from a person, another system, or a
   model that wrote it) tells the symbolic belief nothing. :data:`READ_MESSAGE` reads it into a
-  :class:`~coteam.messages.TeamStatus` (the sender's room, holdings, sightings, explored rooms) that is attached to
-  the message in memory as its payload, so the belief uses it like any status report. The prompt fences the text
+  :class:`~coteam.agent.messages.TeamStatus` (the sender's room, holdings, sightings, explored rooms) that is attached
+  to the message in memory as its payload, so the belief uses it like any status report. The prompt fences the text
   as data, not instructions.
 
 Both are always in doubt (gap 0): with the hybrid backend the model is asked whenever one comes up; the symbolic
@@ -22,13 +22,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from coteam.agent.memory import AgentMemory
+from coteam.agent.messages import MAX_LISTED, SEEN_LIST_LIMIT, ItemRef, Sighting, TeamStatus
+from coteam.domain.observation import Message
+from coteam.domain.priors import ROOM_PRIOR
 from coteam.kit.answers import StrictAnswer
 from coteam.llm import Doubt, Role, RoleContext
 from coteam.llm.schema import model_schema, narrow
-from coteam.memory import AgentMemory
-from coteam.messages import MAX_LISTED, SEEN_LIST_LIMIT, ItemRef, Sighting, TeamStatus
-from coteam.observation import Message
-from coteam.priors import ROOM_PRIOR
 
 KINDS = tuple(k for k in ROOM_PRIOR if k != "misc")  # the kinds the priors know
 NONE = "none"

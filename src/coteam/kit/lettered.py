@@ -12,10 +12,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from coteam.actions import HighLevelAction, Verb, format_action
+from coteam.agent.options import ActionOption
+from coteam.domain.actions import HighLevelAction, Verb, format_action
+from coteam.domain.world import Benchmark
 from coteam.llm.schema import regex_literal
-from coteam.options import ActionOption
-from coteam.world import Benchmark
 
 _MARKUP = re.compile(r"[*_`\"']")
 _BARE = re.compile(r"^\(?([A-Za-z]{1,2})\)?[.):,]?$")  # the whole answer is a letter: "b", "(C)", "C."

@@ -32,7 +32,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from coteam.actions import HighLevelAction
+from coteam.agent.memory import AgentMemory
+from coteam.agent.reasoning import Decision
+from coteam.domain.actions import HighLevelAction
 from coteam.kit import knowledge
 from coteam.kit.config import MethodConfig, RoleMethodConfig
 from coteam.llm import (
@@ -48,8 +50,6 @@ from coteam.llm import (
     Usage,
     make_backend,
 )
-from coteam.memory import AgentMemory
-from coteam.reasoning import Decision
 
 log = logging.getLogger("coteam.roles")
 

@@ -1,6 +1,6 @@
 """Team base classes: everything a method needs besides its decision procedure and its prompts.
 
-* :class:`MethodTeam` -- the lifecycle of :class:`coteam.reasoning.Team` (``reset`` per episode, ``decide``,
+* :class:`MethodTeam` -- the lifecycle of :class:`coteam.agent.reasoning.Team` (``reset`` per episode, ``decide``,
   ``on_message``, ``end_episode``), the validated config, the role toolkit built once per run (methods with a
   :class:`~coteam.kit.config.RoleMethodConfig`), the store a method declares (:mod:`.store`), and how the method's trace
   records are explained.
@@ -22,17 +22,17 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from coteam.actions import HighLevelAction, format_action, parse_action
+from coteam.agent.memory import AgentMemory
+from coteam.agent.options import available_actions
+from coteam.agent.reasoning import STARTED, Decision, DecisionContext, EpisodeInfo, EpisodeOutcome
+from coteam.domain.actions import HighLevelAction, format_action, parse_action
+from coteam.domain.navigation import NavGrid
+from coteam.domain.observation import Message
 from coteam.kit.config import MethodConfig, RoleMethodConfig
 from coteam.kit.context import team_slots
 from coteam.kit.explanation import Explanation, rationale_section
 from coteam.kit.roles import RoleKit, RoleSession
 from coteam.kit.store import MethodStore, StoreSchema
-from coteam.memory import AgentMemory
-from coteam.navigation import NavGrid
-from coteam.observation import Message
-from coteam.options import available_actions
-from coteam.reasoning import STARTED, Decision, DecisionContext, EpisodeInfo, EpisodeOutcome
 from coteam.value.abstract import Geometry
 
 

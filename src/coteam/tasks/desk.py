@@ -4,7 +4,7 @@ One task runs at a time, in the order the requests came (a request given ``first
 never before the running one). A request is goal lines in the world file's syntax (``in(cup, cabinet): 2``, one
 per line) or a sentence, read by a role (:mod:`coteam.tasks.reading`: the grammar, or a model held to the home's
 names). It is refused at once, with one line, when it cannot be read, when the home cannot hold what it asks, or
-when it needs what the home's safety policy forbids (:meth:`coteam.safety.SafetyGate.task_refused`); nothing moves
+when it needs what the home's safety policy forbids (:meth:`coteam.home.safety.SafetyGate.task_refused`); nothing moves
 then. Every task that ends -- done, failed, refused or canceled -- becomes a record, for the run's results.
 
 The desk knows nothing of ROS: the team's task node (``coteam_ros``) offers it as the ``/team/task`` action and
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from coteam.domain.world import Scene, Task
+from coteam.home.safety import SafetyGate
+from coteam.home.world_file import GOAL_PATTERN, goal_task
 from coteam.llm import RoleBackend, SymbolicBackend
-from coteam.safety import SafetyGate
 from coteam.tasks.reading import read
-from coteam.world import Scene, Task
-from coteam.world_file import GOAL_PATTERN, goal_task
 
 MAX_QUEUE = 20  # tasks waiting at once: a longer queue is refused (a person can cancel, then ask again)
 MAX_REQUEST_CHARS = 2000  # a longer request is refused at once (a sentence is read up to 500 characters)

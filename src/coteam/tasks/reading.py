@@ -1,6 +1,6 @@
 """A request in words read by a role: the grammar (:mod:`coteam.tasks.words`) on the symbolic backend, a chat model
 on the ``llm`` backend, its answer held to the home's names by the request's schema (the things and places are
-enums of the home's items and fixtures) and checked like a world file's goal (:func:`coteam.world_file.goal_task`).
+enums of the home's items and fixtures) and checked like a world file's goal (:func:`coteam.home.world_file.goal_task`).
 An answer that does not check gets the backend's repair round and then the grammar's reading, never a guess."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from importlib import resources
 
 from pydantic import BaseModel, Field
 
+from coteam.domain.world import Benchmark, Relation, Scene
+from coteam.home.world_file import goal_task
 from coteam.llm import PromptLibrary, Role, RoleBackend, RoleContext
 from coteam.llm.schema import model_schema, narrow
 from coteam.tasks.words import GoalLine, HomeWords, RequestRefused, read_request
-from coteam.world import Benchmark, Relation, Scene
-from coteam.world_file import goal_task
 
 PROMPTS = resources.files("coteam.tasks") / "prompts"
 RULES = {

@@ -33,7 +33,7 @@ from functools import cache
 
 import inflect
 
-from coteam.world import Benchmark, GoalPredicate, Relation, Scene
+from coteam.domain.world import Benchmark, GoalPredicate, Relation, Scene
 
 VERBS = frozenset(
     [

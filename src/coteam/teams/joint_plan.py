@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from coteam.world import Vec2
+from coteam.domain.world import Vec2
 
 HANDS = 2
 

@@ -25,12 +25,12 @@ from typing import Any
 
 from pydantic import Field
 
+from coteam.agent.options import ActionOption
+from coteam.agent.reasoning import Decision, DecisionContext
+from coteam.domain.world import Benchmark
 from coteam.kit import AgentReasoner, MethodConfig, PerAgentTeam
-from coteam.options import ActionOption
-from coteam.policies import rule_based_choice
-from coteam.reasoning import Decision, DecisionContext
+from coteam.kit.policies import rule_based_choice
 from coteam.value.abstract import CostModel, CwahModel, Key, ModelChoices, TdwModel
-from coteam.world import Benchmark
 
 DEFAULT_ITERATIONS = 200
 DEFAULT_DEPTH = 24

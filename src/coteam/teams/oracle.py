@@ -19,16 +19,16 @@ import math
 
 from pydantic import Field
 
-from coteam.actions import Verb
-from coteam.goals import goal_status
+from coteam.agent.goals import goal_status
+from coteam.agent.memory import AgentMemory, TeammateSighting
+from coteam.agent.options import ActionOption
+from coteam.agent.reasoning import Decision, DecisionContext
+from coteam.domain.actions import Verb
+from coteam.domain.observation import ObjectView
+from coteam.domain.world import Benchmark, ObjectKind, Relation, Vec2
 from coteam.kit import CentralisedTeam, MethodConfig
 from coteam.kit.team import TeamRound
-from coteam.memory import AgentMemory, TeammateSighting
-from coteam.observation import ObjectView
-from coteam.options import ActionOption
-from coteam.reasoning import Decision, DecisionContext
 from coteam.teams import joint_plan
-from coteam.world import Benchmark, ObjectKind, Relation, Vec2
 
 MAX_JOINT_SEARCH = 200_000  # instance choices × assignments × orders the exact planner may enumerate
 

@@ -3,10 +3,10 @@ as in the papers)."""
 
 from __future__ import annotations
 
-from coteam.actions import HighLevelAction, Verb
+from coteam.agent.messages import TeamStatus
+from coteam.agent.reasoning import Decision, DecisionContext
+from coteam.domain.actions import HighLevelAction, Verb
 from coteam.kit import AgentReasoner, PerAgentTeam
-from coteam.messages import TeamStatus
-from coteam.reasoning import Decision, DecisionContext
 
 
 class RandomAgent(AgentReasoner):

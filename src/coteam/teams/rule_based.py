@@ -1,11 +1,11 @@
 """``rhp``: a rule-based hierarchical planner in the spirit of the benchmarks' scripted helpers: each agent follows
-the rule policy (:mod:`coteam.policies`) on its own memory; the agents do not talk."""
+the rule policy (:mod:`coteam.kit.policies`) on its own memory; the agents do not talk."""
 
 from __future__ import annotations
 
+from coteam.agent.reasoning import Decision, DecisionContext
 from coteam.kit import AgentReasoner, PerAgentTeam
-from coteam.policies import rule_based_choice
-from coteam.reasoning import Decision, DecisionContext
+from coteam.kit.policies import rule_based_choice
 
 
 class RhpAgent(AgentReasoner):

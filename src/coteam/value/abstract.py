@@ -26,7 +26,7 @@ Rooted in a belief (``rebase``), the default policy searches where the most goal
 carries the binary *facts* it makes true (``("item_in_room", name, room)``,
 ``("container_has_needed", container)``, ``("teammate_took", item)``) so scenarios can condition on them.
 
-The robot's constants come from the episode's :class:`~coteam.physics.Physics`; the modelling choices are
+The robot's constants come from the episode's :class:`~coteam.domain.physics.Physics`; the modelling choices are
 :class:`ModelChoices` (the ``mhp`` config inherits them as its switches). This module imports
 neither the simulator nor any method.
 """
@@ -41,22 +41,22 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from coteam.actions import Verb
+from coteam.agent.goals import goal_status
+from coteam.agent.options import ActionOption
+from coteam.agent.reasoning import DecisionContext
 from coteam.belief import BeliefState, Place, PlaceKind
-from coteam.goals import goal_status
-from coteam.memory import FULL_TURN_BINS
-from coteam.navigation import NavGrid
-from coteam.options import ActionOption
-from coteam.physics import Physics
-from coteam.priors import (
+from coteam.domain.actions import Verb
+from coteam.domain.geometry import FULL_TURN_BINS
+from coteam.domain.navigation import NavGrid
+from coteam.domain.physics import Physics
+from coteam.domain.priors import (
     GOAL_ROOM_FACTOR,
     container_weight,
     in_container_chance,
     item_category,
     room_weight,
 )
-from coteam.reasoning import DecisionContext
-from coteam.world import ObjectKind, Relation, Vec2
+from coteam.domain.world import ObjectKind, Relation, Vec2
 
 UNREACHABLE_M = 1000.0  # path length used for places the grid cannot reach (keeps every return finite)
 TDW_DELIVER_BEFORE_END = 700  # frames: the rule-based policy delivers what it holds when this little time is left
@@ -118,7 +118,7 @@ class CostModel:
     """Constants of the abstract model: the robot's from its physics, the modelling choices from
     :class:`ModelChoices` (e.g. the ``mhp`` config, which inherits them).
 
-    Time costs come from the episode's :class:`~coteam.physics.Physics`; the TDW-MAT navigation overheads
+    Time costs come from the episode's :class:`~coteam.domain.physics.Physics`; the TDW-MAT navigation overheads
     (lane detour, turns per trip) were fitted to the frames the lane-following skill actually takes.
     """
 

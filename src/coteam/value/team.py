@@ -52,12 +52,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from coteam.actions import HighLevelAction, ObjectRef, Verb, parse_action
+from coteam.agent.messages import TeamStatus
+from coteam.agent.options import ActionOption
+from coteam.agent.reasoning import DecisionContext
 from coteam.belief import BeliefState
-from coteam.messages import TeamStatus
-from coteam.options import ActionOption
-from coteam.physics import Physics
-from coteam.reasoning import DecisionContext
+from coteam.domain.actions import HighLevelAction, ObjectRef, Verb, parse_action
+from coteam.domain.physics import Physics
+from coteam.domain.world import Benchmark, Vec2
 from coteam.value.abstract import (
     MODEL_CHOICES,
     CostModel,
@@ -69,7 +70,6 @@ from coteam.value.abstract import (
     TdwModel,
     goal_units,
 )
-from coteam.world import Benchmark, Vec2
 
 Condition = tuple[Fact, bool]  # a fact and the truth value a scenario assumes for it
 SEES_ME_STEPS = 1  # a teammate I saw this recently saw me too, so it can predict my choice

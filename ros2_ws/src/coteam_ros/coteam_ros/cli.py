@@ -74,7 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "keys",
-        help="make the signing keys of a team (coteam.signing)",
+        help="make the signing keys of a team (coteam.home.signing)",
         description="Make one Ed25519 key per robot of a team YAML file, and the team's public-key file.",
     )
     keys = p.add_subparsers(dest="keys_command", required=True)
@@ -129,7 +129,7 @@ def _cmd_approve(args: argparse.Namespace) -> int:
 
 
 def _cmd_keys_init(args: argparse.Namespace) -> int:
-    from coteam.signing import init_keystore
+    from coteam.home.signing import init_keystore
     from coteam_ros.operator import OPERATOR
     from coteam_ros.team_config import load_config
 
@@ -180,7 +180,7 @@ def print_results(path: Path, console: Any, keep: bool = True) -> None:
         console.print(f"results file {path} unreadable: {exc}")
         return
     try:
-        from coteam_harness.cli import results_table
+        from coteam_harness.report import results_table
         from coteam_harness.results import EpisodeResult
 
         known = {f.name for f in fields(EpisodeResult)}

@@ -2,7 +2,7 @@
 vision_msgs).
 
 Small pure functions, no node state. Messages carry 3-D points in the map frame; the core is planar
-(``coteam.world.Vec2``), so ``z`` is dropped on the way in and set to 0 on the way out. Images are converted here
+(``coteam.domain.world.Vec2``), so ``z`` is dropped on the way in and set to 0 on the way out. Images are converted here
 and not with ``cv_bridge``, which has no PyPI wheel: ``rgb8`` / ``bgr8`` colour and ``32FC1`` (metres) or
 ``16UC1`` (millimetres, as most RGB-D drivers publish) depth, row-major, either endianness.
 """
@@ -28,13 +28,14 @@ from vision_msgs.msg import (
     ObjectHypothesisWithPose,
 )
 
-from coteam.actions import HighLevelAction
-from coteam.memory import AgentMemory, bearing
-from coteam.observation import ObjectView, view_from_dict, view_to_dict
-from coteam.perception import Detection, SemanticObject
-from coteam.skills import NavGoal
-from coteam.vision import CameraIntrinsics
-from coteam.world import Vec2
+from coteam.agent.memory import AgentMemory
+from coteam.agent.skills import NavGoal
+from coteam.domain.actions import HighLevelAction
+from coteam.domain.geometry import bearing
+from coteam.domain.observation import ObjectView, view_from_dict, view_to_dict
+from coteam.domain.world import Vec2
+from coteam.senses.perception import Detection, SemanticObject
+from coteam.senses.vision import CameraIntrinsics
 
 
 # --- geometry ------------------------------------------------------------------------------------------------

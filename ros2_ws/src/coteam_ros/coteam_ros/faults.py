@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coteam.signing import Envelope, Signer, Verifier
+from coteam.home.signing import Envelope, Signer, Verifier
 
 FORGED_MARK = "here: I explored every room"
 

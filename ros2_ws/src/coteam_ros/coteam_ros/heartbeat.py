@@ -1,5 +1,5 @@
 """Heartbeats between a team's planners on ``/team/heartbeat``: a teammate silent past its lease is lost, and back
-once heard again (:class:`coteam.roster.TeamRoster`).
+once heard again (:class:`coteam.home.roster.TeamRoster`).
 
 Each planner publishes a heartbeat (a ``TeamMessage`` with no text, addressed to the heartbeat channel, signed when
 the team signs) every ``period_s`` from a thread of its own, so a long decision (a slow model) does not silence it.
@@ -20,8 +20,8 @@ from typing import Any
 from coteam_interfaces.msg import TeamMessage
 from std_msgs.msg import Header
 
-from coteam.roster import RosterChange, TeamRoster
-from coteam.signing import Envelope, Signer, Verifier
+from coteam.home.roster import RosterChange, TeamRoster
+from coteam.home.signing import Envelope, Signer, Verifier
 from coteam_ros.nodes import wall_timer
 from coteam_ros.qos import HEARTBEATS
 

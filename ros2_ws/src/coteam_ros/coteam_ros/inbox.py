@@ -4,7 +4,7 @@ Messages arrive on ``/team/messages`` before or after the robot's status lists t
 keeps them under that key, and refuses what cannot be a genuine, new message of the team:
 
 * a sender that is not one of the robot's teammates;
-* when the team signs (a :class:`~coteam.signing.Verifier`): a message without the sender's signature over exactly
+* when the team signs (a :class:`~coteam.home.signing.Verifier`): a message without the sender's signature over exactly
   it, or with a sequence number not newer than the sender's last (a replay) or too old;
 * a second message under a key already waiting (the first one stands: a forgery cannot replace it);
 * a key already delivered (a replay);
@@ -20,8 +20,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator
 
-from coteam.observation import Message
-from coteam.signing import Envelope, Verifier
+from coteam.domain.observation import Message
+from coteam.home.signing import Envelope, Verifier
 
 Key = tuple[str, int]  # (sender, step)
 

@@ -1,8 +1,8 @@
-"""The team's signing keys at launch (``security:`` of the team file, ``coteam.signing``)."""
+"""The team's signing keys at launch (``security:`` of the team file, ``coteam.home.signing``)."""
 
 from __future__ import annotations
 
-from coteam.signing import init_keystore
+from coteam.home.signing import init_keystore
 from coteam_ros.operator import OPERATOR
 from coteam_ros.team_config import ConfigError, TeamConfig
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from coteam.observation import Observation, observation_from_dict, observation_to_dict
+from coteam.domain.observation import Observation, observation_from_dict, observation_to_dict
 
 FORMAT = "coteam-memory/1"
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import yaml
 
-from coteam.capabilities import capabilities_json
+from coteam.domain.capabilities import capabilities_json
+from coteam.domain.scene_io import save_scene
 from coteam.registry import method_class, observes_world
-from coteam.scene_io import save_scene
 from coteam_ros.team_config import TeamConfig, WorldSection
 
 __all__ = ["NodeSpec", "ParamValue", "model_groups", "node_list", "ros_args", "write_params_file", "write_task_scene"]
@@ -53,7 +53,7 @@ class NodeSpec:
 
 
 def write_task_scene(cfg: TeamConfig, directory: str | os.PathLike[str]) -> Path:
-    """The scene file (``coteam.scene_io`` JSON) every node reads the task from: the world's saved scene, or the
+    """The scene file (``coteam.domain.scene_io`` JSON) every node reads the task from: the world's saved scene, or the
     suite episode of ``world:`` / ``task:`` built here and written to ``directory`` (the launch runs on the operator's
     machine; the robots' nodes do not import the simulator)."""
     if cfg.world is not None and cfg.world.scene is not None:
@@ -249,7 +249,7 @@ def node_list(
         remappings = list(robot.remap.items())
         if "teammate_wait_s" in executor:
             executor["teammate_status"] = [f"{r.namespace.rstrip('/')}/status" for r in cfg.robots if r is not robot]
-        if cfg.world is None and len(cfg.robots) > 1:  # real robots: teammates met in a passage (coteam.passage)
+        if cfg.world is None and len(cfg.robots) > 1:  # real robots: teammates met in a passage (coteam.home.passage)
             executor["teammate_poses"] = [f"{r.namespace.rstrip('/')}/status" for r in cfg.robots if r is not robot]
         teammates = [n for n in names if n != robot.name]
         planner: dict[str, ParamValue] = {"robot": robot.name, "robots": list(names)}

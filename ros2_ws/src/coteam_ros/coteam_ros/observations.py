@@ -6,8 +6,8 @@ the map: the room the floor plan has there and the fixture within reach that hol
 transform; a zero stamp takes the latest).
 
 :class:`CameraSightings` collects, per camera frame (by stamp), the ids of the semantic-map objects the frame's
-detections added or confirmed (``coteam.perception.CameraPerception``) and adds those objects, as the map has them,
-to the observation of the status that announces the frames (the perception node in the visual suites). ROS-free,
+detections added or confirmed (``coteam.senses.perception.CameraPerception``) and adds those objects, as the map has
+them, to the observation of the status that announces the frames (the perception node in the visual suites). ROS-free,
 so it is tested without DDS.
 """
 
@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 
 from vision_msgs.msg import Detection3DArray
 
-from coteam.observation import Observation
-from coteam.perception import CameraPerception, Detection, FusedFrame, ObservationAssembler
+from coteam.domain.observation import Observation
+from coteam.senses.perception import CameraPerception, Detection, FusedFrame, ObservationAssembler
 from coteam_ros.convert import detections_from_msg
 from coteam_ros.tf import TransformLookup, TransformUnavailable
 

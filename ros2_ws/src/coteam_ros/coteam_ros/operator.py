@@ -4,7 +4,7 @@ The sentence is read against the home's world file (:func:`coteam.tasks.words.re
 fixtures they are said to be in or on) and sent on ``/team/messages`` as a message of the team's ``operator``,
 signed with the operator's key (``coteam keys init`` makes it beside the robots'; the team's public keys name it).
 Every robot's planner checks it like a teammate's message and takes it into its memory as a hint
-(:attr:`coteam.memory.AgentMemory.hints`): its belief then looks for the things there first, as it would after a
+(:attr:`coteam.agent.memory.AgentMemory.hints`): its belief then looks for the things there first, as it would after a
 teammate's report. A report that names what the home does not have is refused at the robot (logged, counted as a
 dropped message). ROS-free but for :func:`tell`.
 """
@@ -15,7 +15,7 @@ import json
 import time
 from typing import Any
 
-from coteam.world import Scene
+from coteam.domain.world import Scene
 
 OPERATOR = "operator"  # the sender name of a person's messages, and the key it signs with
 REPORT = "operator_report"  # the payload key: [[item class, fixture name], ...]
@@ -51,7 +51,7 @@ def tell(config_path: str, sentence: str, console: Any) -> int:
     import rclpy
     from coteam_interfaces.msg import TeamMessage
 
-    from coteam.signing import robot_keys
+    from coteam.home.signing import robot_keys
     from coteam.tasks.words import RequestRefused, read_report
     from coteam_ros.qos import TEAM_MESSAGES
     from coteam_ros.team_config import load_config

@@ -7,8 +7,8 @@ word that the goal is met stops a robot too; so does the task's time limit. Each
 (:func:`coteam_ros.launcher.team_result`).
 
 While they work, the planners tell each other on ``/team/intents`` which container or item each searches or grabs
-(:func:`claim_target`); a robot's options leave a teammate's claims out (``coteam.memory.AgentMemory.claims``), and
-when two robots start on the same object at once, the one later in name order gives it up.
+(:func:`claim_target`); a robot's options leave a teammate's claims out (``coteam.agent.memory.AgentMemory.claims``),
+and when two robots start on the same object at once, the one later in name order gives it up.
 
 ROS-free, so it is tested without DDS; robot-side (nothing of the harness).
 """
@@ -20,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from coteam.actions import HighLevelAction, Verb
-from coteam.goals import goal_status, satisfies
-from coteam.memory import AgentMemory
-from coteam.observation import ObjectView
-from coteam.world import GoalPredicate, Relation
+from coteam.agent.goals import goal_status, satisfies
+from coteam.agent.memory import AgentMemory
+from coteam.domain.actions import HighLevelAction, Verb
+from coteam.domain.observation import ObjectView
+from coteam.domain.world import GoalPredicate, Relation
 
 TASK_DONE = "task_done"  # the payload key of the team message of a robot whose map shows the goal met
 END_REPORT = "{robot}.end.json"  # a planner's end report, in the run's output folder
@@ -42,7 +42,7 @@ def goal_progress(memory: AgentMemory, team_put_down: TeamPutDown | None = None)
 def line_progress(memory: AgentMemory, team_put_down: TeamPutDown | None = None) -> list[tuple[GoalPredicate, int]]:
     """Per goal line, the distinct items in place (at most the line's count), never adding up labels across robots:
     a robot whose detector gives classes without ids labels what it sees itself
-    (:class:`coteam.perception.CameraPerception`), so a teammate's cup 5 may be the cup my map calls 6. Per goal
+    (:class:`coteam.senses.perception.CameraPerception`), so a teammate's cup 5 may be the cup my map calls 6. Per goal
     line the count is the larger of two counts, each of distinct items: what my own sight and arm show in place
     (not what my map holds on a teammate's word), and what the robots' arms put there, mine
     (``memory.put_down_by_me``) and each teammate's (``team_put_down``, from its intents: one arm's put-downs are
@@ -173,9 +173,9 @@ class EndReport:
     teammates_returned: int = 0
     items_out_of_reach: int = 0  # items lost teammates held when they were found lost
     safety_refusals: int = 0  # my actions the safety policy refused, or a person did not approve
-    retries_blocked: int = 0  # times one of my actions failed the same way again and was blocked (coteam.retries)
+    retries_blocked: int = 0  # times one of my actions failed the same way again and was blocked (coteam.agent.retries)
     travel_m: float = 0.0  # metres driven, from the robot's pose at each status
-    passage_meetings: int = 0  # times my robot met a teammate in a passage and gave way or held (coteam.passage)
+    passage_meetings: int = 0  # times my robot met a teammate in a passage and gave way or held (coteam.home.passage)
 
     def write(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(asdict(self), indent=1))

@@ -9,12 +9,12 @@ A file describes one team run::
       seed: 0
       mode: lockstep        # lockstep | realtime
       tick_hz: 10.0         # realtime only: simulator steps per second
-      scene: my_scene.json  # optional: a saved scene (coteam.scene_io) instead of the episode (path relative
+      scene: my_scene.json  # optional: a saved scene (coteam.domain.scene_io) instead of the episode (path relative
                             #   to this file); suite and episode then only label the run
       engine: unity         # a bridge suite (mapthor: AI2-THOR; tdwmat-tdw: TDW) only: its Unity build, or fake
       unity: {thor_platform: CloudRendering}  # optional, engine unity: how to start the build (UnitySection)
     task:             # hardware only (forbidden with a world, whose suite/episode define the task):
-      world_file: home.world.yaml  # your home and task (coteam.world_file; relative to this file): the robots are
+      world_file: home.world.yaml  # your home and task (coteam.home.world_file; relative to this file): the robots are
                             #   the file's robots; the run ends when the team's map shows the goal met, or at the
                             #   file's time limit
       # suite: cwah-test    # or: the task definition (goal, horizon) is episode `episode` of `suite`
@@ -50,7 +50,7 @@ A file describes one team run::
         namespace: /alice   # default "/" + name
         remap: {}           # node-level remappings, e.g. {camera/image_raw: /alice/camera/color/image_raw}
         base_frame: alice/base_link   # hardware: the robot's base frame on /tf (default "<name>/base_link")
-        capabilities:       # optional (coteam.capabilities), or in the world file's robots (not both): the body
+        capabilities:       # optional (coteam.domain.capabilities), or in the world file's robots (not both): the body
           grippers: 2       #   1 or 2; open_needs_free_gripper: false; carry_limit: items held at once;
           speed_mps: 0.5    #   the speed it drives at (the executor's time limits come from it)
     perception:       # optional: each robot's perception node detects items in its RGB-D camera (a visual suite's
@@ -63,7 +63,7 @@ A file describes one team run::
                             #   hardware; with a world the colours the simulator paints the classes in
       # detector: onnx      # a YOLO-format model: `model: detector.onnx` and `classes: [apple, cup, ...]`
                             #   (color and onnx know classes, not instances: see docs/ros2.md)
-    security:         # optional; signed team messages (coteam.signing), on by default
+    security:         # optional; signed team messages (coteam.home.signing), on by default
       sign: true            # each planner signs what it sends and believes only signed, new messages of the team
       keystore: keys        # `coteam keys init CONFIG` makes it (relative to this file); with a world a missing
                             #   keystore is made at launch, on hardware it must exist
@@ -72,8 +72,8 @@ A file describes one team run::
       first_task: true      #   runs (`coteam task`): the task node queues the world file's task first (false: none);
       reader: grammar       #   requests in words are read by the grammar (coteam.tasks.words) or by a model (llm:
                             #   llm_base_url / llm_model, else OPENAI_BASE_URL / COTEAM_LLM_MODEL); robots only
-    safety: policy.yaml     # optional; the home's safety policy (coteam.safety, relative to this file): no-go rooms
-                            #   and zones, objects never touched, actions a person approves (`coteam approve`),
+    safety: policy.yaml     # optional; the home's safety policy (coteam.home.safety, relative to this file): no-go
+                            #   rooms and zones, objects never touched, actions a person approves (`coteam approve`),
                             #   a top speed for Nav2; or in the world file's own safety: section (not both)
 
 An absent key and a null one take the default. :func:`load_config` validates strictly: unknown keys, wrong types and
@@ -106,9 +106,10 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from coteam.capabilities import RobotCapabilities
-from coteam.signing import DEFAULT_MAX_AGE_S, PUBLIC_KEYS
-from coteam.world_file import World
+from coteam.domain.capabilities import RobotCapabilities
+from coteam.domain.validation import read_yaml
+from coteam.home.signing import DEFAULT_MAX_AGE_S, PUBLIC_KEYS
+from coteam.home.world_file import World
 
 __all__ = [
     "DETECTORS",
@@ -244,7 +245,7 @@ class _Section(BaseModel):
 
 
 class TaskSection(_Section):
-    """``task`` (hardware): a world file (your home and task, ``coteam.world_file``), or episode ``episode`` of
+    """``task`` (hardware): a world file (your home and task, ``coteam.home.world_file``), or episode ``episode`` of
     ``suite``; ``seed`` seeds the methods."""
 
     suite: Text | None = None
@@ -266,7 +267,7 @@ class TaskSection(_Section):
     @field_validator("world_file")
     @classmethod
     def _a_world_file(cls, path: str) -> str:
-        from coteam.world_file import load_world
+        from coteam.home.world_file import load_world
 
         load_world(path)  # a one-line WorldFileError naming the file and the place
         return path
@@ -289,7 +290,7 @@ class TaskSection(_Section):
         """The world file's home and task (read once), None for a suite episode."""
         if self.world_file is None:
             return None
-        from coteam.world_file import load_world
+        from coteam.home.world_file import load_world
 
         if self.world_file not in _worlds:
             _worlds[self.world_file] = load_world(self.world_file)
@@ -361,14 +362,15 @@ class ExecutionSection(_Section):
 
     no_progress_s: PositiveNumber = 20.0  # a Nav2 goal whose remaining distance has not shrunk this long is canceled
     arm_timeout_s: PositiveNumber = 60.0  # an arm goal without a result this long is canceled
-    # an action's time limit (coteam.skills.TimeLimit): skill_overhead_s plus skill_travel_factor times its drive
+    # an action's time limit (coteam.agent.skills.TimeLimit): skill_overhead_s plus skill_travel_factor times its drive
     skill_overhead_s: PositiveNumber = 60.0
     skill_travel_factor: PositiveNumber = 3.0
     wiring_timeout_s: PositiveNumber = (
         30.0  # every remapped topic and action has its other end by then, or the run stops
     )
-    # a Nav2 goal that fails with a teammate this close is a meeting in a passage (coteam.passage): the robot later in
-    # name order backs off and waits up to passage_wait_s for the other to go by; passage_tries such meetings an action
+    # a Nav2 goal that fails with a teammate this close is a meeting in a passage (coteam.home.passage): the robot
+    # later in name order backs off and waits up to passage_wait_s for the other to go by; passage_tries such meetings
+    # an action
     passage_near_m: PositiveNumber = 1.5
     passage_wait_s: PositiveNumber = 20.0
     passage_tries: int = Field(3, ge=0)
@@ -397,14 +399,16 @@ class WorldSection(TaskSection):
         raise ValueError("only in task: (real robots or the twin); a world's task is its suite episode or scene")
 
     tick_hz: PositiveNumber = 10.0
-    scene: FileRelativePath | None = None  # a saved scene (coteam.scene_io JSON) run instead of the suite's episode
+    scene: FileRelativePath | None = (
+        None  # a saved scene (coteam.domain.scene_io JSON) run instead of the suite's episode
+    )
     engine: Literal["unity", "fake"] = "unity"  # a bridge suite's engine (coteam_sim.bridges)
     unity: UnitySection = UnitySection()
 
     @field_validator("scene")
     @classmethod
     def _a_scene_file(cls, scene: str) -> str:
-        from coteam.scene_io import load_scene
+        from coteam.domain.scene_io import load_scene
 
         if not Path(scene).is_file():
             raise ValueError(f"no scene file {scene}")
@@ -605,7 +609,7 @@ class PerceptionSection(_Section):
     def check_hardware_files(self, world_file: bool = False) -> None:
         """On hardware the detector's files must be readable: the printed markers (aruco; with a world file they may
         be left out: marker id = the object's id in the file), the class colours (color)."""
-        from coteam.vision import MarkerCatalogue, load_class_colours
+        from coteam.senses.vision import MarkerCatalogue, load_class_colours
 
         if self.detector == "aruco":
             if self.markers is None and world_file:
@@ -660,7 +664,7 @@ class TeamConfig(_Section):
     robots: tuple[RobotSection, ...] = Field(min_length=1, strict=False)
     perception: PerceptionSection | None = Field(None, validate_default=True)  # default: the world's suite's
     security: SecuritySection
-    safety: FileRelativePath | None = None  # the home's safety policy (a coteam-safety/1 file, coteam.safety)
+    safety: FileRelativePath | None = None  # the home's safety policy (a coteam-safety/1 file, coteam.home.safety)
     serve: ServeSection | None = None  # a serving team: tasks given while it runs
     _source: str = PrivateAttr("<config>")
 
@@ -700,7 +704,7 @@ class TeamConfig(_Section):
     @field_validator("safety")
     @classmethod
     def _a_policy(cls, path: str | None, info: ValidationInfo) -> str | None:
-        from coteam.safety import load_policy
+        from coteam.home.world_file import load_safety_policy
 
         if path is None:
             return path
@@ -708,7 +712,7 @@ class TeamConfig(_Section):
         world_file = task.world if task is not None else None
         if world_file is not None and world_file.safety is not None:
             raise ValueError(f"{Path(task.world_file).name} has its own safety: section: keep one policy")
-        load_policy(path)  # a file that cannot be read, or no policy, is said here, before any node starts
+        load_safety_policy(path)  # a file that cannot be read, or no policy, is said here, before any node starts
         return path
 
     @field_validator("serve")
@@ -770,7 +774,7 @@ class TeamConfig(_Section):
             raise ValueError("capabilities only on robots (a simulated world's robots are the benchmark's)")
         twin_of_a_suite = info.data.get("twin") is not None and task is not None and task.suite is not None
         if info.data.get("world") is not None or twin_of_a_suite:
-            from coteam.world import AGENT_NAMES
+            from coteam.domain.world import AGENT_NAMES
 
             names = [r.name for r in robots]
             expected = list(AGENT_NAMES[: len(robots)])
@@ -873,12 +877,7 @@ def load_config(path: str | os.PathLike[str]) -> TeamConfig:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"team config not found: {path}")
-    from coteam_harness.yamlfile import load_yaml
-
-    try:
-        data = load_yaml(path, _NoDuplicateKeysLoader)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    data = read_yaml(path, ConfigError, _NoDuplicateKeysLoader)
     return parse_config(data, source=str(path))
 
 

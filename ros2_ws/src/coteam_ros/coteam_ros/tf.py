@@ -34,7 +34,7 @@ from tf2_msgs.msg import TFMessage
 from transforms3d.euler import euler2mat
 from transforms3d.quaternions import mat2quat, quat2mat
 
-from coteam.vision import LINK_TO_OPTICAL, CameraMount, CameraPose
+from coteam.senses.vision import LINK_TO_OPTICAL, CameraMount, CameraPose
 
 # The QoS of tf2_ros's broadcasters and listeners.
 TF_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
@@ -113,8 +113,8 @@ CAMERA_LINK_TO_OPTICAL = RigidTransform(LINK_TO_OPTICAL, np.zeros(3))  # camera_
 
 def camera_mount_transform(mount: CameraMount, pan_deg: float = 0.0) -> RigidTransform:
     """``camera_link -> base_link`` for a camera on ``mount``, turned by ``pan_deg`` about the base's vertical axis
-    (a pan head; 0 for a fixed camera): the core's own composition (:meth:`coteam.vision.CameraPose.of_robot` for a
-    robot at the origin facing ``pan_deg``), without the optical rotation."""
+    (a pan head; 0 for a fixed camera): the core's own composition (:meth:`coteam.senses.vision.CameraPose.of_robot` for
+    a robot at the origin facing ``pan_deg``), without the optical rotation."""
     optical = CameraPose.of_robot((0.0, 0.0), pan_deg, mount)
     return RigidTransform(optical.rotation, optical.origin) @ CAMERA_LINK_TO_OPTICAL.inverse()
 

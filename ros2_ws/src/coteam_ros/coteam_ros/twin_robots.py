@@ -18,10 +18,10 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from coteam.navigation import NavGrid
-from coteam.perception import Detection
-from coteam.skills import Manipulation, ManipulationKind
-from coteam.world import WorldState
+from coteam.agent.skills import Manipulation, ManipulationKind
+from coteam.domain.navigation import NavGrid
+from coteam.domain.world import WorldState
+from coteam.senses.perception import Detection
 from coteam_ros.tf import RigidTransform
 
 CLEARANCE_M = 0.1  # the gap a robot's Nav2 keeps to another robot's base, beyond both bases

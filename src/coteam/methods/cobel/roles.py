@@ -15,17 +15,25 @@ from typing import Any
 
 from pydantic import Field
 
-from coteam.actions import HighLevelAction, format_action, parse_action
-from coteam.belief_language import Belief, BeliefError, Entity, EntityKind, RuleSet, parse_beliefs, parse_rules
-from coteam.belief_world import statement_pattern
+from coteam.agent.messages import TeamStatus
+from coteam.agent.options import ActionOption
+from coteam.domain.actions import HighLevelAction, format_action, parse_action
 from coteam.kit import Lettered, match_option
 from coteam.kit.answers import StrictAnswer, message_role
 from coteam.kit.lettered import letter_schema
 from coteam.llm import Doubt, Role, RoleContext
 from coteam.llm.schema import model_schema, narrow
-from coteam.messages import TeamStatus
+from coteam.methods.cobel.belief_language import (
+    Belief,
+    BeliefError,
+    Entity,
+    EntityKind,
+    RuleSet,
+    parse_beliefs,
+    parse_rules,
+)
+from coteam.methods.cobel.belief_world import statement_pattern
 from coteam.methods.cobel.symbolic import CobelSymbolic, Plan, Prediction, Verdict
-from coteam.options import ActionOption
 
 SUBPLAN_DONE = "SUBPLAN DONE"
 MAX_REASONS = 3

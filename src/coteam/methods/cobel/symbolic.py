@@ -1,12 +1,13 @@
 """CoBel-World's symbolic backend: exact belief bookkeeping, plan prediction by expected team value over the
 believed world, and the adaptive-collaboration gate -- no model, no network.
 
-* **Belief update** is the agent's :class:`~coteam.belief_world.BeliefWorld`, re-read from memory every decision.
+* **Belief update** is the agent's :class:`~coteam.methods.cobel.belief_world.BeliefWorld`, re-read from memory every
+  decision.
 * **First-order prediction** (a teammate's top-3 plans): the teammate's believed memory
-  (:meth:`~coteam.belief_world.BeliefWorld.believed_memory`: what I believe it believes, not what I know) is read by
-  the shared belief state and team value model as if it were the teammate's own; its best first actions, planning
-  around the agents it believes in (and around the sub-plan I told it), each continued by the model's default policy
-  into a plan of at most ``plan_length`` actions. A sub-plan the teammate stated, still fresh, is its plan.
+  (:meth:`~coteam.methods.cobel.belief_world.BeliefWorld.believed_memory`: what I believe it believes, not what I know)
+  is read by the shared belief state and team value model as if it were the teammate's own; its best first actions,
+  planning around the agents it believes in (and around the sub-plan I told it), each continued by the model's default
+  policy into a plan of at most ``plan_length`` actions. A sub-plan the teammate stated, still fresh, is its plan.
 * **Zero-order prediction and re-planning** (my plan): my best first action by expected team value over my own
   belief, with every teammate that stated a plan held to it and every teammate ranked before me held to its
   predicted plan -- on TDW-MAT to the first action the value model predicts for it from my own beliefs, which names
@@ -32,17 +33,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from coteam.actions import MAX_MESSAGE_CHARS, format_action, parse_action
-from coteam.belief_language import Attribute, Fact, Predicate
-from coteam.belief_world import BeliefWorld
-from coteam.memory import AgentMemory
-from coteam.messages import SEEN_LIST_LIMIT, ItemRef, Sighting, TeamStatus
-from coteam.options import ActionOption
-from coteam.policies import rule_based_choice
-from coteam.reasoning import DecisionContext
+from coteam.agent.memory import AgentMemory
+from coteam.agent.messages import SEEN_LIST_LIMIT, ItemRef, Sighting, TeamStatus
+from coteam.agent.options import ActionOption
+from coteam.agent.reasoning import DecisionContext
+from coteam.domain.actions import MAX_MESSAGE_CHARS, format_action, parse_action
+from coteam.domain.world import Benchmark, ObjectKind
+from coteam.kit.policies import rule_based_choice
+from coteam.methods.cobel.belief_language import Attribute, Fact, Predicate
+from coteam.methods.cobel.belief_world import BeliefWorld
 from coteam.value.abstract import Key
 from coteam.value.team import Robot, ValueModel
-from coteam.world import Benchmark, ObjectKind
 
 TOP_PLANS = 3  # candidate plans predicted per teammate
 # Expected team value, as a share of the value model's score scale, within which my sub-plan starts with the rollouts'

@@ -6,8 +6,8 @@ the first refines, for at most ``rule_rounds`` rounds (the symbolic backend uses
 per decision of each agent:
 
 1. **Belief update**: my zero-order beliefs and, per teammate, my first-order beliefs and its stated sub-plan (the
-   symbolic backend keeps them exactly in a :class:`~coteam.belief_world.BeliefWorld`; a model's statements are read
-   by the belief-language parser, and statements it rejects are counted).
+   symbolic backend keeps them exactly in a :class:`~coteam.methods.cobel.belief_world.BeliefWorld`; a model's
+   statements are read by the belief-language parser, and statements it rejects are counted).
 2. **Belief prediction**, when I have no sub-plan or it is done: each teammate's top-3 plans from what I believe it
    believes; my own sub-plan of 1-3 actions, re-planned around the teammates' stated plans so that plans complement.
 3. **Adaptive collaboration**: per teammate, is there heavy miscoordination (conflicting plans, or a belief it lacks
@@ -25,14 +25,14 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from coteam.actions import HighLevelAction, Verb, format_action
-from coteam.belief_language import BeliefError, RuleSet, parse_rules
-from coteam.belief_world import BeliefWorld, rules_for
+from coteam.agent.messages import TeamStatus
+from coteam.agent.reasoning import Decision, DecisionContext, EpisodeInfo
+from coteam.domain.actions import HighLevelAction, Verb, format_action
 from coteam.kit import Deliberation, Explanation, PerAgentTeam, RoleAgent, Section, ValueRoleConfig, rationale_section
-from coteam.messages import TeamStatus
 from coteam.methods.cobel import roles as R
+from coteam.methods.cobel.belief_language import BeliefError, RuleSet, parse_rules
+from coteam.methods.cobel.belief_world import BeliefWorld, rules_for
 from coteam.methods.cobel.symbolic import CobelSymbolic
-from coteam.reasoning import Decision, DecisionContext, EpisodeInfo
 
 Ablation = Literal["none", "no_sbr", "no_bbc"]
 BELIEF_LANGUAGE = (

@@ -11,7 +11,7 @@ in prose, the name or id of an object that only one physical option mentions. An
 the toolkit's repair round and then the stated deterministic default -- the symbolic planner's choice -- logged and
 counted as a fallback. Never a random action.
 
-Symbolic backend: the draft is the agent's status report (:class:`~coteam.messages.TeamStatus`, sent typed too);
+Symbolic backend: the draft is the agent's status report (:class:`~coteam.agent.messages.TeamStatus`, sent typed too);
 the planner sends it when it reports something the team has not heard from this agent (a goal item seen, a room
 explored, a change in what it holds), else takes the nearest relevant action (the rule-based helper's rules).
 """
@@ -21,7 +21,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from coteam.actions import HighLevelAction, Verb
+from coteam.agent.messages import TeamStatus
+from coteam.agent.options import ActionOption
+from coteam.agent.reasoning import Decision
+from coteam.domain.actions import HighLevelAction, Verb
 from coteam.kit import (
     SITUATION_SLOTS,
     Deliberation,
@@ -34,11 +37,8 @@ from coteam.kit import (
     rationale_section,
 )
 from coteam.kit.answers import message_role
+from coteam.kit.policies import rule_based_candidates, rule_based_choice
 from coteam.llm import Doubt, Role, RoleContext
-from coteam.messages import TeamStatus
-from coteam.options import ActionOption
-from coteam.policies import rule_based_candidates, rule_based_choice
-from coteam.reasoning import Decision
 
 
 class CoelaQuestion:

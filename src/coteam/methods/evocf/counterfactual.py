@@ -19,8 +19,8 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from coteam.actions import Verb
-from coteam.options import ActionOption
+from coteam.agent.options import ActionOption
+from coteam.domain.actions import Verb
 
 OPERATORS = ("SwapAgent", "InsertAction", "DeleteAction", "ReplaceObject")
 SEARCHES = (Verb.EXPLORE, Verb.GOTO, Verb.CHECK)

@@ -21,11 +21,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from coteam.agent.options import ActionOption
 from coteam.kit.lettered import Lettered, letter_schema, match_option
 from coteam.llm import Role, RoleContext
 from coteam.methods.evocf.counterfactual import OPERATORS, Candidate
 from coteam.methods.evocf.rules import CONDITIONS, ActionFacts, Outcome, RuleKind, induce
-from coteam.options import ActionOption
 
 
 def _letters_of(lettered: Mapping[str, Lettered], plan: Mapping[str, ActionOption]) -> dict[str, str]:

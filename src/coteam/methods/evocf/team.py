@@ -33,9 +33,13 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from coteam.actions import HighLevelAction, Verb, format_action
+from coteam.agent.goals import goal_status
+from coteam.agent.memory import FAILED, AgentMemory
+from coteam.agent.options import ActionOption, fetches_for_the_goal
+from coteam.agent.reasoning import EPISODE_OVER, Decision, DecisionContext, EpisodeInfo, EpisodeOutcome
 from coteam.belief import BeliefState
-from coteam.goals import goal_status
+from coteam.domain.actions import HighLevelAction, Verb, format_action
+from coteam.domain.world import Benchmark, Relation
 from coteam.kit import (
     CentralisedTeam,
     Explanation,
@@ -48,7 +52,6 @@ from coteam.kit import (
 )
 from coteam.kit.embedding import make_embedder
 from coteam.kit.team import TeamRound
-from coteam.memory import FAILED, AgentMemory
 from coteam.methods.evocf.counterfactual import Candidate, at_random, guided
 from coteam.methods.evocf.experience import SCHEMA, ExperienceMemory, Recall
 from coteam.methods.evocf.roles import (
@@ -64,11 +67,8 @@ from coteam.methods.evocf.roles import (
     options_of,
 )
 from coteam.methods.evocf.rules import CONDITIONS, ActionFacts, Rule, hands, induce
-from coteam.options import ActionOption, fetches_for_the_goal
-from coteam.reasoning import EPISODE_OVER, Decision, DecisionContext, EpisodeInfo, EpisodeOutcome
 from coteam.value.abstract import Key
 from coteam.value.team import Robot, ValueModel
-from coteam.world import Benchmark, Relation
 
 PROGRESS = (Verb.GRAB, Verb.PUT, Verb.PUT_IN, Verb.TRANSPORT)  # actions that fetch or deliver (not searches)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from coteam.validation import first_problem
+from coteam.domain.validation import first_problem
 
 COMPONENTS = ("inferred_intentions", "cooperative_strategy", "communication_strategy")
 MAX_LINES = 8  # list fields (clarifications, plan steps)

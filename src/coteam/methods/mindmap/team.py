@@ -58,7 +58,12 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
-from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, Verb, format_action, parse_action
+from coteam.agent.memory import AgentMemory
+from coteam.agent.messages import MAX_PLAN_STEPS, TeamStatus
+from coteam.agent.options import ActionOption
+from coteam.agent.reasoning import Decision
+from coteam.domain.actions import MAX_MESSAGE_CHARS, HighLevelAction, Verb, format_action, parse_action
+from coteam.domain.observation import Message
 from coteam.kit import (
     SITUATION_SLOTS,
     Deliberation,
@@ -75,8 +80,6 @@ from coteam.kit.answers import message_role
 from coteam.kit.lettered import letter_schema
 from coteam.llm import Role, RoleContext
 from coteam.llm.schema import model_schema, narrow
-from coteam.memory import AgentMemory
-from coteam.messages import MAX_PLAN_STEPS, TeamStatus
 from coteam.methods.mindmap.mindmap import (
     COMPONENTS,
     MAX_LINES,
@@ -88,9 +91,6 @@ from coteam.methods.mindmap.mindmap import (
     match_keys,
     mind_map_schema,
 )
-from coteam.observation import Message
-from coteam.options import ActionOption
-from coteam.reasoning import Decision
 from coteam.value.abstract import Key
 from coteam.value.team import Robot, ValueModel
 

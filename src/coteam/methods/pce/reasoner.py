@@ -18,11 +18,12 @@ from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import Field
 
-from coteam.actions import HighLevelAction, Verb, format_action, parse_action
+from coteam.agent.messages import TeamStatus
+from coteam.agent.reasoning import Decision
+from coteam.domain.actions import HighLevelAction, Verb, format_action, parse_action
 from coteam.kit import Deliberation, Explanation, PerAgentTeam, RoleAgent, Section, ValueRoleConfig
 from coteam.kit.explanation import rationale_section
 from coteam.llm import RoleContext
-from coteam.messages import TeamStatus
 from coteam.methods.pce.roles import (
     COMMUNICATOR,
     COMPOSER,
@@ -35,7 +36,6 @@ from coteam.methods.pce.roles import (
 from coteam.methods.pce.scoring import ScoredLeaf, Weights, action_utilities, best_leaf
 from coteam.methods.pce.symbolic import SymbolicContext
 from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, explained_tree, scenarios, tree_to_json
-from coteam.reasoning import Decision
 
 log = logging.getLogger("coteam.pce")
 

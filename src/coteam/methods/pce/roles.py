@@ -11,7 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from coteam.actions import ActionError, HighLevelAction, Verb, parse_action, validate_action
+from coteam.agent.options import ActionOption
+from coteam.domain.actions import ActionError, HighLevelAction, Verb, parse_action, validate_action
+from coteam.domain.world import Benchmark
 from coteam.kit.answers import message_role
 from coteam.kit.lettered import action_text_schema
 from coteam.llm import Doubt, Role, RoleContext
@@ -19,8 +21,6 @@ from coteam.llm.schema import model_schema, narrow
 from coteam.methods.pce.scoring import LeafScore, ScoredLeaf, action_utilities, best_leaf, score_leaf
 from coteam.methods.pce.symbolic import SymbolicContext
 from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, TreeError, parse_tree, tree_to_json
-from coteam.options import ActionOption
-from coteam.world import Benchmark
 
 BRANCH_CANDIDATES = 12  # the most uncertain variables the symbolic Composer considers for each split
 

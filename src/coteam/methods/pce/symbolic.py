@@ -23,15 +23,15 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from coteam.actions import Verb, truncate_message
+from coteam.agent.memory import AgentMemory
+from coteam.agent.messages import TeamStatus
+from coteam.agent.options import ActionOption
+from coteam.agent.progress import describe
 from coteam.belief import BeliefState, UncertainVariable
-from coteam.memory import AgentMemory
-from coteam.messages import TeamStatus
+from coteam.domain.actions import Verb, truncate_message
+from coteam.domain.world import Benchmark
 from coteam.methods.pce.scoring import Weights
-from coteam.options import ActionOption
-from coteam.progress import describe
 from coteam.value.team import Announcement, Condition, ValueModel
-from coteam.world import Benchmark
 
 Assumptions = Mapping[str, bool]  # variable text -> assumed truth value
 

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coteam.actions import ActionError, HighLevelAction, parse_action, validate_action
+from coteam.domain.actions import ActionError, HighLevelAction, parse_action, validate_action
+from coteam.domain.world import Benchmark
 from coteam.kit.explanation import TreeNode
-from coteam.world import Benchmark
 
 
 class TreeError(ValueError):

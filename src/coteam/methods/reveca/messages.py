@@ -1,4 +1,4 @@
-"""REVECA's messages: each a rule-made text with a typed payload (:mod:`coteam.messages`) its teammates read.
+"""REVECA's messages: each a rule-made text with a typed payload (:mod:`coteam.agent.messages`) its teammates read.
 
 * :class:`Found` -- at the start, the items the robot sees around it ("I found <apple> (12), <book> (31) in the
   kitchen."): the teammates' memories take them, at the centre of that room until they see them.
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from coteam.actions import MAX_MESSAGE_CHARS
-from coteam.memory import AgentMemory
-from coteam.messages import MAX_LISTED, ItemRef
-from coteam.observation import ObjectView
-from coteam.world import ObjectKind, Relation
+from coteam.agent.memory import AgentMemory
+from coteam.agent.messages import MAX_LISTED, ItemRef
+from coteam.domain.actions import MAX_MESSAGE_CHARS
+from coteam.domain.observation import ObjectView
+from coteam.domain.world import ObjectKind, Relation
 
 
 class Found(BaseModel):

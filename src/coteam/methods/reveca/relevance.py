@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coteam.memory import AgentMemory
-from coteam.observation import ObjectView
-from coteam.priors import CONTAINER_PRIOR_DEFAULT, container_weight, item_category, room_weight
-from coteam.world import Benchmark, ObjectKind
+from coteam.agent.memory import AgentMemory
+from coteam.domain.observation import ObjectView
+from coteam.domain.priors import CONTAINER_PRIOR_DEFAULT, container_weight, item_category, room_weight
+from coteam.domain.world import Benchmark, ObjectKind
 
 # the four grades the symbolic judge gives, as the four-level scale names them; other scales fold them
 GRADES = ("strong", "medium", "low", "none")

@@ -6,7 +6,7 @@ Per decision of each agent:
    level when it is first seen, a room when an option first names it (:mod:`.relevance`; the LLM backend asks with
    a reasoning step, the symbolic one reads the goal and the placement priors), cached by class on C-WAH and by
    object on TDW-MAT.
-2. **Memory**: besides what the agent saw (the shared :class:`~coteam.memory.AgentMemory`), each teammate's rooms
+2. **Memory**: besides what the agent saw (the shared :class:`~coteam.agent.memory.AgentMemory`), each teammate's rooms
    over time; a teammate out of sight stands at the centre of the room it was last known in.
 3. **Adaptive planning** (planning time): the physical options ranked by relevance, and within a level by relative
    proximity -- the ones I am closer to than my nearest teammate first, then the rest -- and cut to the top ``K``.
@@ -46,21 +46,21 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from coteam.actions import HighLevelAction, Verb, format_action
-from coteam.goals import goal_status
+from coteam.agent.goals import goal_status
+from coteam.agent.memory import AgentMemory
+from coteam.agent.messages import ItemRef
+from coteam.agent.options import ActionOption, target_position
+from coteam.agent.reasoning import Decision, DecisionContext
+from coteam.domain.actions import HighLevelAction, Verb, format_action
+from coteam.domain.observation import Message, ObjectView
+from coteam.domain.world import ObjectKind, Vec2
 from coteam.kit import Deliberation, Explanation, PerAgentTeam, RoleAgent, Section, ValueRoleConfig, rationale_section
 from coteam.kit.answers import message_role
 from coteam.kit.lettered import Lettered, match_option
 from coteam.llm import Role, RoleContext
 from coteam.llm.schema import model_schema, narrow
-from coteam.memory import AgentMemory
-from coteam.messages import ItemRef
 from coteam.methods.reveca.messages import Found, SubgoalDone, ValidationReply, ValidationRequest
 from coteam.methods.reveca.relevance import RelevanceScale, cache_key, symbolic_grade
-from coteam.observation import Message, ObjectView
-from coteam.options import ActionOption, target_position
-from coteam.reasoning import Decision, DecisionContext
-from coteam.world import ObjectKind, Vec2
 
 # The symbolic planner's judgement (choose_symbolically), in shares of the team value model's scale; tuned on fresh
 # `cwah` (40) and `tdwmat` (16) episodes of generator seed 101: 0 to 0.05 moved steps and transport within noise.

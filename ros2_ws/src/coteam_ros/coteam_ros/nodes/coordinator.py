@@ -1,7 +1,7 @@
 """The coordinator node: a centralised method's one planner for the whole team, on ROS 2.
 
 One per team: ``coteam launch`` starts it when the team's method is centralised (the oracle, or any
-:class:`coteam.kit.CentralisedTeam`). It holds the team object and one :class:`coteam.reasoning.AgentBrain` per
+:class:`coteam.kit.CentralisedTeam`). It holds the team object and one :class:`coteam.agent.reasoning.AgentBrain` per
 robot, each robot's memory also taking in its teammates' observations (the union of what they see) unless the team
 sees the whole world, exactly as the in-process runner does. Per robot (namespace from ``namespaces``, default
 ``/<robot>``) it
@@ -14,7 +14,7 @@ sees the whole world, exactly as the in-process runner does. Per robot (namespac
 
 **Turns.** With ``lockstep`` (a simulated world in lockstep) it takes one step's reports from every robot it plans
 with, hands every observation to the brains, then plays the ready robots' turns one after the other in the team's
-order -- :func:`coteam.reasoning.agent_turn`, the running action polled through the robot's report, a new action
+order -- :func:`coteam.agent.reasoning.agent_turn`, the running action polled through the robot's report, a new action
 started by ``START`` and polled through its answer -- and ends each turn with ``END`` (``ACT`` or ``IDLE``); a busy
 robot's turn ends at once (``OBSERVED``). So a joint decision sees what the in-process runner's sees, and the run is
 step for step the in-process one. Without ``lockstep`` (real time, real robots) each report is played as it comes.
@@ -22,7 +22,7 @@ step for step the in-process one. Without ``lockstep`` (real time, real robots) 
 **A robot that stops answering** -- no report for ``report_timeout_s`` (``startup_timeout_s`` before its first), or
 no answer to a started action for ``answer_timeout_s``, both shorter than the bridge's ``tick_timeout_s`` so that
 the others' turns are played before the bridge gives up on them -- is dropped from the joint plan
-(:meth:`coteam.reasoning.Team.leave`): the others go on and take over what it had claimed. It joins again when it
+(:meth:`coteam.agent.reasoning.Team.leave`): the others go on and take over what it had claimed. It joins again when it
 reports again (a robot whose executor died: once its planner's ``executor_timeout_s`` says so; it then idles, its
 actions failing as ``executor unavailable``, as a decentralised robot's do).
 
@@ -50,13 +50,13 @@ from rclpy.node import Node
 from rclpy.publisher import Publisher
 from std_msgs.msg import Header
 
-from coteam.actions import HighLevelAction, format_action
-from coteam.capabilities import DEFAULT_CAPABILITIES, team_capabilities
-from coteam.navigation import NavGrid
-from coteam.observation import Observation, observation_from_dict
-from coteam.reasoning import AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
+from coteam.agent.reasoning import AgentBrain, EpisodeOutcome, PollSkill, StartSkill, agent_turn
+from coteam.agent.skills import SkillOutcome
+from coteam.domain.actions import HighLevelAction, format_action
+from coteam.domain.capabilities import DEFAULT_CAPABILITIES, team_capabilities
+from coteam.domain.navigation import NavGrid
+from coteam.domain.observation import Observation, observation_from_dict
 from coteam.registry import make_team, method_class
-from coteam.skills import SkillOutcome
 from coteam_ros.convert import decision_to_msg
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import spin_node, wall_timer

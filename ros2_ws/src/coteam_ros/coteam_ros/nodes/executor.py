@@ -1,4 +1,4 @@
-"""The executor node: one robot's skills (:mod:`coteam.skills`) behind an ``execute_skill`` action server.
+"""The executor node: one robot's skills (:mod:`coteam.agent.skills`) behind an ``execute_skill`` action server.
 
 Topics and actions, relative to the robot's namespace:
 
@@ -35,7 +35,7 @@ together); a teammate that missed the wait is not waited for again until it is h
 in with the next one of mine. Without it (real robots, whose step counters are their own) each teammate's newest
 observation is taken in with my next status, whatever its step.
 
-With the home's safety policy (``safety_path``, :mod:`coteam.safety`) every action is checked before its skill
+With the home's safety policy (``safety_path``, :mod:`coteam.home.safety`) every action is checked before its skill
 starts, and every navigation and manipulation goal before it is sent: what the policy refuses fails at once
 (``refused by the safety policy: ...``) and nothing moves. An action the policy wants approved is asked of a person
 first on ``/approve_action`` (``coteam_interfaces/srv/ApproveAction``, answered by ``coteam approve``): no service,
@@ -45,12 +45,12 @@ With Nav2 (``navigation: nav2``) the policy's ``max_speed_mps`` goes to Nav2's c
 
 Real robots (``navigation: nav2``) have limits in seconds: a Nav2 goal without progress for ``no_progress_s``, an
 arm goal without a result for ``arm_timeout_s``, and a whole action past ``skill_overhead_s`` plus
-``skill_travel_factor`` times its drive at the robot's speed (:class:`coteam.skills.TimeLimit`); in simulation a
+``skill_travel_factor`` times its drive at the robot's speed (:class:`coteam.agent.skills.TimeLimit`); in simulation a
 skill's limit is in the benchmark's steps.
 
 Parameters: ``robot``, ``navigation`` (sim | nav2), ``scene_path`` / ``seed`` (the task; see ``coteam_ros.episode``),
 ``robots`` (the team, in simulator order), ``teammate_status``, ``teammate_wait_s``, ``safety_path``,
-``capabilities_json`` (the team's bodies, :func:`coteam.capabilities.team_capabilities`: the skills keep to this
+``capabilities_json`` (the team's bodies, :func:`coteam.domain.capabilities.team_capabilities`: the skills keep to this
 robot's), ``no_progress_s``, ``arm_timeout_s``, ``skill_overhead_s``, ``skill_travel_factor``, ``wiring_timeout_s``
 (real robots: no Nav2 or arm server this long after start stops the node, and the launch, with one line naming the
 resolved action name; 0: no check).
@@ -73,13 +73,8 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.node import Node
 from std_msgs.msg import Header
 
-from coteam.actions import ActionError, HighLevelAction, Verb, format_action, parse_action
-from coteam.capabilities import team_capabilities
-from coteam.memory import AgentMemory
-from coteam.navigation import NavGrid
-from coteam.observation import ObjectView, Observation, observation_from_dict
-from coteam.passage import PassageRule, refuge, way_clear
-from coteam.skills import (
+from coteam.agent.memory import AgentMemory
+from coteam.agent.skills import (
     Approval,
     AskApproval,
     Manipulation,
@@ -90,7 +85,12 @@ from coteam.skills import (
     SkillRunner,
     TimeLimit,
 )
-from coteam.world import HANDS, Vec2
+from coteam.domain.actions import ActionError, HighLevelAction, Verb, format_action, parse_action
+from coteam.domain.capabilities import team_capabilities
+from coteam.domain.navigation import NavGrid
+from coteam.domain.observation import ObjectView, Observation, observation_from_dict
+from coteam.domain.world import HANDS, Vec2
+from coteam.home.passage import PassageRule, refuge, way_clear
 from coteam_ros.approval import SERVICE as APPROVAL_SERVICE
 from coteam_ros.convert import nav_goal_to_pose, target_view_from_json
 from coteam_ros.episode import load_episode
@@ -212,7 +212,7 @@ class NavigationState:
 
 @dataclass
 class Meeting:
-    """A navigation goal failed with a teammate close: a meeting in a passage (:mod:`coteam.passage`), being
+    """A navigation goal failed with a teammate close: a meeting in a passage (:mod:`coteam.home.passage`), being
     resolved before the skill's goal is sent again."""
 
     other: str
@@ -294,7 +294,7 @@ class ExecutorNode(Node):
         self.manipulation_seq = 0  # numbers the manipulation goals sent: an answer to an older one is stale
         self.manipulation_sent = 0.0  # when the running manipulation goal was sent
         self.no_progress_s: float = self.declare_parameter("no_progress_s", 20.0).value
-        # real robots: teammates met in a passage (their poses from their status topics, coteam.passage)
+        # real robots: teammates met in a passage (their poses from their status topics, coteam.home.passage)
         self.passage = PassageRule(
             near_m=self.declare_parameter("passage_near_m", PassageRule.near_m).value,
             wait_s=self.declare_parameter("passage_wait_s", PassageRule.wait_s).value,
@@ -524,7 +524,7 @@ class ExecutorNode(Node):
 
     def _met_in_a_passage(self, job: Job) -> bool:
         """A real robot's navigation goal failed: with a teammate close (and meetings left for the action), it is a
-        meeting in a passage, resolved by the convention both robots keep (:class:`coteam.passage.PassageRule`):
+        meeting in a passage, resolved by the convention both robots keep (:class:`coteam.home.passage.PassageRule`):
         the robot later in name order backs off out of the other's way and waits for it to go by, the other holds
         until its way is clear; then the skill's goal is sent again."""
         here = self.memory.position

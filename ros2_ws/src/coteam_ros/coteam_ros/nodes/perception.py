@@ -1,4 +1,5 @@
-"""The perception node: a robot's camera images or detections fused into its semantic map (``coteam.perception``).
+"""The perception node: a robot's camera images or detections fused into its semantic map
+(``coteam.senses.perception``).
 
 With a ``detector`` (``aruco``, ``color`` or ``onnx``), it detects in the robot's RGB-D camera:
 
@@ -6,23 +7,23 @@ With a ``detector`` (``aruco``, ``color`` or ``onnx``), it detects in the robot'
   millimetres) and ``camera/camera_info`` (``sensor_msgs``), pairing colour and depth by stamp;
 * looks the camera's pose up through TF (``frame_id -> <image frame>`` at the image's stamp, ``coteam_ros.tf``;
   a frame whose transform has not arrived waits up to ``frame_wait_s``);
-* runs the detector (``coteam.vision.ArucoDetector``: the markers of ``markers``, a YAML of marker id -> class
+* runs the detector (``coteam.senses.vision.ArucoDetector``: the markers of ``markers``, a YAML of marker id -> class
   name, or by default the task's objects with marker id = object id as the simulator prints them;
   ``marker_size_m`` and ``object_depth_m``, when set, place a detection at the centre of the object behind its
-  marker; ``coteam.vision.ColorDetector``: untagged objects by class colour, the YAML ``colours`` of class name ->
-  RGB, or by default the colours the simulator paints the task's classes in; ``coteam.vision.OnnxDetector``: the
-  YOLO-format ``model`` with its ``classes``), puts the detections on the map, in their rooms, and on the fixture
-  within ``fixture_reach_m`` (``coteam.vision.detections_on_map``). ``color`` and ``onnx`` know classes, not
+  marker; ``coteam.senses.vision.ColorDetector``: untagged objects by class colour, the YAML ``colours`` of class name
+  -> RGB, or by default the colours the simulator paints the task's classes in; ``coteam.senses.vision.OnnxDetector``:
+  the YOLO-format ``model`` with its ``classes``), puts the detections on the map, in their rooms, and on the fixture
+  within ``fixture_reach_m`` (``coteam.senses.vision.detections_on_map``). ``color`` and ``onnx`` know classes, not
   instances: the map associates their detections by class and distance, and each such object stands for one of the
-  task's objects of its class (``coteam.perception.CameraPerception``);
+  task's objects of its class (``coteam.senses.perception.CameraPerception``);
 * publishes them as ``detections`` (``vision_msgs/Detection3DArray`` in the map frame, reliable: one message per
   frame, stamped as the frame, also when empty; ``id`` = the task's object id, empty for a class-only detection) and
   fuses them;
 * in simulation (``status_from_cameras``) it stands between the sim bridge and the robot's planner and executor:
   it subscribes the bridge's ``sim_status`` (what the robot's hand camera sees, and the stamps of the step's camera
   frames, ``camera_stamps``), adds the items of its semantic map those frames confirmed, as the map has them
-  (``coteam.perception.CameraPerception``, ``coteam_ros.observations.CameraSightings``: the planner reads the fused
-  map, as in the in-process visual suites)
+  (``coteam.senses.perception.CameraPerception``, ``coteam_ros.observations.CameraSightings``: the planner reads the
+  fused map, as in the in-process visual suites)
   and publishes the result as the robot's ``status``, once every frame is detected in (or after ``frame_wait_s``
   with what came). On a real robot the robot_state node builds the status from ``detections``.
 
@@ -71,8 +72,9 @@ from std_msgs.msg import ColorRGBA, Header
 from vision_msgs.msg import Detection3DArray
 from visualization_msgs.msg import Marker, MarkerArray
 
-from coteam.observation import observation_from_dict, observation_to_dict
-from coteam.perception import (
+from coteam.domain.observation import observation_from_dict, observation_to_dict
+from coteam.domain.world import Scene
+from coteam.senses.perception import (
     CameraPerception,
     Detection,
     FusedFrame,
@@ -80,7 +82,7 @@ from coteam.perception import (
     SemanticMapFusion,
     SemanticObject,
 )
-from coteam.vision import (
+from coteam.senses.vision import (
     ArucoDetector,
     CameraIntrinsics,
     ColorDetector,
@@ -93,7 +95,6 @@ from coteam.vision import (
     load_class_colours,
     places_seen_empty,
 )
-from coteam.world import Scene
 from coteam_ros.convert import (
     depth_from_msg,
     detections_to_msg,

@@ -1,4 +1,4 @@
-"""The planner node: one robot's reasoning (:class:`coteam.reasoning.AgentBrain`) on ROS 2.
+"""The planner node: one robot's reasoning (:class:`coteam.agent.reasoning.AgentBrain`) on ROS 2.
 
 Topics and actions, relative to the robot's namespace:
 
@@ -21,7 +21,7 @@ and whether the running action acts at this step or has ended), starts the actio
 ``turn_command`` (``coteam_interfaces/TurnCommand``) with the executor, reports how each goes, and answers the bridge
 with the step tick the coordinator says. It builds no team and sends no team messages.
 
-A step's turn is :func:`coteam.reasoning.agent_turn`, the same as the in-process runner's. Messages delivered by
+A step's turn is :func:`coteam.agent.reasoning.agent_turn`, the same as the in-process runner's. Messages delivered by
 the simulator at a step are listed (sender, step) in the status; their text comes from ``/team/messages`` (the
 node waits up to ``message_wait_s`` for it, then goes on and hands the text over when it arrives).
 
@@ -42,14 +42,14 @@ lease is lost: my memory plans without it, its claims lapse and what it held is 
 again; each change is logged once and counted in the step tick and the end report, ``coteam_ros.heartbeat``),
 ``memory_journal`` (a file keeping every observation taken in; a planner started again in the same episode takes
 them in again first, so it remembers what it had seen and heard: ``coteam_ros.memory_journal``), ``capabilities_json``
-(the team's bodies, :func:`coteam.capabilities.team_capabilities`: the options keep to this robot's). On a real robot
-(``ends_task``) the memory keeps the robot's clock, so an action that failed the same way twice is blocked for
-seconds (:mod:`coteam.retries`).
+(the team's bodies, :func:`coteam.domain.capabilities.team_capabilities`: the options keep to this robot's). On a real
+robot (``ends_task``) the memory keeps the robot's clock, so an action that failed the same way twice is blocked for
+seconds (:mod:`coteam.agent.retries`).
 
 A serving team's planner (``serve``; real robots and the twin, a per-robot method) does not end with its task: it
 takes the tasks the team's task node starts and stops on ``/team/task_assignment``
 (``coteam_interfaces/TaskAssignment``, latched), each in the same home with the memory it kept
-(:meth:`coteam.reasoning.AgentBrain.take_task`), reports on ``/team/task_progress``
+(:meth:`coteam.agent.reasoning.AgentBrain.take_task`), reports on ``/team/task_progress``
 (``coteam_interfaces/TaskProgress``: each goal line as its map shows it, what it does, whether the goal is met) and
 between tasks keeps still where it stopped, or walks into the room its world file names for it (``rest_room``) and
 keeps still there, its memory still taking in what it sees. A task stopped while an action runs has its goal canceled
@@ -80,21 +80,29 @@ from rclpy.action import ActionClient
 from rclpy.node import Node
 from std_msgs.msg import Header
 
-from coteam.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, parse_action, truncate_message
-from coteam.capabilities import DEFAULT_CAPABILITIES, team_capabilities
-from coteam.navigation import NavGrid
-from coteam.observation import Message, ObjectView, Observation, fixture_views, observation_from_dict
-from coteam.options import walk_into
-from coteam.perception import ObservationAssembler
-from coteam.progress import goal_text
-from coteam.reasoning import EPISODE_OVER, AgentBrain, EpisodeInfo, EpisodeOutcome, PollSkill, StartSkill, agent_turn
+from coteam.agent.options import walk_into
+from coteam.agent.progress import goal_text
+from coteam.agent.reasoning import (
+    EPISODE_OVER,
+    AgentBrain,
+    EpisodeInfo,
+    EpisodeOutcome,
+    PollSkill,
+    StartSkill,
+    agent_turn,
+)
+from coteam.agent.skills import SkillOutcome
+from coteam.domain.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, parse_action, truncate_message
+from coteam.domain.capabilities import DEFAULT_CAPABILITIES, team_capabilities
+from coteam.domain.navigation import NavGrid
+from coteam.domain.observation import Message, ObjectView, Observation, fixture_views, observation_from_dict
+from coteam.home.roster import RosterChange
+from coteam.home.safety import is_refusal
+from coteam.home.signing import Envelope, Signer, Verifier, robot_keys
+from coteam.home.world_file import goal_task
 from coteam.registry import make_team, method_class, method_config
-from coteam.roster import RosterChange
-from coteam.safety import is_refusal
-from coteam.signing import Envelope, Signer, Verifier, robot_keys
-from coteam.skills import SkillOutcome
+from coteam.senses.perception import ObservationAssembler
 from coteam.tasks.words import GoalLine
-from coteam.world_file import goal_task
 from coteam_ros.convert import decision_to_msg, target_view_json
 from coteam_ros.episode import load_episode
 from coteam_ros.heartbeat import TeamHeartbeat

@@ -9,18 +9,18 @@ In simulation the sim bridge publishes each robot's status; on a real robot this
   perception node): per detection the class name (``class_id``), score and position in any frame TF can take to the
   map (at the message's stamp), and ``id`` the task's object id when the detector knows the instance (ArUco
   markers), else empty: a class-only detection is fused and stands for one of the task's objects of its class
-  (``coteam.perception.CameraPerception``). An item detected within reach of a fixture is in or on it. An array
+  (``coteam.senses.perception.CameraPerception``). An item detected within reach of a fixture is in or on it. An array
   whose transform is not there yet waits up to ``tf_wait_s`` for it; drops are counted by cause, each cause said
   once (``coteam_ros.observations.DetectionsAwaitingTf``);
 * subscribes ``arm_state`` (``coteam_interfaces/ArmState``, latched; the executor's): what the grippers hold, the
   containers the robot opened or closed, and where it put objects down;
 * publishes ``status`` (``coteam_interfaces/RobotStatus``, latched): step = number of statuses so far, clock = the
-  same, always ready, the observation as JSON (``coteam.perception.ObservationAssembler.observation``) -- position
-  and heading from the pose, room from the task's floor plan, the fixtures of that room as the task describes them,
-  the items detected since the previous status (none when none came: the planner remembers older sightings as
+  same, always ready, the observation as JSON (``coteam.senses.perception.ObservationAssembler.observation``) --
+  position and heading from the pose, room from the task's floor plan, the fixtures of that room as the task describes
+  them, the items detected since the previous status (none when none came: the planner remembers older sightings as
   seen then), once each the objects the arm put down since (in or on the fixture it put them, as a camera may not
   see into what the robot works at), the holdings from the arm. No fixture is shown completely: what the detector
-  does not report is not taken for gone (a grasp that finds nothing is, ``coteam.memory.NOT_WHERE_REMEMBERED``).
+  does not report is not taken for gone (a grasp that finds nothing is, ``coteam.agent.memory.NOT_WHERE_REMEMBERED``).
   Teammates are not observed (they report over ``/team/messages``); messages are delivered by the planner on
   arrival.
 
@@ -47,8 +47,8 @@ from rclpy.node import Node
 from std_msgs.msg import Header
 from vision_msgs.msg import Detection3DArray
 
-from coteam.observation import observation_to_dict
-from coteam.perception import CameraPerception, ObservationAssembler
+from coteam.domain.observation import observation_to_dict
+from coteam.senses.perception import CameraPerception, ObservationAssembler
 from coteam_ros.episode import load_episode
 from coteam_ros.nodes import Wire, require_wiring, spin_node, wall_timer
 from coteam_ros.observations import TF_RETRY_S, TF_WAIT_S, DetectionsAwaitingTf, detector_output_on_map

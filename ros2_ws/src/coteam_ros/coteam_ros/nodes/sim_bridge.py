@@ -99,12 +99,12 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 from vision_msgs.msg import Detection3DArray
 
-from coteam.observation import Message, Observation, observation_to_dict
-from coteam.perception import Detection, detection_from_view
+from coteam.agent.skills import Manipulation, ManipulationKind, NavGoal, NavResult
+from coteam.domain.observation import Message, Observation, observation_to_dict
+from coteam.domain.world import AGENT_NAMES, Benchmark, Scene
 from coteam.registry import method_config, observes_world
-from coteam.skills import Manipulation, ManipulationKind, NavGoal, NavResult
-from coteam.vision import CameraMount
-from coteam.world import AGENT_NAMES, Benchmark, Scene
+from coteam.senses.perception import Detection, detection_from_view
+from coteam.senses.vision import CameraMount
 from coteam_harness.meter import RUNTIME_COUNTS, EpisodeMeter
 from coteam_harness.results import EpisodeResult, write_results
 from coteam_harness.trace import TraceRecorder, journal_path

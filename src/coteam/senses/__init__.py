@@ -1,0 +1,1 @@
+"""From cameras and detections to what a robot observes: perception and vision."""

@@ -1,0 +1,45 @@
+"""The map matches the house: docs/architecture.md names every module of the four packages, and the core's rooms
+(its top-level modules and sub-packages) import each other in one direction only."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import grimp
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("src/coteam", "sim/coteam_sim", "harness/coteam_harness", "ros2_ws/src/coteam_ros/coteam_ros")
+
+
+def _tree() -> str:
+    """The first code block of docs/architecture.md: the tree of the packages."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    return re.search(r"```\n(.*?)```", text, re.S).group(1)
+
+
+def test_the_architecture_map_names_every_module_and_folder() -> None:
+    words = set(re.findall(r"[\w.]+/?", _tree()))
+    missing = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT / package)
+            named = path.name == "__init__.py" or path.name in words
+            folders = all(f"{folder}/" in words for folder in relative.parts[:-1])
+            if not (named and folders):
+                missing.append(f"{package}/{relative}")
+    assert not missing, f"docs/architecture.md does not name: {', '.join(missing)}"
+
+
+def test_no_two_rooms_of_the_core_import_each_other() -> None:
+    graph = grimp.build_graph("coteam")
+    rooms = {m.split(".")[1] for m in graph.modules if m.count(".") >= 1}
+    both_ways = [
+        (a, b)
+        for a in sorted(rooms)
+        for b in sorted(rooms)
+        if a < b
+        and graph.chain_exists(importer=f"coteam.{a}", imported=f"coteam.{b}", as_packages=True)
+        and graph.chain_exists(importer=f"coteam.{b}", imported=f"coteam.{a}", as_packages=True)
+    ]
+    assert not both_ways, f"rooms that import each other (directly or round a loop): {both_ways}"
