@@ -139,14 +139,16 @@ def coverage() -> float:
         return round(json.loads(report.read_text())["totals"]["percent_covered"], 1)
 
 
-def clean_clone_minutes() -> float:
-    """`make test` in a fresh clone of HEAD, build included."""
+def clean_clone_minutes() -> tuple[float, bool]:
+    """`make test` in a fresh clone of HEAD, build included: its minutes, and whether every test passed."""
     with tempfile.TemporaryDirectory(prefix="coteam-clone-") as tmp:
         clone = Path(tmp) / "coteam"
         subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
         start = time.monotonic()
-        subprocess.run(["make", "test"], cwd=clone, check=True, stdout=subprocess.DEVNULL)
-        return round((time.monotonic() - start) / 60, 1)
+        run = subprocess.run(["make", "test"], cwd=clone, capture_output=True, text=True)
+        if run.returncode != 0:
+            print(f"make test failed in the clone: {run.stdout.strip().splitlines()[-3:]}", file=sys.stderr)
+        return round((time.monotonic() - start) / 60, 1), run.returncode == 0
 
 
 def commit() -> str:
@@ -169,12 +171,28 @@ def section(rows: dict[str, dict], command: str) -> str:
     for label, r in rows.items():
         circles = "; ".join(" <-> ".join(c) for c in r["circles"]) or "none"
         cov = f"{r['coverage']:.1f}%" if r.get("coverage") is not None else "-"
-        minutes = f"{r['make_test_min']:.1f} min" if r.get("make_test_min") is not None else "-"
+        minutes = "-"
+        if r.get("make_test_min") is not None:
+            minutes = f"{r['make_test_min']:.1f} min" + ("" if r.get("make_test_passed") else " (a test failed)")
         lines.append(
             f"| {label} | {r['commit']} | {r['top_level_modules']} / {r['packages']} | {r['modules']} | "
             f"{r['arrows']} | {r['room_arrows']} | {circles} | {r['longest_node']} | {r['tests']} "
             f"({r['team_tests']}) | {cov} | {minutes} |"
         )
+    before, after = rows.get("before"), rows.get("after")
+    if before and after:
+        said = (
+            f"After the change the core has {after['top_level_modules']} top-level modules in "
+            f"{after['packages']} packages (before: {before['top_level_modules']} in {before['packages']}), "
+            f"{after['room_arrows']} arrows between rooms against {before['room_arrows']}, and "
+            f"{len(after['circles'])} circles between rooms against {len(before['circles'])}; "
+            f"{after['tests']} tests against {before['tests']}"
+        )
+        if after.get("coverage") is not None and before.get("coverage") is not None:
+            said += f", covering {after['coverage']:.1f}% of the lines against {before['coverage']:.1f}%"
+        if after.get("make_test_min") is not None and before.get("make_test_min") is not None:
+            said += f"; `make test` took {after['make_test_min']:.1f} min against {before['make_test_min']:.1f}"
+        lines += ["", said + "."]
     lines += [
         "",
         "How to read it. A room is a top-level module or sub-package of `src/coteam`; an arrow is one module importing "
@@ -193,9 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     if args.label:
+        earlier = rows.get(args.label, {})
         row = {"commit": commit(), **layout(), **tests()}
-        row["coverage"] = coverage() if args.coverage else None
-        row["make_test_min"] = clean_clone_minutes() if args.clean_clone else None
+        same = earlier.get("commit") == row["commit"]  # what was measured on this commit still holds
+        row["coverage"] = coverage() if args.coverage else earlier.get("coverage") if same else None
+        if args.clean_clone:
+            row["make_test_min"], row["make_test_passed"] = clean_clone_minutes()
+        else:
+            row["make_test_min"] = earlier.get("make_test_min") if same else None
+            row["make_test_passed"] = earlier.get("make_test_passed") if same else None
         rows[args.label] = row
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(rows, indent=1) + "\n")

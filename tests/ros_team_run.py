@@ -48,10 +48,11 @@ class StatusSteps:
         node.create_subscription(RobotStatus, f"/{robot}/status", lambda m: self.seen.append(m.step), qos)
 
     def reach(self, step: int) -> int:
-        """Spin until the status reaches ``step`` (at most 60 s); the step seen."""
+        """Spin until the status reaches ``step`` (at most 120 s: a loaded machine can take a minute to discover every
+        action server); the step seen."""
         import rclpy
 
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while not (self.seen and self.seen[-1] >= step) and time.monotonic() < deadline:
             rclpy.spin_once(self.node, timeout_sec=0.01)
         assert self.seen and self.seen[-1] >= step, f"{self.robot} did not reach step {step}"
