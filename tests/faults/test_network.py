@@ -101,7 +101,8 @@ def test_the_lan_loses_duplicates_delays_and_cuts_as_its_profile_says() -> None:
 
         lan.set_profile(PROFILES["delay 200 ± 50 ms"])
         delays = sorted(flight for _, flight in _datagrams(lan, 50))
-        assert delays[0] >= 0.14 and delays[-1] <= 0.30 and delays[-1] - delays[0] > 0.04
+        # the link holds each datagram 150-250 ms; a loaded machine may add its scheduling on top, never take away
+        assert delays[0] >= 0.14 and delays[-1] <= 0.50 and delays[-1] - delays[0] > 0.04
 
         lan.set_profile(PROFILES["clean"])
         lan.cut(["a"])

@@ -29,11 +29,17 @@ nodes.BACKSTOP_S = 2.0
 class StuckAtExit(Node):
     def __init__(self):
         super().__init__("stuck_at_exit")
-        self.create_timer(0.1, lambda: print("spinning", flush=True))
+        if sys.argv[1] == "idle":  # nothing to receive and no timer of its own: its wait never returns by itself
+            print("spinning", flush=True)
+        else:
+            self.create_timer(0.1, lambda: print("spinning", flush=True))
 
     def destroy_node(self):
         if sys.argv[1] == "hangs":
             threading.Event().wait()  # a teardown that never returns
+        if sys.argv[1] == "slow":  # a teardown that takes a while: the launcher's SIGTERM may come meanwhile
+            print("tearing down", flush=True)
+            threading.Event().wait(2.0)
         if sys.argv[1] == "hangs-holding-the-gil":
             ctypes.PyDLL(None).sleep(3600)  # a C call that keeps the interpreter's lock (PyDLL does not release it)
         super().destroy_node()
@@ -49,9 +55,9 @@ def _ignore_sigint() -> None:
 
 @pytest.mark.parametrize(
     ("teardown", "started"),
-    [("returns", None), ("hangs", None), ("hangs-holding-the-gil", None), ("returns", _ignore_sigint)],
-    ids=["returns", "hangs", "hangs-holding-the-gil", "started-with-sigint-ignored"],  # started-with-sigint-ignored:
-    # as by a shell's `nohup` or `&`: Python keeps it so
+    [("returns", None), ("idle", None), ("hangs", None), ("hangs-holding-the-gil", None), ("returns", _ignore_sigint)],
+    # started-with-sigint-ignored: as by a shell's `nohup` or `&`, and Python keeps it so
+    ids=["returns", "idle", "hangs", "hangs-holding-the-gil", "started-with-sigint-ignored"],
 )
 def test_sigint_ends_a_node_with_status_0_even_when_its_teardown_hangs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, teardown: str, started: object
@@ -73,8 +79,8 @@ def test_sigint_ends_a_node_with_status_0_even_when_its_teardown_hangs(
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     said = [line for line in err.splitlines() if "did not shut down" in line]
-    if teardown == "returns":
-        assert not said
+    if teardown in ("returns", "idle"):
+        assert not said and time.monotonic() - started < 5
         return
     assert time.monotonic() - started < 20
     if teardown == "hangs-holding-the-gil":  # no Python line then: faulthandler's stacks on stderr, from C
@@ -86,3 +92,22 @@ def test_sigint_ends_a_node_with_status_0_even_when_its_teardown_hangs(
     ]
     stacks = (tmp_path / "ros_log" / f"stuck_at_exit-{proc.pid}-shutdown-hang.txt").read_text()
     assert "destroy_node" in stacks  # where it hung
+
+
+def test_a_second_signal_during_the_teardown_does_not_change_the_exit_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A launcher stops a node with SIGINT, then SIGTERM when it takes long: the node still exits with status 0."""
+    isolate_ros(tmp_path, monkeypatch)
+    script = tmp_path / "stuck.py"
+    script.write_text(SCRIPT)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "slow"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "spinning"
+    proc.send_signal(signal.SIGINT)
+    assert proc.stdout.readline().strip() == "tearing down"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err

@@ -29,6 +29,10 @@ RETRY_S = 0.2  # how soon a node tries again to reach an action server that is n
 SHUTDOWN_GRACE_S = 10.0  # a node whose middleware has not shut down this long after its spin ended exits anyway
 BACKSTOP_S = 5.0  # and if that exit cannot run (the hang holds the interpreter's lock), a C timer's, this much later
 CANCEL_GRACE_S = 2.0  # a stopped node waits this long at most for the answers to its goals' cancels
+# the spin wakes this often: rclpy's wait does not return on a signal while rclpy's own handler (which would end the
+# ROS context before the node cancels its goals) is off, so an idle node (nothing to receive, no timer) would never
+# take in its SIGINT
+SIGNAL_POLL_S = 0.2
 
 
 def wall_timer(node: Node, seconds: float, callback: Callable[[], object]) -> Timer:
@@ -151,6 +155,7 @@ def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> N
     try:
         node = make_node()
         name = node.get_name()
+        wall_timer(node, SIGNAL_POLL_S, lambda: None)
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         if node is not None and hasattr(node, "cancel_goals"):
@@ -159,6 +164,10 @@ def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> N
         status = CANNOT_START
         raise cannot_start(name, exc) from None
     finally:
+        # the teardown is bounded below (the watchdogs); a second signal meanwhile (a launcher's SIGTERM after its
+        # SIGINT) would raise inside it and end the process by the signal instead of with its status
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         watchdog = _exit_if_shutdown_hangs(name, status)
         # and should the teardown hang holding the interpreter's lock (the timer's thread then never runs): every
         # thread's stack to stderr from faulthandler's own thread, then the exit from a C timer's
