@@ -13,9 +13,9 @@ PACKAGES = ("src/coteam", "sim/coteam_sim", "harness/coteam_harness", "ros2_ws/s
 
 
 def _tree() -> str:
-    """The first code block of docs/architecture.md: the tree of the packages."""
-    text = (ROOT / "docs" / "architecture.md").read_text()
-    return re.search(r"```\n(.*?)```", text, re.S).group(1)
+    """The code blocks of docs/architecture.md before its first section: the tree of the packages, one block each."""
+    text = (ROOT / "docs" / "architecture.md").read_text().split("\n## ")[0]
+    return "\n".join(re.findall(r"```\n(.*?)```", text, re.S))
 
 
 def test_the_architecture_map_names_every_module_and_folder() -> None:
