@@ -158,7 +158,7 @@ def test_confidence_grows_with_sightings_at_one_place_and_starts_over_where_it_m
 
 
 def test_anonymous_detections_are_associated_by_category_and_distance():
-    fusion = SemanticMapFusion(association_radius_m=0.5)
+    fusion = SemanticMapFusion(association_radius_m=0.5, confirm_hits=1)  # each sighting joins the map at once
     fusion.update([det(-1, 0, name="apple", category="food", position=(1.0, 1.0), confidence=0.5)], 0)
     fusion.update(
         [
@@ -179,12 +179,31 @@ def test_anonymous_detections_are_associated_by_category_and_distance():
 def test_two_objects_of_a_class_in_one_frame_stay_two_however_close():
     """A class-only detector gives two cups in one fridge at one place: each detection of a frame stands for its own
     map object, in that frame and the next, so a fridge holding two cups never shows as holding one."""
-    fusion = SemanticMapFusion(association_radius_m=0.5)
+    fusion = SemanticMapFusion(association_radius_m=0.5, confirm_hits=1)
     cup = {"name": "cup", "category": "food", "position": (1.0, 1.0)}
     first = fusion.update([det(-1, 0, **cup), det(-1, 0, **cup)], 0)
     assert len(first) == 2 and len(fusion) == 2
     assert sorted(fusion.update([det(-1, 1, **cup), det(-1, 1, **cup)], 1)) == sorted(first)
     assert len(fusion.update([det(-1, 2, **cup)], 2)) == 1 and len(fusion) == 2
+
+
+def test_an_anonymous_object_joins_the_map_when_seen_again_in_time_and_a_one_frame_sighting_never_does():
+    """A learned detector's false detection lasts a frame; a real object is seen again. A new anonymous object is
+    tentative until its second sighting within ``confirm_within`` steps (then it joins with both sightings'
+    confidence); one not seen again in time is dropped. A detector's id is trusted at once."""
+    fusion = SemanticMapFusion(confirm_within=3)
+    apple = {"name": "apple", "category": "food", "confidence": 0.5}
+    assert fusion.update([det(-1, 0, position=(1.0, 1.0), **apple)], 0) == [] and len(fusion) == 0
+    (joined,) = fusion.update([det(-1, 2, position=(1.2, 1.0), **apple)], 2)
+    assert fusion.get(joined).confidence == pytest.approx(0.75) and fusion.get(joined).position == (1.2, 1.0)
+    assert fusion.update([det(-1, 3, position=(6.0, 1.0), **apple)], 3) == []  # a false one
+    for step in range(4, 8):
+        assert fusion.update([], step) == []
+    assert fusion.update([det(-1, 8, position=(6.0, 1.0), **apple)], 8) == [], "too late: tentative again"
+    assert [o.object_id for o in fusion.objects()] == [joined]
+    assert fusion.update([det(21, 9)], 9) == [21]
+    with pytest.raises(ValueError, match="confirm_hits"):
+        SemanticMapFusion(confirm_hits=0)
 
 
 def test_a_place_seen_empty_loses_confidence_until_it_is_forgotten():
@@ -196,6 +215,11 @@ def test_a_place_seen_empty_loses_confidence_until_it_is_forgotten():
     assert 21 not in fusion
     with pytest.raises(ValueError, match="empty_decay"):
         SemanticMapFusion(empty_decay=1.0)
+
+
+def _one_frame_map() -> SemanticMapFusion:
+    """A map that takes an anonymous object in on its first sighting: the label tests below see each apple once."""
+    return SemanticMapFusion(confirm_hits=1)
 
 
 def _two_apples_scene():
@@ -214,7 +238,7 @@ def test_class_only_sightings_stand_for_task_instances_and_the_hand_camera_corre
     from coteam.senses.perception import CameraPerception, ObservationAssembler
 
     scene = _two_apples_scene()
-    camera = CameraPerception(ObservationAssembler("alice", scene))
+    camera = CameraPerception(ObservationAssembler("alice", scene), _one_frame_map())
     empty = Observation("alice", 0, 0, (5.0, 2.0), 0, 1, (None, None), visible=())
 
     def apple(x: float, y: float) -> Detection:
@@ -247,7 +271,7 @@ def test_an_object_seen_where_my_arm_put_an_item_of_its_class_takes_that_items_l
 
     scene = _two_apples_scene()
     assembler = ObservationAssembler("alice", scene)
-    camera = CameraPerception(assembler)
+    camera = CameraPerception(assembler, _one_frame_map())
     empty = Observation("alice", 0, 0, (5.0, 2.0), 0, 1, (None, None), visible=())
 
     def apple(x: float, y: float) -> Detection:
@@ -270,7 +294,7 @@ def test_a_label_held_by_an_object_unseen_where_it_should_be_goes_to_the_next_on
     from coteam.senses.perception import CameraPerception, ObservationAssembler
 
     scene = _two_apples_scene()
-    camera = CameraPerception(ObservationAssembler("alice", scene), release_after=3)
+    camera = CameraPerception(ObservationAssembler("alice", scene), _one_frame_map(), release_after=3)
     empty = Observation("alice", 0, 0, (5.0, 2.0), 0, 1, (None, None), visible=())
 
     def apple(x: float, y: float) -> Detection:

@@ -78,10 +78,12 @@ class AgentMemory:
     # Seconds on a robot's clock (its runtime sets it with every status); None in simulation, where steps count
     clock_s: float | None = None
     retries: RetryLedger = field(default_factory=RetryLedger)  # failed actions, and which are blocked for now
-    # Real robots: the items my own arm put down and has not taken again (grounded at the arm, whatever my camera
-    # or my teammates call what they see), and the items my map holds on a teammate's word (teammate_placed) and
-    # not by my own sight since: a robot counts distinct items from these, never by adding up labels
-    put_down_by_me: set[int] = field(default_factory=set)
+    # Real robots: the items my own arm put down and has not taken again, each as my arm left it (grounded at the
+    # arm, whatever my camera or my teammates call what they see later: a label my camera gives another object in
+    # the fridge does not move the apple my arm set on the table), and the items my map holds on a teammate's word
+    # (teammate_placed) and not by my own sight since: a robot counts distinct items from these, never by adding
+    # up labels
+    put_down_by_me: dict[int, ObjectView] = field(default_factory=dict)
     told_by: dict[int, str] = field(default_factory=dict)
     # What a person told the team (an operator's report): item class -> the fixtures it is said to be in or on.
     # The belief weighs those places up for instances nobody has seen (coteam.belief.HINT_FACTOR).
@@ -107,7 +109,9 @@ class AgentMemory:
         self.room_visits[obs.room] = obs.step
         self.last_failure = obs.last_failure
         self.camera_view = obs.complete_fixtures is not None
-        self.put_down_by_me = (self.put_down_by_me | set(obs.put_down)) - set(obs.holding)
+        placed_now = {v.id: v for v in obs.visible if v.id in obs.put_down}
+        kept = {**self.put_down_by_me, **placed_now}
+        self.put_down_by_me = {i: v for i, v in kept.items() if i not in obs.holding}
         self._see(obs)
         for own in obs.holding:
             if own is not None and own in self.objects:

@@ -9,7 +9,12 @@ Fusion rules (one :meth:`SemanticMapFusion.update` per observation):
 * A detection below ``min_confidence`` is ignored.
 * A detection without an identity (``object_id < 0``: a detector that knows the class, not the instance) is
   associated with the nearest remembered object of its category within ``association_radius_m``, or becomes a
-  new object with an id of its own (negative: -1, -2, ..., never a scene's id).
+  new object with an id of its own (negative: -1, -2, ..., never a scene's id). Such a new object is
+  **tentative**, as a tracker's new track is: a learned detector's false detection lasts a frame, a real object is
+  seen again. It joins the map once detected ``confirm_hits`` times, each sighting within ``confirm_within``
+  steps of the one before; a tentative object not seen again in time is dropped. Until then it is neither in the
+  map nor among the objects an update returns (so one false detection near the fridge never shows a goal item in
+  place). A detector that gives ids is trusted at once.
 * A new object id is added; a re-detected one takes the newest detection's position, room, container and holder
   (**newest wins**). Its confidence grows with each sighting at the same place (within
   ``association_radius_m``): ``c <- 1 - (1 - c)(1 - d)`` for a detection of confidence ``d``; a sighting
@@ -132,9 +137,13 @@ class SemanticMapFusion:
         association_radius_m: float = 0.5,
         empty_decay: float = 0.5,
         drop_below: float = 0.05,
+        confirm_hits: int = 2,
+        confirm_within: int = 12,
     ) -> None:
         if forget_after_steps is not None and forget_after_steps < 0:
             raise ValueError(f"forget_after_steps must be >= 0 or None, not {forget_after_steps}")
+        if confirm_hits < 1 or confirm_within < 1:
+            raise ValueError(f"confirm_hits and confirm_within must be >= 1, not {confirm_hits}, {confirm_within}")
         if not 0 <= empty_decay < 1:
             raise ValueError(f"empty_decay must be in [0, 1), not {empty_decay}")
         self.min_confidence = min_confidence
@@ -142,9 +151,13 @@ class SemanticMapFusion:
         self.association_radius_m = association_radius_m
         self.empty_decay = empty_decay
         self.drop_below = drop_below
+        self.confirm_hits = confirm_hits
+        self.confirm_within = confirm_within
         self._next_anonymous = -1
         self.step = -1  # step of the last update
         self._objects: dict[int, SemanticObject] = {}
+        # anonymous objects seen fewer than confirm_hits times: their latest sighting and how many there were
+        self._tentative: dict[int, tuple[SemanticObject, int]] = {}
         self._explored: dict[str, None] = {}  # insertion-ordered set
 
     # --- updating ----------------------------------------------------------------------------------------
@@ -173,11 +186,17 @@ class SemanticMapFusion:
         changed = []
         for oid, det in best.items():
             old = self._objects.get(oid)
+            hits = 0 if old is not None or oid >= 0 else self._tentative.get(oid, (None, 0))[1]
+            if old is None and hits:
+                old = self._tentative.pop(oid)[0]
             if old is not None and det.step < old.last_seen_step:
                 continue  # a late detection from an older observation
             new = SemanticObject.from_detection(det)
             if old is not None and distance(old.position, det.position) <= self.association_radius_m:
                 new = replace(new, confidence=1 - (1 - old.confidence) * (1 - det.confidence))
+            if oid < 0 and oid not in self._objects and hits + 1 < self.confirm_hits:
+                self._tentative[oid] = (new, hits + 1)  # not in the map until seen again
+                continue
             self._objects[oid] = new
             changed.append(oid)
         if robot_room:
@@ -196,6 +215,9 @@ class SemanticMapFusion:
             horizon = step - self.forget_after_steps
             for oid in [oid for oid, obj in self._objects.items() if obj.last_seen_step < horizon]:
                 del self._objects[oid]
+        self._tentative = {
+            oid: seen for oid, seen in self._tentative.items() if seen[0].last_seen_step >= step - self.confirm_within
+        }
         return sorted(changed)
 
     def rooms_seen(self, detections: Iterable[Detection]) -> list[str]:
@@ -205,17 +227,18 @@ class SemanticMapFusion:
 
     def _associate(self, det: Detection, taken: Collection[int] = ()) -> int:
         """The remembered object of ``det``'s category nearest to it within the radius that no other detection of
-        the same observation stands for (``taken``), or a new anonymous id: two cups side by side in one frame are two
-        objects, however close."""
-        near = [
-            (distance(o.position, det.position), oid)
-            for oid, o in self._objects.items()
-            if oid not in taken
-            and o.category == det.category
-            and distance(o.position, det.position) <= self.association_radius_m
-        ]
-        if near:
-            return min(near)[1]
+        the same observation stands for (``taken``), else such a tentative one, else a new anonymous id: two cups side
+        by side in one frame are two objects, however close."""
+        for objects in (self._objects, {oid: obj for oid, (obj, _) in self._tentative.items()}):
+            near = [
+                (distance(o.position, det.position), oid)
+                for oid, o in objects.items()
+                if oid not in taken
+                and o.category == det.category
+                and distance(o.position, det.position) <= self.association_radius_m
+            ]
+            if near:
+                return min(near)[1]
         self._next_anonymous -= 1
         return self._next_anonymous + 1
 
@@ -263,6 +286,8 @@ class SemanticMapFusion:
             "association_radius_m": self.association_radius_m,
             "empty_decay": self.empty_decay,
             "drop_below": self.drop_below,
+            "confirm_hits": self.confirm_hits,
+            "confirm_within": self.confirm_within,
             "next_anonymous": self._next_anonymous,
             "step": self.step,
             "explored_rooms": self.explored_rooms,
@@ -276,7 +301,8 @@ class SemanticMapFusion:
     def from_dict(cls, data: Mapping[str, Any]) -> SemanticMapFusion:
         if data.get("format") != JSON_FORMAT:
             raise ValueError(f"unsupported semantic map format {data.get('format')!r} (expected {JSON_FORMAT})")
-        settings = {k: data[k] for k in ("association_radius_m", "empty_decay", "drop_below") if k in data}
+        known = ("association_radius_m", "empty_decay", "drop_below", "confirm_hits", "confirm_within")
+        settings = {k: data[k] for k in known if k in data}
         fusion = cls(data["min_confidence"], data["forget_after_steps"], **settings)
         fusion._next_anonymous = data.get("next_anonymous", -1)
         fusion.step = data["step"]

@@ -44,16 +44,15 @@ def line_progress(memory: AgentMemory, team_put_down: TeamPutDown | None = None)
     a robot whose detector gives classes without ids labels what it sees itself
     (:class:`coteam.senses.perception.CameraPerception`), so a teammate's cup 5 may be the cup my map calls 6. Per goal
     line the count is the larger of two counts, each of distinct items: what my own sight and arm show in place
-    (not what my map holds on a teammate's word), and what the robots' arms put there, mine
-    (``memory.put_down_by_me``) and each teammate's (``team_put_down``, from its intents: one arm's put-downs are
-    distinct items, and no arm's are another's)."""
+    (not what my map holds on a teammate's word), and what the robots' arms put there, each where its arm left it,
+    mine (``memory.put_down_by_me``) and each teammate's (``team_put_down``, from its intents: one arm's put-downs
+    are distinct items, and no arm's are another's)."""
     out = []
+    arms = [list(memory.put_down_by_me.values()), *(team_put_down or {}).values()]
     for status in goal_status(memory):
         predicate = status.predicate
         seen = sum(1 for i in status.done if i not in memory.told_by)
-        by_arms = sum(1 for i in memory.put_down_by_me if i in status.done)
-        for views in (team_put_down or {}).values():
-            by_arms += sum(1 for v in views if v.name == predicate.item and satisfies(v, predicate, memory))
+        by_arms = sum(1 for views in arms for v in views if satisfies(v, predicate, memory))
         out.append((predicate, min(max(seen, by_arms), predicate.count)))
     return out
 
@@ -98,9 +97,9 @@ class TeamHeard:
 def intent_payload(target: int, memory: AgentMemory, heard: TeamHeard) -> str:
     """An intent's payload (:class:`Intent`): the claim (:func:`claim_target`); the goal items my map shows in place
     that the team has not heard of (``heard``, updated), so that every robot's map shows what the team delivered;
-    the goal items my arm put in place, which the team counts by robot (:func:`goal_progress`), each as ``[item,
-    fixture, into a container]``; and the containers my map shows in another state than the team heard of (so
-    that no robot opens a door a teammate opened)."""
+    the goal items my arm put in place (where it left them), which the team counts by robot
+    (:func:`goal_progress`), each as ``[item, fixture, into a container]``; and the containers my map shows in
+    another state than the team heard of (so that no robot opens a door a teammate opened)."""
     done = {i for s in goal_status(memory) for i in s.done}
     fresh = sorted(done - heard.in_place)
     heard.in_place.update(fresh)
@@ -114,7 +113,12 @@ def intent_payload(target: int, memory: AgentMemory, heard: TeamHeard) -> str:
     def placed(items: list[int]) -> list[list]:
         return [[i, memory.objects[i].holder, memory.objects[i].location == Relation.IN] for i in items]
 
-    put_down = placed(sorted(done & memory.put_down_by_me))
+    predicates = memory.task.predicates
+    put_down = [
+        [v.id, v.holder, v.location == Relation.IN]
+        for _, v in sorted(memory.put_down_by_me.items())
+        if any(satisfies(v, p, memory) for p in predicates)
+    ]
     payload: dict[str, object] = {"claim": target, "in_place": placed(fresh), "put_down": put_down}
     payload["doors"] = [[c, is_open] for c, is_open in doors.items()]
     return json.dumps({key: value for key, value in payload.items() if value or key == "claim"})

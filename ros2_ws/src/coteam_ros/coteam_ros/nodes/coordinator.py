@@ -238,13 +238,9 @@ class CoordinatorNode(Node):
         return True
 
     def _put_down_by_others(self, robot: TeamRobot) -> dict[str, list]:
-        """The other robots' own put-downs, by robot: what each one's arm put where it is now."""
+        """The other robots' own put-downs, by robot: each item where that robot's arm left it."""
         return {
-            other.name: [
-                other.brain.memory.objects[i]
-                for i in other.brain.memory.put_down_by_me
-                if i in other.brain.memory.objects
-            ]
+            other.name: list(other.brain.memory.put_down_by_me.values())
             for other in self.robots.values()
             if other is not robot
         }
