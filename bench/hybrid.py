@@ -20,10 +20,10 @@ from typing import Any
 
 from coteam.domain.world import Benchmark
 from coteam.kit.config import RoleMethodConfig
-from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.methods.pce.scripted import scripted_pce_model
 from coteam_harness.runner import run_episode
 from coteam_sim.suites import fresh_episode, get_suite
+from coteam_testkit.llm_server import LoopbackOpenAIServer
 
 TITLE = "## Hybrid backend: the model only where the belief is in doubt (PCE)"
 SUITES = ("cwah-test", "tdwmat-test")

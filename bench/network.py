@@ -2,10 +2,10 @@
 
     python bench/network.py --out docs/benchmarks.md   # ~4 min; needs root (network namespaces, TUN)
 
-Two hosts of a :class:`coteam_ros.netlab.VirtualLan` (network namespaces on one LAN, DDS over UDP, discovery on the
+Two hosts of a :class:`coteam_testkit.netlab.VirtualLan` (network namespaces on one LAN, DDS over UDP, discovery on the
 subnet): the publisher of ``bench/ros_team.py``'s latency test on ``alice``, its subscriber on ``bob``, signed
 ``TeamMessage`` of 200 characters at 100 Hz with the planners' QoS, under each link profile of
-:data:`coteam_ros.netlab.PROFILES`. With coteam's Fast DDS profile (``coteam_ros/dds/fastdds_team.xml``, what
+:data:`coteam_testkit.netlab.PROFILES`. With coteam's Fast DDS profile (``coteam_ros/dds/fastdds_team.xml``, what
 ``coteam launch`` gives its nodes) and, for the clean and lossy links, with Fast DDS' stock settings.
 Latency = receive time - ``header.stamp`` (one machine, one clock), over the messages that arrived.
 """
@@ -24,7 +24,7 @@ STOCK_ALSO = ("clean", "loss 10 %", "loss 30 %")  # profiles also measured with 
 def section(command: str) -> str:
     from coteam.home.signing import init_keystore
     from coteam_ros.launcher import child_env
-    from coteam_ros.netlab import PROFILES, VirtualLan
+    from coteam_testkit.netlab import PROFILES, VirtualLan
     from ros_team import message_latency, ros_isolation
     from sections import machine  # bench/ is on sys.path when run as a script
 
@@ -50,7 +50,7 @@ def section(command: str) -> str:
         TITLE,
         "",
         f"Produced by `{command}` on {machine()}. Two hosts (network namespaces) on a virtual LAN "
-        "(`coteam_ros.netlab`): alice publishes 1,000 signed `TeamMessage`s of 200 characters at 100 Hz (after 50 "
+        "(`coteam_testkit.netlab`): alice publishes 1,000 signed `TeamMessage`s of 200 characters at 100 Hz (after 50 "
         "unmeasured ones) with the planners' QoS, bob's subscriber verifies each and takes its receive time; "
         "latency = receive time - `header.stamp`, one clock. Each link profile is what netem would do (its `tc` "
         "arguments are shown; this machine's kernel has no netem, the lab's switch applies the same). *DDS "

@@ -227,7 +227,7 @@ def message_latency(
 ) -> dict:
     """Publisher and subscriber processes; percentiles of receive time - header.stamp over the messages that
     arrived of ``count``, signed with the keys of ``keystore`` (None: unsigned). With ``lan`` (a
-    :class:`coteam_ros.netlab.VirtualLan` with hosts ``alice`` and ``bob``) the publisher runs on alice, the
+    :class:`coteam_testkit.netlab.VirtualLan` with hosts ``alice`` and ``bob``) the publisher runs on alice, the
     subscriber on bob; ``env`` is the processes' environment (default: this process's)."""
     me = [sys.executable, str(Path(__file__).resolve())]
     if keystore is not None:

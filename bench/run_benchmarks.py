@@ -34,7 +34,6 @@ from pathlib import Path
 
 from coteam.domain.physics import Physics
 from coteam.domain.world import Benchmark
-from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.methods.pce.scripted import scripted_pce_model
 from coteam.registry import method_names
 from coteam_harness.report import comparison, markdown, orderings_markdown, scaling_markdown
@@ -43,6 +42,7 @@ from coteam_harness.runner import run_episode
 from coteam_sim.engine import Simulator
 from coteam_sim.primitives import Primitive, PrimitiveKind
 from coteam_sim.suites import get_suite
+from coteam_testkit.llm_server import LoopbackOpenAIServer
 from paper_orderings import ORDERINGS
 
 # The team each benchmark is calibrated with, and the published numbers of its baseline.

@@ -29,8 +29,8 @@ def run_on_loopback(method: str, model, scene, trace_path=None, safety=None, **p
     """One episode of ``method`` on the ``llm`` backend, answered by ``model`` behind the loopback server (with
     the home's ``safety`` policy): the result, the requests the server got, and the tokens it reported (with no
     retries: a bad answer gets the repair round, then the symbolic answer)."""
-    from coteam.llm.testserver import LoopbackOpenAIServer
     from coteam_harness.runner import run_episode
+    from coteam_testkit.llm_server import LoopbackOpenAIServer
 
     with LoopbackOpenAIServer(model) as server:
         params = {"backend": "llm", "base_url": server.base_url, "max_retries": 0, **params}

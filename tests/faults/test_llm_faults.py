@@ -10,10 +10,10 @@ from collections import Counter
 import pytest
 
 from coteam.llm import CircuitBreaker, RoleAnswer, Usage
-from coteam.llm.testserver import BrokenEndpoint, LoopbackOpenAIServer
 from coteam_harness.runner import run_episode
 from coteam_harness.trace import load_trace
 from coteam_sim.suites import get_suite
+from coteam_testkit.llm_server import BrokenEndpoint, LoopbackOpenAIServer
 
 FAST = {"timeout_s": 0.3, "max_retries": 1, "backoff_s": 0.01}
 

@@ -1,6 +1,6 @@
 """A teammate that falls silent is noticed, planned without, and welcomed back (``coteam_ros.heartbeat``).
 
-* a 15-second partition between the robots' hosts (``coteam_ros.netlab``): each robot finds the other lost after
+* a 15-second partition between the robots' hosts (``coteam_testkit.netlab``): each robot finds the other lost after
   its lease and back once the link heals, logs each change once, and the team finishes the task;
 * a robot whose nodes are all killed: its teammate finds it lost and goes on; restarted, the robot's signed
   heartbeats are believed again (its sequence numbers go on counting up), it recalls its memory (its journal), it is
@@ -26,8 +26,8 @@ from ros_team_run import BRIDGE, RUN_TIMEOUT_S, stop_all, write_config
 rclpy = pytest.importorskip("rclpy")
 
 from coteam_ros.launcher import child_env, plan  # noqa: E402
-from coteam_ros.netlab import Partition, lab_unavailable, run_team_on_lan  # noqa: E402
 from coteam_ros.team_config import load_config  # noqa: E402
+from coteam_testkit.netlab import Partition, lab_unavailable, run_team_on_lan  # noqa: E402
 
 pytestmark = pytest.mark.team  # starts a team of ROS 2 processes: `make test` runs these apart
 

@@ -1,4 +1,4 @@
-"""The team on separate hosts (network namespaces of :mod:`coteam_ros.netlab`) over a faulty LAN.
+"""The team on separate hosts (network namespaces of :mod:`coteam_testkit.netlab`) over a faulty LAN.
 
 * the LAN itself: what a link profile does to UDP datagrams between two hosts (loss, duplication, delay, a partition
   and its healing), counted exactly;
@@ -26,7 +26,7 @@ from talking import first_talking_episode
 rclpy = pytest.importorskip("rclpy")
 
 from coteam_harness.trace import load_trace  # noqa: E402
-from coteam_ros.netlab import PROFILES, LinkProfile, VirtualLan, lab_unavailable, run_team_on_lan  # noqa: E402
+from coteam_testkit.netlab import PROFILES, LinkProfile, VirtualLan, lab_unavailable, run_team_on_lan  # noqa: E402
 
 pytestmark = [pytest.mark.team]  # starts a team of ROS 2 processes: `make test` runs these apart
 if os.geteuid() != 0:  # as root a lab must work: a failure to make one fails the tests, it does not skip them

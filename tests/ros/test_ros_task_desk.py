@@ -39,7 +39,7 @@ def test_a_task_node_with_a_model_reader_queues_what_the_model_read(
 ) -> None:
     from coteam.domain.scene_io import save_scene
     from coteam.home.world_file import load_world
-    from coteam.llm.testserver import LoopbackOpenAIServer
+    from coteam_testkit.llm_server import LoopbackOpenAIServer
 
     isolate_ros(tmp_path, monkeypatch)
     monkeypatch.setenv("OPENAI_API_KEY", "not-needed-by-the-loopback-server")

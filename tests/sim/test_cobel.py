@@ -14,13 +14,13 @@ from coteam.agent.reasoning import AgentBrain, DecisionContext
 from coteam.domain.actions import Verb, parse_action
 from coteam.domain.observation import Message
 from coteam.kit import Deliberation
-from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.methods.cobel.belief_world import BeliefWorld
 from coteam.methods.cobel.symbolic import CobelSymbolic, sayable
 from coteam_harness.runner import run_episode
 from coteam_harness.trace import load_trace
 from coteam_sim.engine import Simulator
 from coteam_sim.suites import get_suite
+from coteam_testkit.llm_server import LoopbackOpenAIServer
 from scenario import method_brain
 
 

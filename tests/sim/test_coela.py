@@ -8,10 +8,10 @@ from itertools import pairwise
 import pytest
 
 from coteam.kit import letter, match_option
-from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam_harness.runner import run_episode
 from coteam_harness.trace import load_trace
 from coteam_sim.suites import get_suite
+from coteam_testkit.llm_server import LoopbackOpenAIServer
 
 LETTERED = {
     "A": "[gograb] <apple> (21)",

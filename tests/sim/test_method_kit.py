@@ -173,8 +173,8 @@ def test_a_team_is_reset_not_rebuilt_between_episodes(registered, tmp_path):
 
 
 def test_one_llm_backend_serves_every_agent_and_episode_of_a_run(monkeypatch):
-    from coteam.llm.testserver import LoopbackOpenAIServer
     from coteam.methods.pce.scripted import scripted_pce_model
+    from coteam_testkit.llm_server import LoopbackOpenAIServer
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with LoopbackOpenAIServer(scripted_pce_model) as server:
@@ -304,7 +304,7 @@ def _joint_model(request):
 
 
 def test_a_centralised_role_method_asks_once_per_round_with_the_teams_slots(registered, tmp_path, monkeypatch):
-    from coteam.llm.testserver import LoopbackOpenAIServer
+    from coteam_testkit.llm_server import LoopbackOpenAIServer
 
     (tmp_path / "joint_assign.md").write_text(
         "---system---\nAssign each robot waiting for an action one of its actions. Reply with JSON.\n---user---\n"
@@ -456,7 +456,7 @@ def _picker_model(request: dict) -> str:
 
 
 def test_the_architecture_docs_role_method_runs_on_both_backends(tmp_path, monkeypatch):
-    from coteam.llm.testserver import LoopbackOpenAIServer
+    from coteam_testkit.llm_server import LoopbackOpenAIServer
 
     monkeypatch.syspath_prepend(str(_picker_package(tmp_path)))
     monkeypatch.delitem(sys.modules, "picker", raising=False)

@@ -10,7 +10,6 @@ import pytest
 from coteam.domain.actions import HighLevelAction, ObjectRef, Verb
 from coteam.domain.world import Benchmark
 from coteam.kit.explanation import tree_lines
-from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.methods.pce import PceConfig
 from coteam.methods.pce.reasoner import ABLATIONS
 from coteam.methods.pce.scoring import (
@@ -26,6 +25,7 @@ from coteam.methods.pce.tree import Hypothesis, TreeError, depth, explained_tree
 from coteam_harness.runner import run_episode
 from coteam_harness.trace import load_trace
 from coteam_sim.suites import get_suite
+from coteam_testkit.llm_server import LoopbackOpenAIServer
 
 KNOWN = {2: "kitchen", 3: "bedroom", 24: "apple", 15: "dinnertable"}
 AVAILABLE = [

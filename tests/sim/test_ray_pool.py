@@ -22,11 +22,11 @@ cluster_utils = pytest.importorskip("ray.cluster_utils")
 
 from test_pool import SPECS, _outcome, _trace  # noqa: E402
 
-from coteam.llm.testserver import LoopbackOpenAIServer  # noqa: E402
 from coteam.methods.pce.scripted import scripted_pce_model  # noqa: E402
 from coteam_harness.cli import run_suite  # noqa: E402
 from coteam_harness.jobs import Failed, Finished, Job, RunSettings  # noqa: E402
 from coteam_harness.pool import run_jobs  # noqa: E402
+from coteam_testkit.llm_server import LoopbackOpenAIServer  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -137,9 +137,9 @@ def test_a_teammates_message_that_asks_for_a_forbidden_action_moves_nothing_forb
 ) -> None:
     """A message in a teammate's name (as a forged or injected one would read) tells the robot to grab the wine,
     and the model follows whatever the message says: still no primitive handles the wine or the fridge."""
-    from coteam.llm.testserver import LoopbackOpenAIServer
     from coteam.registry import make_team
     from coteam_harness.faults import InjectedTeam
+    from coteam_testkit.llm_server import LoopbackOpenAIServer
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     wine = next(i for i in SCENE.items if i.name == "wine")

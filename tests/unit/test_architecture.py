@@ -9,7 +9,13 @@ from pathlib import Path
 import grimp
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("src/coteam", "sim/coteam_sim", "harness/coteam_harness", "ros2_ws/src/coteam_ros/coteam_ros")
+PRODUCT = {
+    "coteam": "src/coteam",
+    "coteam_sim": "sim/coteam_sim",
+    "coteam_harness": "harness/coteam_harness",
+    "coteam_ros": "ros2_ws/src/coteam_ros/coteam_ros",
+}
+PACKAGES = (*PRODUCT.values(), "testkit/coteam_testkit")
 
 
 def _tree() -> str:
@@ -43,3 +49,13 @@ def test_no_two_rooms_of_the_core_import_each_other() -> None:
         and graph.chain_exists(importer=f"coteam.{b}", imported=f"coteam.{a}", as_packages=True)
     ]
     assert not both_ways, f"rooms that import each other (directly or round a loop): {both_ways}"
+
+
+def test_no_product_package_imports_the_test_kit() -> None:
+    graph = grimp.build_graph(*PRODUCT, "coteam_testkit")
+    users = sorted(
+        m
+        for m in graph.find_modules_that_directly_import("coteam_testkit", as_package=True)
+        if not m.startswith("coteam_testkit")
+    )
+    assert not users, f"the product imports the test kit: {users}"

@@ -13,13 +13,13 @@ from coteam.belief import BeliefState
 from coteam.domain.observation import Message
 from coteam.kit import RoleKit
 from coteam.llm import Doubt, HybridBackend, LLMBackend, PromptLibrary, Role, RoleContext
-from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.methods.pce.reasoner import PceConfig, PceTeam
 from coteam.methods.pce.scripted import scripted_pce_model
 from coteam_harness.runner import run_episode
 from coteam_harness.trace import load_trace
 from coteam_sim.engine import Simulator
 from coteam_sim.suites import get_suite
+from coteam_testkit.llm_server import LoopbackOpenAIServer
 from scenario import pce_brain
 
 

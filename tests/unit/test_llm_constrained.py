@@ -14,10 +14,10 @@ from coteam.kit.answers import MessageAnswer
 from coteam.kit.lettered import action_text_schema, letter_schema
 from coteam.llm import LLMConfig, LLMError, OpenAIChatBackend, RoleContext, ask_structured
 from coteam.llm.schema import model_schema, narrow, response_format, strict_form
-from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.methods.pce.scripted import scripted_pce_model
 from coteam_harness.runner import run_episode
 from coteam_sim.suites import get_suite
+from coteam_testkit.llm_server import LoopbackOpenAIServer
 
 
 class Inner(BaseModel):

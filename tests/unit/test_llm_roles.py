@@ -28,10 +28,10 @@ from coteam.llm import (
     backends,
     make_backend,
 )
-from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.methods.pce.scripted import scripted_pce_model
 from coteam_harness.runner import run_episode
 from coteam_sim.suites import get_suite
+from coteam_testkit.llm_server import LoopbackOpenAIServer
 
 
 class Answer(BaseModel):

@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field
 
 from coteam.llm import Completion, LLMConfig, LLMError, OpenAIChatBackend, StructuredOutputError, Usage
 from coteam.llm.structured import ask_structured, ask_text, extract_json
-from coteam.llm.testserver import LoopbackOpenAIServer
+from coteam_testkit.llm_server import LoopbackOpenAIServer
 
 
 class Pick(BaseModel):

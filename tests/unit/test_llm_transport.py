@@ -22,7 +22,7 @@ from coteam.llm import (
     estimate_messages_tokens,
     estimate_tokens,
 )
-from coteam.llm.testserver import LoopbackOpenAIServer
+from coteam_testkit.llm_server import LoopbackOpenAIServer
 
 MSGS = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Say hello to Bob."}]
 

@@ -12,9 +12,9 @@ import pytest
 from coteam.domain.world import Relation
 from coteam.home.world_file import goal_task, load_world
 from coteam.llm import LLMConfig, make_backend
-from coteam.llm.testserver import LoopbackOpenAIServer
 from coteam.tasks.reading import prompt_library, read
 from coteam.tasks.words import RequestRefused, read_request
+from coteam_testkit.llm_server import LoopbackOpenAIServer
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 DATA = Path(__file__).resolve().parents[1] / "data" / "local_llm"
