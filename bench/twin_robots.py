@@ -169,7 +169,7 @@ def unserved_row(work: Path) -> str:
 
 HUNG_EXIT = """
 import threading
-import coteam_ros.nodes as nodes
+import coteam_ros.runtime as runtime
 from rclpy.node import Node
 
 
@@ -182,13 +182,13 @@ class Planner(Node):  # a node whose middleware teardown never returns (Fast DDS
         threading.Event().wait()
 
 
-nodes.spin_node(Planner)
+runtime.spin_node(Planner)
 """
 
 
 def hung_exit_row(work: Path) -> str:
     """A node whose teardown hangs, stopped as the launch stops it (SIGINT): how long it took to go, its exit status
-    and the line it said (``coteam_ros.nodes.spin_node``)."""
+    and the line it said (``coteam_ros.runtime.spin_node``)."""
     script = work / "hung_exit.py"
     script.write_text(HUNG_EXIT)
     argv = [sys.executable, str(script), "--ros-args", "-r", "__ns:=/robot1"]

@@ -90,7 +90,7 @@ def shut_down(node, procs: dict[str, subprocess.Popen]) -> None:
 
 def exit_status(p: subprocess.Popen, timeout_s: float) -> int | str:
     """``p``'s exit status within ``timeout_s``; if it is still running, every thread's stack (a node's SIGUSR1:
-    ``coteam_ros.nodes.spin_node``) goes to its stderr, it is killed, and the answer says so."""
+    ``coteam_ros.runtime.spin_node``) goes to its stderr, it is killed, and the answer says so."""
     try:
         return p.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:

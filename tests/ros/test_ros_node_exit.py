@@ -1,4 +1,4 @@
-"""How a coteam node process ends (``coteam_ros.nodes.spin_node``): SIGINT ends it with status 0, and a teardown
+"""How a coteam node process ends (``coteam_ros.runtime.spin_node``): SIGINT ends it with status 0, and a teardown
 that hangs in the middleware no longer keeps the process, or a launch waiting on it, alive: it exits after the
 grace, says so in one line and leaves its threads' stacks -- with status 0 also when the hang holds the interpreter's
 lock, as a deadlock inside the DDS library's destruction of an entity does (no Python thread can run then)."""
@@ -19,11 +19,11 @@ pytest.importorskip("rclpy")
 
 SCRIPT = """
 import ctypes, sys, threading
-import coteam_ros.nodes as nodes
+import coteam_ros.runtime as runtime
 from rclpy.node import Node
 
-nodes.SHUTDOWN_GRACE_S = 1.0
-nodes.BACKSTOP_S = 2.0
+runtime.SHUTDOWN_GRACE_S = 1.0
+runtime.BACKSTOP_S = 2.0
 
 
 class StuckAtExit(Node):
@@ -45,7 +45,7 @@ class StuckAtExit(Node):
         super().destroy_node()
 
 
-nodes.spin_node(StuckAtExit)
+runtime.spin_node(StuckAtExit)
 """
 
 

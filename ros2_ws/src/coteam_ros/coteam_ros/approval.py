@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from coteam_interfaces.srv import ApproveAction
 from rclpy.node import Node
 
-from coteam_ros.nodes import spin_node
+from coteam_ros.runtime import spin_node
 
 SERVICE = "/approve_action"
 
@@ -62,6 +62,6 @@ class ApprovalNode(Node):
 
 def serve(answer: str | None, timeout_s: float) -> None:
     """Serve ``/approve_action`` until Ctrl-C or SIGTERM: ``answer`` ("yes"/"no") for every question, or ask on the
-    terminal. It stops as the robots' nodes do (``coteam_ros.nodes.spin_node``): a middleware teardown that hangs
+    terminal. It stops as the robots' nodes do (``coteam_ros.runtime.spin_node``): a middleware teardown that hangs
     does not keep it running."""
     spin_node(lambda: ApprovalNode(answer, timeout_s))

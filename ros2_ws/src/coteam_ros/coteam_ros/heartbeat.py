@@ -22,8 +22,8 @@ from std_msgs.msg import Header
 
 from coteam.home.roster import RosterChange, TeamRoster
 from coteam.home.signing import Envelope, Signer, Verifier
-from coteam_ros.nodes import wall_timer
 from coteam_ros.qos import HEARTBEATS
+from coteam_ros.runtime import wall_timer
 
 HEARTBEAT = "/team/heartbeat"  # the channel, and the receiver a heartbeat is signed for
 STARTUP_S = 60.0  # a teammate never heard is lost this long after my start (as the bridge's first-tick wait)

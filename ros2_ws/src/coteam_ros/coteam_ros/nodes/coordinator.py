@@ -59,8 +59,8 @@ from coteam.domain.observation import Observation, observation_from_dict
 from coteam.registry import make_team, method_class
 from coteam_ros.convert import decision_to_msg
 from coteam_ros.episode import load_episode
-from coteam_ros.nodes import spin_node, wall_timer
 from coteam_ros.qos import DECISIONS, TURNS
+from coteam_ros.runtime import spin_node, wall_timer
 from coteam_ros.task_end import goal_met, goal_progress
 
 NODE_NAME = "coordinator"

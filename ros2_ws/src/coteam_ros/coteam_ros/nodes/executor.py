@@ -95,7 +95,8 @@ from coteam_ros.approval import SERVICE as APPROVAL_SERVICE
 from coteam_ros.convert import nav_goal_to_pose, target_view_from_json
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
-from coteam_ros.nodes import (
+from coteam_ros.qos import LATCHED, STREAM
+from coteam_ros.runtime import (
     RETRY_S,
     Wire,
     call_later,
@@ -105,7 +106,6 @@ from coteam_ros.nodes import (
     spin_node,
     wall_timer,
 )
-from coteam_ros.qos import LATCHED, STREAM
 
 NODE_NAME = "executor"
 WATCHDOG_S = 0.5  # how often a real robot's goals are checked for progress
@@ -657,7 +657,7 @@ class ExecutorNode(Node):
 
     def cancel_goals(self) -> list[Any]:
         """The node is being stopped (the team stops: Ctrl-C, a time-out): cancel its running Nav2 and arm goals, so
-        that no robot drives or grasps on without its team (``coteam_ros.nodes.spin_node`` waits for the answers)."""
+        that no robot drives or grasps on without its team (``coteam_ros.runtime.spin_node`` waits for the answers)."""
         pending = []
         if self.nav is not None and self.nav.handle is not None and self.nav.result is None:
             pending.append(self.nav.handle.cancel_goal_async())

@@ -103,7 +103,6 @@ from coteam_ros.convert import (
     semantic_map_to_msg,
 )
 from coteam_ros.episode import load_episode
-from coteam_ros.nodes import spin_node, wall_timer
 from coteam_ros.observations import (
     FIXTURE_REACH_M,
     TF_RETRY_S,
@@ -113,6 +112,7 @@ from coteam_ros.observations import (
     detector_output_on_map,
 )
 from coteam_ros.qos import CAMERA, CAMERA_DRIVER, LATCHED, SENSOR, STREAM
+from coteam_ros.runtime import spin_node, wall_timer
 from coteam_ros.team_config import DETECTORS
 from coteam_ros.tf import TransformUnavailable, stamp_ns, transform_lookup
 

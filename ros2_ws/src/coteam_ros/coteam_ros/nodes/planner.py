@@ -108,9 +108,9 @@ from coteam_ros.episode import load_episode
 from coteam_ros.heartbeat import TeamHeartbeat
 from coteam_ros.inbox import TeamInbox
 from coteam_ros.memory_journal import MemoryJournal
-from coteam_ros.nodes import RETRY_S, call_later, spin_node, wall_timer
 from coteam_ros.operator import OPERATOR, parse_report
 from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES, TURNS
+from coteam_ros.runtime import RETRY_S, call_later, spin_node, wall_timer
 from coteam_ros.task_end import (
     EndReport,
     TeamHeard,

@@ -50,9 +50,9 @@ from vision_msgs.msg import Detection3DArray
 from coteam.domain.observation import observation_to_dict
 from coteam.senses.perception import CameraPerception, ObservationAssembler
 from coteam_ros.episode import load_episode
-from coteam_ros.nodes import Wire, require_wiring, spin_node, wall_timer
 from coteam_ros.observations import TF_RETRY_S, TF_WAIT_S, DetectionsAwaitingTf, detector_output_on_map
 from coteam_ros.qos import LATCHED, SENSOR
+from coteam_ros.runtime import Wire, require_wiring, spin_node, wall_timer
 from coteam_ros.tf import TransformUnavailable, transform_lookup
 
 NODE_NAME = "robot_state"

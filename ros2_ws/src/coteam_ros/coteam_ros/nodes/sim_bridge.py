@@ -119,8 +119,8 @@ from coteam_ros.convert import (
 from coteam_ros.episode import load_episode
 from coteam_ros.faults import TwinFault
 from coteam_ros.goals import DeferredGoals, goal_key
-from coteam_ros.nodes import STARTUP_ERRORS, cannot_start, navigate_to_pose_action, speed_limit_message
 from coteam_ros.qos import CAMERA, DECISIONS, LATCHED, STREAM
+from coteam_ros.runtime import STARTUP_ERRORS, cannot_start, navigate_to_pose_action, speed_limit_message
 from coteam_ros.tf import (
     CAMERA_LINK_TO_OPTICAL,
     RigidTransform,

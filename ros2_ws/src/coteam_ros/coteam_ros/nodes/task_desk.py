@@ -41,8 +41,8 @@ from coteam.tasks.desk import TeamTask as DeskTask
 from coteam.tasks.reading import prompt_library
 from coteam.tasks.words import GoalLine
 from coteam_ros.episode import load_episode
-from coteam_ros.nodes import spin_node, wall_timer
 from coteam_ros.qos import LATCHED, TEAM_MESSAGES
+from coteam_ros.runtime import spin_node, wall_timer
 
 NODE_NAME = "task_desk"
 
