@@ -5,6 +5,7 @@ simulated RGB-D camera (geometry, occlusion by walls and closed containers, dete
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -300,3 +301,23 @@ def test_a_detection_without_a_finite_position_is_left_out(world: WorldState):
     bad = ImageDetection(2, "apple", (320.0, 240.0), 1.0, (float("nan"), 0.0, 1.0), 1.0, "aruco")
     on_map = detections_on_map([bad, good], pose, world.scene.floorplan, 0)
     assert [d.object_id for d in on_map] == [1] and on_map[0].height_m is not None
+
+
+def test_the_detector_registry_makes_each_detector_from_its_settings(tmp_path: Path) -> None:
+    """``perception: {detector: ...}`` names a detector of :data:`DETECTORS`; its settings (a team file's keys, the
+    perception node's parameters) make it, unset ones giving the simulator's markers and colours."""
+    from coteam.senses.vision import DETECTORS, ArucoDetector, ColorDetector, make_detector
+
+    items = {10: "apple", 11: "cup"}
+    assert set(DETECTORS) == {"aruco", "color", "onnx"}
+    aruco = make_detector("aruco", {"markers": "", "marker_size_m": 0.0, "object_depth_m": 0.0}, items)
+    assert isinstance(aruco, ArucoDetector) and aruco.catalogue.entries[10].name == "apple"
+    colours = tmp_path / "colours.yaml"
+    colours.write_text("apple: [200, 30, 30]\n")
+    painted = make_detector("color", {"colours": str(colours)}, items)
+    assert isinstance(painted, ColorDetector) and [c for c, _ in painted.classes] == ["apple"]
+    assert [c for c, _ in make_detector("color", {}, items).classes] == ["apple", "cup"]
+    with pytest.raises(ValueError, match="detector onnx needs the settings model"):
+        make_detector("onnx", {"model": "", "classes": None}, items)
+    with pytest.raises(ValueError, match="detector must be one of aruco, color, onnx, not 'sonar'"):
+        make_detector("sonar", {}, items)

@@ -13,7 +13,8 @@ at its centre (the median over the marker's inner area, robust to a pixel of the
 back-projected through the intrinsics; knowing the markers' printed size, the detector also finds the face's
 orientation and reports the centre of the object behind it. :class:`ColorDetector` finds untagged objects by the
 colour of their class, :class:`OnnxDetector` with a YOLO-format model the user supplies, and
-:class:`OracleDetector` reports a simulated frame's ground truth (its per-pixel labels).
+:class:`OracleDetector` reports a simulated frame's ground truth (its per-pixel labels). :data:`DETECTORS` names the
+ones a robot runs (``perception: {detector: ...}`` in a team file) with their settings; :func:`make_detector` makes one.
 
 :class:`CameraPose` is where a camera looks from: the robot's pose on the map and the camera's mounting on the
 robot, composed with ``transforms3d`` (``map -> base_link -> camera_link -> camera optical frame``).
@@ -25,7 +26,7 @@ a frame looked through, so that the map lowers its confidence in what it remembe
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -437,6 +438,56 @@ class OracleDetector:
             point = _xyz(frame.intrinsics.ray(u, v) * z)
             out.append(ImageDetection(oid, self.names[oid], (u, v), z, point, 1.0, self.name))
         return out
+
+
+Settings = Mapping[str, object]  # a detector's settings by name (team file keys, node parameters)
+
+
+@dataclass(frozen=True)
+class DetectorKind:
+    """A detector a robot's perception runs on its camera images, by name (:data:`DETECTORS`): the settings it takes
+    (name -> type: ``str``, ``float`` or ``list`` of names; unset ones are empty) and how it is made from them and
+    the task's item classes (by id)."""
+
+    settings: Mapping[str, type]
+    make: Callable[[Settings, Mapping[int, str]], Detector]
+
+
+def _aruco(settings: Settings, items: Mapping[int, str]) -> ArucoDetector:
+    """Markers from a catalogue file (hardware), else the simulator's: marker ``id`` on object ``id``."""
+    markers = str(settings.get("markers") or "")
+    catalogue = MarkerCatalogue.from_file(markers) if markers else MarkerCatalogue.of_objects(items)
+    size = float(settings.get("marker_size_m") or 0.0)
+    return ArucoDetector(catalogue, size or None, float(settings.get("object_depth_m") or 0.0))
+
+
+def _colour(settings: Settings, items: Mapping[int, str]) -> ColorDetector:
+    """Class colours from a file (hardware), else the simulator's paint (:func:`class_colours`)."""
+    colours = str(settings.get("colours") or "")
+    return ColorDetector(load_class_colours(colours) if colours else class_colours(items.values()))
+
+
+def _onnx(settings: Settings, _items: Mapping[int, str]) -> OnnxDetector:
+    model, classes = str(settings.get("model") or ""), list(settings.get("classes") or [])  # type: ignore[call-overload]
+    if not model or not classes:
+        raise ValueError("detector onnx needs the settings model (an ONNX file) and classes (its class names)")
+    return OnnxDetector(model, [str(c) for c in classes])
+
+
+DETECTORS: dict[str, DetectorKind] = {
+    "aruco": DetectorKind({"markers": str, "marker_size_m": float, "object_depth_m": float}, _aruco),
+    "color": DetectorKind({"colours": str}, _colour),
+    "onnx": DetectorKind({"model": str, "classes": list}, _onnx),
+}
+
+
+def make_detector(name: str, settings: Settings, items: Mapping[int, str]) -> Detector:
+    """The detector called ``name`` (:data:`DETECTORS`) with ``settings``, for a task whose items are ``items``
+    (id -> class); a one-line ValueError for an unknown name or missing settings."""
+    kind = DETECTORS.get(name)
+    if kind is None:
+        raise ValueError(f"detector must be one of {', '.join(DETECTORS)}, not {name!r}")
+    return kind.make(settings, items)
 
 
 def draw_detections(rgb: np.ndarray, found: Iterable[ImageDetection]) -> np.ndarray:

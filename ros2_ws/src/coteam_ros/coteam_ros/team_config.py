@@ -110,9 +110,9 @@ from coteam.domain.capabilities import RobotCapabilities
 from coteam.domain.validation import read_yaml
 from coteam.home.signing import DEFAULT_MAX_AGE_S, PUBLIC_KEYS
 from coteam.home.world_file import World
+from coteam.senses.vision import DETECTORS
 
 __all__ = [
-    "DETECTORS",
     "ConfigError",
     "LocalModelSection",
     "PerceptionSection",
@@ -128,13 +128,6 @@ __all__ = [
 
 Mode = Literal["lockstep", "realtime"]
 Navigation = Literal["sim", "nav2"]
-Detector = Literal["aruco", "color", "onnx"]  # what the perception node runs on camera images (YAML and parameter)
-DETECTORS: tuple[str, ...] = typing.get_args(Detector)
-DETECTOR_KEYS = {  # the perception keys of each detector
-    "aruco": ("markers", "marker_size_m", "object_depth_m"),
-    "color": ("colours",),
-    "onnx": ("model", "classes"),
-}
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # a robot name: one ROS name token
 _NAMESPACE = re.compile(r"^/([A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*)?$")
 _TOPIC = re.compile(r"^(~/|/)?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -569,7 +562,7 @@ class RobotSection(_Section):
 class PerceptionSection(_Section):
     """``perception``: detection in the robots' cameras (see the module docstring)."""
 
-    detector: Detector
+    detector: str  # what the perception node runs on camera images (coteam.senses.vision.DETECTORS)
     markers: FileRelativePath | None = None  # aruco on hardware: the marker catalogue
     marker_size_m: PositiveNumber | None = None  # aruco: None = unknown (a detection is the marker's centre)
     object_depth_m: PositiveNumber | None = None
@@ -579,8 +572,10 @@ class PerceptionSection(_Section):
 
     @model_validator(mode="after")
     def _keys_of_the_detector(self) -> PerceptionSection:
-        for other, keys in DETECTOR_KEYS.items():
-            for key in keys:
+        if self.detector not in DETECTORS:
+            raise _ProblemAt("detector", f"expected one of {', '.join(DETECTORS)}, got {self.detector!r}")
+        for other, kind in DETECTORS.items():
+            for key in kind.settings:
                 if other != self.detector and key in self.model_fields_set:
                     raise _ProblemAt(key, f"only with detector {other}")
         if self.detector == "onnx":

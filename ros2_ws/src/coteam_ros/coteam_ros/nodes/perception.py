@@ -83,16 +83,12 @@ from coteam.senses.perception import (
     SemanticObject,
 )
 from coteam.senses.vision import (
-    ArucoDetector,
+    DETECTORS,
     CameraIntrinsics,
-    ColorDetector,
     Detector,
-    MarkerCatalogue,
-    OnnxDetector,
     RGBDFrame,
-    class_colours,
     detections_on_map,
-    load_class_colours,
+    make_detector,
     places_seen_empty,
 )
 from coteam_ros.convert import (
@@ -113,7 +109,6 @@ from coteam_ros.observations import (
 )
 from coteam_ros.qos import CAMERA, CAMERA_DRIVER, LATCHED, SENSOR, STREAM
 from coteam_ros.runtime import spin_node, wall_timer
-from coteam_ros.team_config import DETECTORS
 from coteam_ros.tf import TransformUnavailable, stamp_ns, transform_lookup
 
 NODE_NAME = "perception"
@@ -241,8 +236,6 @@ class PerceptionNode(Node):
 
     # --- detecting in camera images ---------------------------------------------------------------------------
     def _start_camera(self, detector: str) -> None:
-        if detector not in DETECTORS:
-            raise ValueError(f"detector must be one of {', '.join(DETECTORS)} (or empty), not {detector!r}")
         scene = self.scene
         self.detector = self._detector(detector, scene)
         self.floorplan = scene.floorplan
@@ -272,26 +265,13 @@ class PerceptionNode(Node):
         wall_timer(self, 0.05, self._process_pending)
 
     def _detector(self, kind: str, scene: Scene) -> Detector:
-        """The detector ``kind`` as its parameters configure it (by default the simulator's markers and colours)."""
-        if kind == "color":
-            colours: str = self.declare_parameter("colours", "").value
-            return ColorDetector(load_class_colours(colours) if colours else class_colours(i.name for i in scene.items))
-        if kind == "onnx":
-            model: str = self.declare_parameter("model", "").value
-            classes = self.declare_parameter("classes", Parameter.Type.STRING_ARRAY).value
-            if not model or not classes:
-                raise ValueError(
-                    "detector onnx needs the parameters model (an ONNX file) and classes (its class names)"
-                )
-            return OnnxDetector(model, list(classes))
-        markers: str = self.declare_parameter("markers", "").value
-        if markers:
-            catalogue = MarkerCatalogue.from_file(markers)
-        else:
-            catalogue = MarkerCatalogue.of_objects({i.id: i.name for i in scene.items})
-        marker_size = float(self.declare_parameter("marker_size_m", 0.0).value)
-        depth_behind = float(self.declare_parameter("object_depth_m", 0.0).value)
-        return ArucoDetector(catalogue, marker_size or None, depth_behind)
+        """The detector ``kind`` (``coteam.senses.vision.DETECTORS``) as its parameters set it (by default the
+        simulator's markers and colours)."""
+        if kind not in DETECTORS:
+            raise ValueError(f"detector must be one of {', '.join(DETECTORS)} (or empty), not {kind!r}")
+        unset = {str: "", float: 0.0, list: Parameter.Type.STRING_ARRAY}
+        settings = {key: self.declare_parameter(key, unset[t]).value for key, t in DETECTORS[kind].settings.items()}
+        return make_detector(kind, settings, {i.id: i.name for i in scene.items})
 
     def _on_camera_info(self, message: CameraInfo) -> None:
         try:
