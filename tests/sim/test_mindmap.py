@@ -257,7 +257,7 @@ def test_the_draft_is_sent_only_when_the_reason_to_send_outweighs_the_reason_not
     )
     talk = Talk(send, hold, TeamStatus(agent="alice"))
     question = SelectQuestion(lettered, mind_map, draft, "", talk)
-    answer = select_symbolically(RoleContext("alice", data=question))
+    answer = select_symbolically(RoleContext("alice", {}, question))
     assert (answer.choice == "B") == sent
 
 

@@ -471,7 +471,7 @@ def test_the_symbolic_planner_weighs_relevance_and_proximity_against_the_team_va
 
     def choice(*candidates: Candidate) -> str:
         lettered = Lettered([c.option.action for c in candidates], [c.option.text for c in candidates])
-        answer = choose_symbolically(RoleContext("alice", data=PlanQuestion(list(candidates), lettered, ctx, d)))
+        answer = choose_symbolically(RoleContext("alice", {}, PlanQuestion(list(candidates), lettered, ctx, d)))
         return lettered[answer.choice]
 
     assert choice(Candidate(first, "low", 5, 1), Candidate(second, "strong", 5, 1)) == second.text

@@ -27,7 +27,7 @@ class Pick(BaseModel):
     option: str
 
 
-def _role(scores: dict[str, float] | None) -> Role[Pick]:
+def _role(scores: dict[str, float] | None) -> Role[None, Pick]:
     return Role(
         "test.pick",
         "example_echo",
@@ -53,7 +53,7 @@ def _ask(scores: dict[str, float] | None, reply: str, margin: float = 0.3):
     with LoopbackOpenAIServer([json.dumps({"option": reply})]) as server:
         chat = OpenAIChatBackend(LLMConfig("m", base_url=server.base_url, max_retries=0))
         backend = HybridBackend(LLMBackend(chat, PromptLibrary()), margin=margin)
-        answer = backend.answer(_role(scores), RoleContext("alice", {"agent": "alice", "question": "A or B?"}))
+        answer = backend.answer(_role(scores), RoleContext("alice", {"agent": "alice", "question": "A or B?"}, None))
         return answer, len(server.requests)
 
 

@@ -182,7 +182,7 @@ def test_every_message_role_caps_the_text_at_the_rules_limit():
     from coteam.methods.coela.team import DRAFT
     from coteam.methods.pce.roles import COMMUNICATOR
 
-    ctx = RoleContext("alice")
+    ctx = RoleContext("alice", {}, None)
     for role in (COMMUNICATOR, DRAFT, MESSAGE):
         schema = role.request_schema(ctx)
         assert schema is not None and schema["properties"]["message"]["maxLength"] == MAX_MESSAGE_CHARS

@@ -156,7 +156,7 @@ def test_programming_errors_are_not_masked():
 
     backend = LLMBackend(Unreachable(), PromptLibrary())
     with pytest.raises(KeyError, match="question"):
-        backend.answer(PLANNER, RoleContext("alice", {"agent": "alice"}))
+        backend.answer(PLANNER, RoleContext("alice", {"agent": "alice"}, None))
     with pytest.raises(KeyError, match="unknown prompt template"):
         backend.answer(Role("x", "no_such_template", None, symbolic=lambda c: ""), ctx("a", "b"))
 
@@ -310,3 +310,29 @@ def test_an_episode_under_a_tight_budget_is_played_with_symbolic_answers(monkeyp
     assert budgeted.llm_deadlines > 0 and budgeted.llm_breaker > 0
     assert budgeted.llm_deadlines + budgeted.llm_breaker == budgeted.llm_fallbacks
     assert budgeted.steps == symbolic.steps  # every role answered as the symbolic backend would
+
+
+def test_a_choice_role_takes_a_letter_of_its_questions_list_and_names_the_option() -> None:
+    """``coteam.kit.choice_role``: the schema allows the question's letters alone, an answer whose letter matches no
+    option is rejected, and the option an answer picks is named by its text (what a doubt's scores name)."""
+    from dataclasses import dataclass
+
+    from coteam.kit import Lettered, choice_role
+
+    @dataclass
+    class Question:
+        lettered: Lettered
+
+    class Pick(BaseModel):
+        reasoning: str = ""
+        choice: str
+
+    role = choice_role("test.pick", "t", Pick, "choice", lambda ctx: Pick(choice="B"))
+    question = RoleContext("alice", {}, Question({"A": "[goexplore] <kitchen> (1)", "B": "[gograb] <apple> (12)"}))
+    assert role.request_schema(question)["properties"]["choice"]["enum"] == ["A", "B"]
+    answer = role.symbolic(question)
+    assert role.validate is not None and role.choice is not None
+    role.validate(answer, question)
+    assert role.choice(question, answer) == "[gograb] <apple> (12)"
+    with pytest.raises(ValueError):
+        role.validate(Pick(choice="Z"), question)

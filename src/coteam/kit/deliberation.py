@@ -33,6 +33,7 @@ from coteam.value.team import ValueModel
 if TYPE_CHECKING:
     from coteam.kit.team import PerAgentTeam
 
+Q = TypeVar("Q")
 T = TypeVar("T")
 P = TypeVar("P", bound=BaseModel)
 
@@ -53,7 +54,7 @@ class Deliberation:
         self.session: RoleSession = agent.roles.session(agent.agent, prompt_slots, ctx.memory)
         self.rationale: dict[str, Any] = {"method": agent.team.name}
 
-    def ask(self, role: Role[T], data: Any, **slots: str) -> RoleAnswer[T]:
+    def ask(self, role: Role[Q, T], data: Q, **slots: str) -> RoleAnswer[T]:
         """``role``'s answer (:meth:`RoleSession.ask`)."""
         return self.session.ask(role, data, **slots)
 

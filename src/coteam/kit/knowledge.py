@@ -41,12 +41,12 @@ class KindAnswer(BaseModel):
     kind: str
 
 
-def _check_kind(answer: KindAnswer, ctx: RoleContext) -> None:
+def _check_kind(answer: KindAnswer, ctx: RoleContext[None]) -> None:
     if answer.kind not in (*KINDS, NONE):
         raise ValueError(f"kind {answer.kind!r} is none of: {', '.join((*KINDS, NONE))}")
 
 
-CLASSIFY: Role[KindAnswer] = Role(
+CLASSIFY: Role[None, KindAnswer] = Role(  # a class name: the slots say it all
     "kit.classify",
     "kit_classify",
     KindAnswer,
@@ -86,12 +86,11 @@ class Reading(StrictAnswer):
     explored: list[str] = Field(default_factory=list, max_length=MAX_LISTED)
 
 
-def _rooms(ctx: RoleContext) -> list[str]:
-    assert isinstance(ctx.data, AgentMemory)
+def _rooms(ctx: RoleContext[AgentMemory]) -> list[str]:
     return [r.name for r in ctx.data.floorplan.rooms]
 
 
-def _check_reading(answer: Reading, ctx: RoleContext) -> None:
+def _check_reading(answer: Reading, ctx: RoleContext[AgentMemory]) -> None:
     rooms = set(_rooms(ctx))
     for room in [answer.room, *answer.explored, *(s.room for s in answer.seen)]:
         if room is not None and room not in rooms:
@@ -101,7 +100,7 @@ def _check_reading(answer: Reading, ctx: RoleContext) -> None:
             raise ValueError(f"{text!r} is not an object written <name> (id)")
 
 
-def _reading_schema(ctx: RoleContext) -> dict[str, Any]:
+def _reading_schema(ctx: RoleContext[AgentMemory]) -> dict[str, Any]:
     rooms = _rooms(ctx)
     obj = {"type": "string", "pattern": OBJECT_PATTERN}
     room = {"type": "string", "enum": rooms}
@@ -125,7 +124,7 @@ def _reading_schema(ctx: RoleContext) -> dict[str, Any]:
     )
 
 
-READ_MESSAGE: Role[Reading] = Role(
+READ_MESSAGE: Role[AgentMemory, Reading] = Role(  # the reader's memory: its rooms
     "kit.read_message",
     "kit_read_message",
     Reading,

@@ -53,6 +53,7 @@ from coteam.llm import (
 
 log = logging.getLogger("coteam.roles")
 
+Q = TypeVar("Q")
 T = TypeVar("T")
 ERROR_CHARS = 300  # of a parse error kept in the trace
 
@@ -98,7 +99,7 @@ class RoleKit:
     def _learn(self, session: RoleSession, backend: RoleBackend, memory: AgentMemory) -> None:
         for name in knowledge.unfamiliar_names(memory):
             if name not in self.learned:
-                kind = session.ask_with(backend, knowledge.CLASSIFY, knowledge.classify_slots(name))
+                kind = session.ask_with(backend, knowledge.CLASSIFY, knowledge.classify_slots(name), None)
                 if kind.source != "llm":  # no answer: none for this episode, asked again in the next
                     memory.learned_categories[name] = knowledge.learned_category(kind.value)
                     continue
@@ -135,11 +136,11 @@ class RoleSession:
         self._start = (ledger.total_tokens, ledger.calls, ledger.fallbacks)
         self.trace: dict[str, dict[str, Any]] = {}
 
-    def ask(self, role: Role[T], data: Any, **extra_slots: str) -> RoleAnswer[T]:
+    def ask(self, role: Role[Q, T], data: Q, **extra_slots: str) -> RoleAnswer[T]:
         """``role``'s answer; its prompt gets the session's slots and ``extra_slots``."""
         return self.ask_with(self.backend, role, {**self.slots, **extra_slots}, data)
 
-    def ask_with(self, backend: RoleBackend, role: Role[T], slots: dict[str, str], data: Any = None) -> RoleAnswer[T]:
+    def ask_with(self, backend: RoleBackend, role: Role[Q, T], slots: dict[str, str], data: Q) -> RoleAnswer[T]:
         """``role``'s answer from ``backend`` with exactly ``slots``, recorded in this decision like any other."""
         ctx = RoleContext(self.agent, slots, data)
         answer: RoleAnswer[T]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
@@ -26,16 +26,18 @@ from coteam.llm.structured import ask_structured, ask_text
 
 log = logging.getLogger("coteam.llm")
 
-T = TypeVar("T")
+Q = TypeVar("Q")  # what one question to a role carries for its solver and checks (RoleContext.data)
+T = TypeVar("T")  # a role's answer
 
 
 @dataclass
-class RoleContext:
-    """One question to a role: who asks, the prompt's slots, and data for the symbolic solver and checks."""
+class RoleContext(Generic[Q]):
+    """One question to a role: who asks, the prompt's slots, and the question's data for the symbolic solver and
+    checks (typed: a ``Role[Q, T]`` reads ``ctx.data`` as a ``Q``, no downcast)."""
 
     agent: str
-    slots: dict[str, str] = field(default_factory=dict)
-    data: Any = None
+    slots: dict[str, str]
+    data: Q
 
 
 @dataclass(frozen=True)
@@ -73,23 +75,26 @@ class Doubt:
 
 
 @dataclass(frozen=True)
-class Role(Generic[T]):
+class Role(Generic[Q, T]):
+    """A question a method asks, answered by a model or by the symbolic solver: ``Q`` is what each question carries
+    (``RoleContext.data``), ``T`` the answer."""
+
     name: str  # e.g. "pce.planner"; the ledger's role key
     template: str  # prompt template name
     schema: type[T] | None  # a pydantic model; None = free text (str)
-    symbolic: Callable[[RoleContext], T]  # deterministic answer from the agent's belief state
-    validate: Callable[[T, RoleContext], None] | None = None  # semantic checks; raise ValueError
+    symbolic: Callable[[RoleContext[Q]], T]  # deterministic answer from the agent's belief state
+    validate: Callable[[T, RoleContext[Q]], None] | None = None  # semantic checks; raise ValueError
     # The JSON schema of one question: ``schema``'s narrowed to the options it has (coteam.llm.schema.narrow);
     # None: ``schema``'s own.
-    constrain: Callable[[RoleContext], dict[str, Any]] | None = None
+    constrain: Callable[[RoleContext[Q]], dict[str, Any]] | None = None
     # How sure the symbolic answer is (the hybrid backend asks the model when the gap is within its margin);
     # None, or a role without it: the belief decides alone.
-    doubt: Callable[[RoleContext, T], Doubt | None] | None = None
+    doubt: Callable[[RoleContext[Q], T], Doubt | None] | None = None
     # The option an answer picks, named as the doubt's scores name it (the hybrid backend keeps a model's answer
     # only when it picks one of the close options).
-    choice: Callable[[RoleContext, T], str] | None = None
+    choice: Callable[[RoleContext[Q], T], str] | None = None
 
-    def request_schema(self, ctx: RoleContext) -> dict[str, Any] | None:
+    def request_schema(self, ctx: RoleContext[Q]) -> dict[str, Any] | None:
         """What a chat model's answer to this question must look like (None for a free-text role)."""
         if self.schema is None:
             return None
@@ -163,7 +168,7 @@ class RoleBackend(Protocol):
     name: str
     ledger: TokenLedger
 
-    def answer(self, role: Role[T], ctx: RoleContext, deadline: float | None = None) -> RoleAnswer[T]: ...
+    def answer(self, role: Role[Q, T], ctx: RoleContext[Q], deadline: float | None = None) -> RoleAnswer[T]: ...
 
 
 class SymbolicBackend:
@@ -174,7 +179,7 @@ class SymbolicBackend:
     def __init__(self, ledger: TokenLedger | None = None):
         self.ledger = ledger if ledger is not None else TokenLedger()
 
-    def answer(self, role: Role[T], ctx: RoleContext, deadline: float | None = None) -> RoleAnswer[T]:
+    def answer(self, role: Role[Q, T], ctx: RoleContext[Q], deadline: float | None = None) -> RoleAnswer[T]:
         return RoleAnswer(role.symbolic(ctx), "symbolic", Usage(), 0)
 
 
@@ -197,7 +202,7 @@ class LLMBackend:
         self.ledger = ledger if ledger is not None else TokenLedger()
         self.params = params
 
-    def answer(self, role: Role[T], ctx: RoleContext, deadline: float | None = None) -> RoleAnswer[T]:
+    def answer(self, role: Role[Q, T], ctx: RoleContext[Q], deadline: float | None = None) -> RoleAnswer[T]:
         messages = self.prompts.render(role.template, **ctx.slots)
         check = role.validate
         completions: list[Completion] = []
@@ -247,7 +252,7 @@ class LLMBackend:
             prompt=tuple(messages),
         )
 
-    def _account(self, role: Role[Any], ctx: RoleContext, completions: list[Completion]) -> int:
+    def _account(self, role: Role[Any, Any], ctx: RoleContext[Any], completions: list[Completion]) -> int:
         """Count ``completions`` (and the attempts that failed before each) in the ledger; the requests sent."""
         for c in completions:
             self.ledger.add(role.name, ctx.agent, c.usage, cached=c.cached, failed_attempts=c.failed_attempts)
@@ -271,7 +276,7 @@ class HybridBackend:
         self.ledger = llm.ledger
         self.margin = margin
 
-    def answer(self, role: Role[T], ctx: RoleContext, deadline: float | None = None) -> RoleAnswer[T]:
+    def answer(self, role: Role[Q, T], ctx: RoleContext[Q], deadline: float | None = None) -> RoleAnswer[T]:
         value = role.symbolic(ctx)
         doubt = role.doubt(ctx, value) if role.doubt is not None else None
         if doubt is None or doubt.gap > self.margin:

@@ -54,11 +54,6 @@ class RequestQuestion:
     scene: Scene
 
 
-def _question(ctx: RoleContext) -> RequestQuestion:
-    assert isinstance(ctx.data, RequestQuestion)
-    return ctx.data
-
-
 def goal_lines(answer: RequestReading, scene: Scene) -> list[str]:
     """The goal lines of an answer, the relation being the home's: ``near`` under TDW-MAT rules, else the place's
     kind (``in`` a container, ``on`` a surface)."""
@@ -71,8 +66,8 @@ def goal_lines(answer: RequestReading, scene: Scene) -> list[str]:
     ]
 
 
-def _symbolic(ctx: RoleContext) -> RequestReading:
-    q = _question(ctx)
+def _symbolic(ctx: RoleContext[RequestQuestion]) -> RequestReading:
+    q = ctx.data
     try:
         lines = read_request(q.sentence, q.scene)
     except RequestRefused as exc:
@@ -80,24 +75,24 @@ def _symbolic(ctx: RoleContext) -> RequestReading:
     return RequestReading(goals=[GoalChoice(item=g.item, target=g.target, count=g.count) for g in lines])
 
 
-def _check(answer: RequestReading, ctx: RoleContext) -> None:
+def _check(answer: RequestReading, ctx: RoleContext[RequestQuestion]) -> None:
     if answer.refuse.strip():
         if answer.goals:
             raise ValueError("give goals or a refusal, not both")
         return
     if not answer.goals:
         raise ValueError("give at least one goal, or say in refuse why the request cannot be done")
-    goal_task(_question(ctx).scene, "request", goal_lines(answer, _question(ctx).scene))
+    goal_task(ctx.data.scene, "request", goal_lines(answer, ctx.data.scene))
 
 
-def _schema(ctx: RoleContext) -> dict:
-    home = HomeWords(_question(ctx).scene)
+def _schema(ctx: RoleContext[RequestQuestion]) -> dict:
+    home = HomeWords(ctx.data.scene)
     return narrow(
         model_schema(RequestReading), enums={"goals.item": sorted(home.counts), "goals.target": sorted(home.fixtures)}
     )
 
 
-READ_REQUEST: Role[RequestReading] = Role(
+READ_REQUEST: Role[RequestQuestion, RequestReading] = Role(
     "tasks.read_request", "task_request", RequestReading, _symbolic, _check, _schema
 )
 

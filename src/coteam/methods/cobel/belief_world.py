@@ -30,7 +30,7 @@ from coteam.domain.actions import ObjectRef
 from coteam.domain.geometry import FULL_TURN_BINS
 from coteam.domain.observation import ObjectView
 from coteam.domain.world import Benchmark, ObjectKind, Relation
-from coteam.llm.schema import regex_literal
+from coteam.kit import regex_literal
 from coteam.methods.cobel.belief_language import (
     CWAH_RULES,
     STATES,

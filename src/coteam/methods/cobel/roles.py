@@ -18,11 +18,18 @@ from pydantic import Field
 from coteam.agent.messages import TeamStatus
 from coteam.agent.options import ActionOption
 from coteam.domain.actions import HighLevelAction, format_action, parse_action
-from coteam.kit import Lettered, match_option
-from coteam.kit.answers import StrictAnswer, message_role
-from coteam.kit.lettered import letter_schema
-from coteam.llm import Doubt, Role, RoleContext
-from coteam.llm.schema import model_schema, narrow
+from coteam.kit import (
+    Doubt,
+    Lettered,
+    Role,
+    RoleContext,
+    StrictAnswer,
+    letter_schema,
+    match_option,
+    message_role,
+    model_schema,
+    narrow,
+)
 from coteam.methods.cobel.belief_language import (
     Belief,
     BeliefError,
@@ -120,14 +127,9 @@ class CobelQuestion:
         return [b for b in parsed.beliefs if b.order == order]
 
 
-def _q(ctx: RoleContext) -> CobelQuestion:
-    assert isinstance(ctx.data, CobelQuestion)
-    return ctx.data
-
-
-def _action_text(text: str, ctx: RoleContext) -> str:
+def _action_text(text: str, ctx: RoleContext[CobelQuestion]) -> str:
     """An action in the benchmark's grammar, normalised; ``ValueError`` saying what is wrong."""
-    q = _q(ctx)
+    q = ctx.data
     benchmark = q.sym.memory.benchmark
     action = parse_action(text, benchmark)
     known = q.sym.memory.known_names()
@@ -154,8 +156,8 @@ def draft_text(draft: RuleDraft) -> str:
 
 
 # --- rules (once per task, LLM mode) ---------------------------------------------------------------------------
-def _fixed_rules(ctx: RoleContext) -> RuleDraft:
-    rules = _q(ctx).rules
+def _fixed_rules(ctx: RoleContext[CobelQuestion]) -> RuleDraft:
+    rules = ctx.data.rules
     return RuleDraft(
         reasoning="the suite's fixed rule set",
         zero_order=[str(r) for r in rules.zero_order],
@@ -163,33 +165,35 @@ def _fixed_rules(ctx: RoleContext) -> RuleDraft:
     )
 
 
-def check_rules(draft: RuleDraft, ctx: RoleContext) -> None:
+def check_rules(draft: RuleDraft, ctx: RoleContext[CobelQuestion]) -> None:
     try:
         parse_rules("\n".join(draft.zero_order), "\n".join(draft.first_order))
     except BeliefError as exc:
         raise ValueError(str(exc)) from None
 
 
-RULES_PROPOSE: Role[RuleDraft] = Role(
+RULES_PROPOSE: Role[CobelQuestion, RuleDraft] = Role(
     "cobel.rules_propose", "cobel_rules_propose", RuleDraft, _fixed_rules, check_rules
 )
-RULES_CRITIQUE: Role[RuleCritique] = Role(
+RULES_CRITIQUE: Role[CobelQuestion, RuleCritique] = Role(
     "cobel.rules_critique",
     "cobel_rules_critique",
     RuleCritique,
     lambda ctx: RuleCritique(reasoning="the rules cover the task", satisfied=True),
 )
-RULES_REFINE: Role[RuleDraft] = Role("cobel.rules_refine", "cobel_rules_refine", RuleDraft, _fixed_rules, check_rules)
+RULES_REFINE: Role[CobelQuestion, RuleDraft] = Role(
+    "cobel.rules_refine", "cobel_rules_refine", RuleDraft, _fixed_rules, check_rules
+)
 
 
 # --- belief update ---------------------------------------------------------------------------------------------
-def _zero(ctx: RoleContext) -> BeliefUpdate:
-    q = _q(ctx)
+def _zero(ctx: RoleContext[CobelQuestion]) -> BeliefUpdate:
+    q = ctx.data
     return BeliefUpdate(beliefs=[f"{q.sym.world.agent} BELIEVE {f}" for f in q.sym.relevant_zero()])
 
 
-def _first(ctx: RoleContext) -> BeliefUpdate:
-    q = _q(ctx)
+def _first(ctx: RoleContext[CobelQuestion]) -> BeliefUpdate:
+    q = ctx.data
     w = q.sym.world
     stated = q.sym.stated(q.teammate)
     return BeliefUpdate(
@@ -199,8 +203,8 @@ def _first(ctx: RoleContext) -> BeliefUpdate:
 
 
 def _check_update(order: int):
-    def check(answer: BeliefUpdate, ctx: RoleContext) -> None:
-        q = _q(ctx)
+    def check(answer: BeliefUpdate, ctx: RoleContext[CobelQuestion]) -> None:
+        q = ctx.data
         if q.free_text_beliefs or not answer.beliefs:
             return
         parsed = parse_beliefs("\n".join(answer.beliefs), q.rules, q.kind_of)
@@ -231,8 +235,8 @@ def _update_schema(order: int) -> Callable[[RoleContext], dict[str, Any]]:
     """Belief statements of the order asked that the rules allow about known entities; for a teammate, its stated
     plan as nameable steps (no plan in a zero-order update)."""
 
-    def schema(ctx: RoleContext) -> dict[str, Any]:
-        q = _q(ctx)
+    def schema(ctx: RoleContext[CobelQuestion]) -> dict[str, Any]:
+        q = ctx.data
         believers = (q.sym.world.agent, q.teammate)[: order + 1]
         fields = {"beliefs": {"type": "array", "items": _statements(q, *believers), "maxItems": ASKED_STATEMENTS}}
         stated = q.sym.stated(q.teammate) if order else None
@@ -243,10 +247,10 @@ def _update_schema(order: int) -> Callable[[RoleContext], dict[str, Any]]:
     return schema
 
 
-UPDATE_ZERO: Role[BeliefUpdate] = Role(
+UPDATE_ZERO: Role[CobelQuestion, BeliefUpdate] = Role(
     "cobel.update_zero", "cobel_update_zero", BeliefUpdate, _zero, _check_update(0), _update_schema(0)
 )
-UPDATE_FIRST: Role[BeliefUpdate] = Role(
+UPDATE_FIRST: Role[CobelQuestion, BeliefUpdate] = Role(
     "cobel.update_first", "cobel_update_first", BeliefUpdate, _first, _check_update(1), _update_schema(1)
 )
 # no_sbr on a model: the same questions without the belief language (no rules, no statement form, plain sentences)
@@ -255,15 +259,15 @@ UPDATE_FIRST_PLAIN = replace(UPDATE_FIRST, template="cobel_update_first_plain")
 
 
 # --- prediction ------------------------------------------------------------------------------------------------
-def _predict_first(ctx: RoleContext) -> PlansAnswer:
-    q = _q(ctx)
+def _predict_first(ctx: RoleContext[CobelQuestion]) -> PlansAnswer:
+    q = ctx.data
     prediction: Prediction | None = q.sym.predict(q.teammate)
     plans = [list(p.texts) for p in prediction.plans if p.texts] if prediction else []
     reason = "its stated plan" if prediction and prediction.stated else "best by team value over what it believes"
     return PlansAnswer(reasoning=[reason], plans=plans or [["(unknown)"]])
 
 
-def check_plans(answer: PlansAnswer, ctx: RoleContext) -> None:
+def check_plans(answer: PlansAnswer, ctx: RoleContext[CobelQuestion]) -> None:
     for plan in answer.plans:
         if not plan or len(plan) > 3:
             raise ValueError("every plan has 1 to 3 actions")
@@ -271,14 +275,14 @@ def check_plans(answer: PlansAnswer, ctx: RoleContext) -> None:
             _action_text(step, ctx)
 
 
-def _my_plan(ctx: RoleContext) -> PlanAnswer:
-    q = _q(ctx)
+def _my_plan(ctx: RoleContext[CobelQuestion]) -> PlanAnswer:
+    q = ctx.data
     assert q.plan is not None
     return PlanAnswer(reasoning=["best by expected team value"], plan=list(q.plan.texts))
 
 
-def check_plan(answer: PlanAnswer, ctx: RoleContext) -> None:
-    q = _q(ctx)
+def check_plan(answer: PlanAnswer, ctx: RoleContext[CobelQuestion]) -> None:
+    q = ctx.data
     steps = [_action_text(s, ctx) for s in answer.plan]
     available = {o.text for o in q.options}
     if steps[0] not in available:
@@ -291,9 +295,9 @@ def _steps(q: CobelQuestion, *plans: Sequence[str]) -> dict[str, Any]:
     return {"type": "string", "enum": list(dict.fromkeys(texts))}
 
 
-def _plans_schema(ctx: RoleContext) -> dict[str, Any]:
+def _plans_schema(ctx: RoleContext[CobelQuestion]) -> dict[str, Any]:
     """A teammate's plans: 1-3 plans of 1-3 nameable steps."""
-    q = _q(ctx)
+    q = ctx.data
     prediction = q.sym.predict(q.teammate)
     predicted = [p.texts for p in prediction.plans] if prediction is not None else []
     plan = {"type": "array", "items": _steps(q, *predicted), "minItems": 1, "maxItems": 3}
@@ -301,31 +305,31 @@ def _plans_schema(ctx: RoleContext) -> dict[str, Any]:
     return narrow(model_schema(PlansAnswer), replace={"plans": plans})
 
 
-def _plan_schema(ctx: RoleContext) -> dict[str, Any]:
+def _plan_schema(ctx: RoleContext[CobelQuestion]) -> dict[str, Any]:
     """My plan: an available action first, then up to two nameable steps."""
-    q = _q(ctx)
+    q = ctx.data
     mine = q.plan.texts if q.plan is not None else ()
     first = {"type": "string", "enum": list(dict.fromkeys([*q.lettered.values(), *mine[:1]]))}
     plan = {"type": "array", "prefixItems": [first], "items": _steps(q, mine), "minItems": 1, "maxItems": 3}
     return narrow(model_schema(PlanAnswer), replace={"plan": plan})
 
 
-PREDICT_FIRST: Role[PlansAnswer] = Role(
+PREDICT_FIRST: Role[CobelQuestion, PlansAnswer] = Role(
     "cobel.predict_first", "cobel_predict_first", PlansAnswer, _predict_first, check_plans, _plans_schema
 )
 
 
-def _plan_doubt(ctx: RoleContext, answer: PlanAnswer) -> Doubt | None:
+def _plan_doubt(ctx: RoleContext[CobelQuestion], answer: PlanAnswer) -> Doubt | None:
     """How close the expected team values of my best two first steps are."""
-    return Doubt.between(_q(ctx).sym.plan_values)
+    return Doubt.between(ctx.data.sym.plan_values)
 
 
-def _plan_choice(ctx: RoleContext, answer: PlanAnswer) -> str:
+def _plan_choice(ctx: RoleContext[CobelQuestion], answer: PlanAnswer) -> str:
     """The first step of my plan, as the option list words it."""
-    return normalised(answer.plan[0], _q(ctx))
+    return normalised(answer.plan[0], ctx.data)
 
 
-PREDICT_ZERO: Role[PlanAnswer] = Role(
+PREDICT_ZERO: Role[CobelQuestion, PlanAnswer] = Role(
     "cobel.predict_zero",
     "cobel_predict_zero",
     PlanAnswer,
@@ -335,7 +339,7 @@ PREDICT_ZERO: Role[PlanAnswer] = Role(
     _plan_doubt,
     _plan_choice,
 )
-REPLAN: Role[PlanAnswer] = Role(
+REPLAN: Role[CobelQuestion, PlanAnswer] = Role(
     "cobel.replan", "cobel_replan", PlanAnswer, _my_plan, check_plan, _plan_schema, _plan_doubt, _plan_choice
 )
 
@@ -349,33 +353,33 @@ def gate_verdict(q: CobelQuestion) -> GateAnswer:
     return GateAnswer(reasons=list(v.reasons), heavy=v.heavy, misaligned=[str(f) for f in v.misaligned])
 
 
-def _gate(ctx: RoleContext) -> GateAnswer:
-    return gate_verdict(_q(ctx))
+def _gate(ctx: RoleContext[CobelQuestion]) -> GateAnswer:
+    return gate_verdict(ctx.data)
 
 
-def check_gate(answer: GateAnswer, ctx: RoleContext) -> None:
-    q = _q(ctx)
+def check_gate(answer: GateAnswer, ctx: RoleContext[CobelQuestion]) -> None:
+    q = ctx.data
     if answer.heavy and answer.misaligned and not q.free_text_beliefs:
         parsed = parse_beliefs("\n".join(answer.misaligned), q.rules, q.kind_of)
         if not parsed.beliefs:
             raise ValueError(f"no misaligned statement is a belief the rules allow: {parsed.rejected[0]}")
 
 
-def _message(ctx: RoleContext) -> str:
-    return _q(ctx).note().text()
+def _message(ctx: RoleContext[CobelQuestion]) -> str:
+    return ctx.data.note().text()
 
 
-def _act(ctx: RoleContext) -> ActAnswer:
-    q = _q(ctx)
+def _act(ctx: RoleContext[CobelQuestion]) -> ActAnswer:
+    q = ctx.data
     if q.next_step is None:
         return ActAnswer(reasons=["every step of my sub-plan is done or no longer possible"], answer=SUBPLAN_DONE)
     return ActAnswer(reasons=["the next step of my sub-plan"], answer=q.next_step)
 
 
-def check_act(answer: ActAnswer, ctx: RoleContext) -> None:
+def check_act(answer: ActAnswer, ctx: RoleContext[CobelQuestion]) -> None:
     if answer.answer.strip().upper().rstrip(".") == SUBPLAN_DONE:
         return
-    match_option(answer.answer, _q(ctx).lettered)
+    match_option(answer.answer, ctx.data.lettered)
 
 
 def act_choice(answer: str, q: CobelQuestion) -> HighLevelAction | None:
@@ -388,23 +392,23 @@ def act_choice(answer: str, q: CobelQuestion) -> HighLevelAction | None:
     return next(o.action for o in q.options if o.text == text)
 
 
-def _gate_schema(ctx: RoleContext) -> dict[str, Any]:
+def _gate_schema(ctx: RoleContext[CobelQuestion]) -> dict[str, Any]:
     """The misaligned facts are my zero-order belief statements about known entities."""
-    q = _q(ctx)
+    q = ctx.data
     misaligned = {"type": "array", "items": _statements(q, q.sym.world.agent), "maxItems": ASKED_STATEMENTS}
     return narrow(model_schema(GateAnswer), replace={"misaligned": misaligned})
 
 
-COLLABORATE: Role[GateAnswer] = Role(
+COLLABORATE: Role[CobelQuestion, GateAnswer] = Role(
     "cobel.collaborate", "cobel_collaborate", GateAnswer, _gate, check_gate, _gate_schema
 )
 COLLABORATE_PLAIN = replace(COLLABORATE, template="cobel_collaborate_plain")
 MESSAGE = message_role("cobel.message", "cobel_message", _message)
 
 
-def _act_schema(ctx: RoleContext) -> dict[str, Any]:
+def _act_schema(ctx: RoleContext[CobelQuestion]) -> dict[str, Any]:
     """The answer is a letter of the list, or that the sub-plan is done."""
-    return narrow(model_schema(ActAnswer), replace={"answer": letter_schema(_q(ctx).lettered, SUBPLAN_DONE)})
+    return narrow(model_schema(ActAnswer), replace={"answer": letter_schema(ctx.data.lettered, SUBPLAN_DONE)})
 
 
-ACT: Role[ActAnswer] = Role("cobel.act", "cobel_act", ActAnswer, _act, check_act, _act_schema)
+ACT: Role[CobelQuestion, ActAnswer] = Role("cobel.act", "cobel_act", ActAnswer, _act, check_act, _act_schema)

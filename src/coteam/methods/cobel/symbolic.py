@@ -39,7 +39,7 @@ from coteam.agent.options import ActionOption
 from coteam.agent.reasoning import DecisionContext
 from coteam.domain.actions import MAX_MESSAGE_CHARS, format_action, parse_action
 from coteam.domain.world import Benchmark, ObjectKind
-from coteam.kit.policies import rule_based_choice
+from coteam.kit import rule_based_choice
 from coteam.methods.cobel.belief_language import Attribute, Fact, Predicate
 from coteam.methods.cobel.belief_world import BeliefWorld
 from coteam.value.abstract import Key

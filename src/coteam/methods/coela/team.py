@@ -28,17 +28,20 @@ from coteam.domain.actions import HighLevelAction, Verb
 from coteam.kit import (
     SITUATION_SLOTS,
     Deliberation,
+    Doubt,
     Explanation,
     PerAgentTeam,
+    Role,
     RoleAgent,
+    RoleContext,
     RoleMethodConfig,
     Section,
     match_option,
+    message_role,
     rationale_section,
+    rule_based_candidates,
+    rule_based_choice,
 )
-from coteam.kit.answers import message_role
-from coteam.kit.policies import rule_based_candidates, rule_based_choice
-from coteam.llm import Doubt, Role, RoleContext
 
 
 class CoelaQuestion:
@@ -52,31 +55,26 @@ class CoelaQuestion:
         self.lettered = d.lettered(*([HighLevelAction(Verb.SEND_MESSAGE, text=draft)] if draft is not None else []))
 
 
-def _question(ctx: RoleContext) -> CoelaQuestion:
-    assert isinstance(ctx.data, CoelaQuestion)
-    return ctx.data
+def draft_symbolically(ctx: RoleContext[CoelaQuestion]) -> str:
+    return TeamStatus.of(ctx.data.ctx.memory).text()
 
 
-def draft_symbolically(ctx: RoleContext) -> str:
-    return TeamStatus.of(_question(ctx).ctx.memory).text()
-
-
-def choose_symbolically(ctx: RoleContext) -> str:
-    q = _question(ctx)
+def choose_symbolically(ctx: RoleContext[CoelaQuestion]) -> str:
+    q = ctx.data
     if q.draft is not None and q.news:
         return list(q.lettered.values())[-1]  # the draft, lettered last
     option, _ = rule_based_choice(q.ctx)
     return option.text
 
 
-def check_choice(text: str, ctx: RoleContext) -> None:
-    match_option(text, _question(ctx).lettered)
+def check_choice(text: str, ctx: RoleContext[CoelaQuestion]) -> None:
+    match_option(text, ctx.data.lettered)
 
 
-def choice_doubt(ctx: RoleContext, text: str) -> Doubt | None:
+def choice_doubt(ctx: RoleContext[CoelaQuestion], text: str) -> Doubt | None:
     """How near the rules' nearest option is to the next one (sending news is not in doubt). Options that do the
     same to things of the same name at the same distance (one of two apples on a table) count once."""
-    q = _question(ctx)
+    q = ctx.data
     if q.draft is not None and q.news:
         return None
     kept: dict[tuple, ActionOption] = {}
@@ -90,13 +88,13 @@ def _kind(option: ActionOption) -> tuple:
     return option.action.verb, target.name if target is not None else None
 
 
-def chosen_option(ctx: RoleContext, text: str) -> str:
-    q = _question(ctx)
+def chosen_option(ctx: RoleContext[CoelaQuestion], text: str) -> str:
+    q = ctx.data
     return q.lettered[match_option(text, q.lettered)[0]]
 
 
 DRAFT = message_role("coela.message", "coela_message", draft_symbolically)
-CHOOSE: Role[str] = Role(
+CHOOSE: Role[CoelaQuestion, str] = Role(
     "coela.plan", "coela_plan", None, choose_symbolically, check_choice, doubt=choice_doubt, choice=chosen_option
 )
 

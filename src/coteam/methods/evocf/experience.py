@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coteam.kit.embedding import TextEmbedder, top_k
-from coteam.kit.store import MethodStore, StoreSchema, TableMerge
+from coteam.kit import MethodStore, StoreSchema, TableMerge, TextEmbedder, top_k
 from coteam.methods.evocf.rules import ActionFacts, Outcome, Rule, RuleKind
 
 SCHEMA = StoreSchema(

@@ -22,8 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from coteam.agent.options import ActionOption
-from coteam.kit.lettered import Lettered, letter_schema, match_option
-from coteam.llm import Role, RoleContext
+from coteam.kit import Lettered, Role, RoleContext, letter_schema, match_option
 from coteam.methods.evocf.counterfactual import OPERATORS, Candidate
 from coteam.methods.evocf.rules import CONDITIONS, ActionFacts, Outcome, RuleKind, induce
 
@@ -70,24 +69,19 @@ class PlanQuestion:
     greedy: Callable[[], dict[str, ActionOption]]  # the symbolic base plan (computed when asked)
 
 
-def _plan(ctx: RoleContext) -> PlanQuestion:
-    assert isinstance(ctx.data, PlanQuestion)
-    return ctx.data
+def check_plan(answer: PlanAnswer, ctx: RoleContext[PlanQuestion]) -> None:
+    options_of(ctx.data.lettered, ctx.data.options, answer.plan)
 
 
-def check_plan(answer: PlanAnswer, ctx: RoleContext) -> None:
-    options_of(_plan(ctx).lettered, _plan(ctx).options, answer.plan)
-
-
-PLAN: Role[PlanAnswer] = Role(
+PLAN: Role[PlanQuestion, PlanAnswer] = Role(
     "evocf.plan",
     "evocf_plan",
     PlanAnswer,
-    lambda ctx: PlanAnswer(plan=_letters_of(_plan(ctx).lettered, _plan(ctx).greedy())),
+    lambda ctx: PlanAnswer(plan=_letters_of(ctx.data.lettered, ctx.data.greedy())),
     check_plan,
     lambda ctx: {
         "type": "object",
-        "properties": {"plan": _plan_schema(_plan(ctx).lettered)},
+        "properties": {"plan": _plan_schema(ctx.data.lettered)},
         "required": ["plan"],
         "additionalProperties": False,
     },
@@ -112,25 +106,20 @@ class InduceQuestion:
         return [c for c in CONDITIONS if self.facts.value(c) and (c, self.facts.value(c)) != ("shared", "no")]
 
 
-def _induce(ctx: RoleContext) -> InduceQuestion:
-    assert isinstance(ctx.data, InduceQuestion)
-    return ctx.data
-
-
-def induce_symbolically(ctx: RoleContext) -> InduceAnswer:
-    q = _induce(ctx)
+def induce_symbolically(ctx: RoleContext[InduceQuestion]) -> InduceAnswer:
+    q = ctx.data
     rule = induce(q.facts, q.reason, q.history)
     return InduceAnswer(kind=rule.kind, conditions=list(rule.conditions), description=rule.text())
 
 
-def check_induction(answer: InduceAnswer, ctx: RoleContext) -> None:
-    known = _induce(ctx).conditions()
+def check_induction(answer: InduceAnswer, ctx: RoleContext[InduceQuestion]) -> None:
+    known = ctx.data.conditions()
     unknown = [c for c in answer.conditions if c not in known]
     if unknown or not answer.conditions:
         raise ValueError(f"conditions must be one or more of {', '.join(known)} (got {answer.conditions})")
 
 
-INDUCE: Role[InduceAnswer] = Role(
+INDUCE: Role[InduceQuestion, InduceAnswer] = Role(
     "evocf.induce",
     "evocf_induce",
     InduceAnswer,
@@ -142,9 +131,9 @@ INDUCE: Role[InduceAnswer] = Role(
             "kind": {"type": "string", "enum": [k.value for k in RuleKind]},
             "conditions": {
                 "type": "array",
-                "items": {"type": "string", "enum": _induce(ctx).conditions()},
+                "items": {"type": "string", "enum": ctx.data.conditions()},
                 "minItems": 1,
-                "maxItems": len(_induce(ctx).conditions()),
+                "maxItems": len(ctx.data.conditions()),
             },
             "description": {"type": "string", "maxLength": 300},
         },
@@ -173,11 +162,6 @@ class GenerateQuestion:
     symbolic: Callable[[], list[Candidate]]
 
 
-def _generate(ctx: RoleContext) -> GenerateQuestion:
-    assert isinstance(ctx.data, GenerateQuestion)
-    return ctx.data
-
-
 def candidates_of(answer: GenerateAnswer, q: GenerateQuestion) -> list[Candidate]:
     """The model's plans as candidates: each plan once, the base plan left out (it is a candidate anyway)."""
     out: dict[tuple[str, ...], Candidate] = {Candidate(q.base).signature(): Candidate(q.base)}
@@ -188,20 +172,20 @@ def candidates_of(answer: GenerateAnswer, q: GenerateQuestion) -> list[Candidate
     return list(out.values())[1:]
 
 
-def check_generation(answer: GenerateAnswer, ctx: RoleContext) -> None:
+def check_generation(answer: GenerateAnswer, ctx: RoleContext[GenerateQuestion]) -> None:
     if not answer.plans:
         raise ValueError("no plan: give at least one alternative joint plan")
-    candidates_of(answer, _generate(ctx))
+    candidates_of(answer, ctx.data)
 
 
-GENERATE: Role[GenerateAnswer] = Role(
+GENERATE: Role[GenerateQuestion, GenerateAnswer] = Role(
     "evocf.generate",
     "evocf_generate",
     GenerateAnswer,
     lambda ctx: GenerateAnswer(
         plans=[
-            GeneratedPlan(operators=list(c.operators), plan=_letters_of(_generate(ctx).lettered, c.plan))
-            for c in _generate(ctx).symbolic()
+            GeneratedPlan(operators=list(c.operators), plan=_letters_of(ctx.data.lettered, c.plan))
+            for c in ctx.data.symbolic()
         ]
     ),
     check_generation,
@@ -211,12 +195,12 @@ GENERATE: Role[GenerateAnswer] = Role(
             "plans": {
                 "type": "array",
                 "minItems": 1,
-                "maxItems": max(1, _generate(ctx).count),
+                "maxItems": max(1, ctx.data.count),
                 "items": {
                     "type": "object",
                     "properties": {
                         "operators": {"type": "array", "items": {"type": "string", "enum": list(OPERATORS)}},
-                        "plan": _plan_schema(_generate(ctx).lettered),
+                        "plan": _plan_schema(ctx.data.lettered),
                     },
                     "required": ["operators", "plan"],
                     "additionalProperties": False,
@@ -246,13 +230,8 @@ class EvaluateQuestion:
     reasons: Mapping[int, str]  # what the symbolic evaluator found on each
 
 
-def _evaluate(ctx: RoleContext) -> EvaluateQuestion:
-    assert isinstance(ctx.data, EvaluateQuestion)
-    return ctx.data
-
-
-def check_ranking(answer: EvaluateAnswer, ctx: RoleContext) -> None:
-    count = _evaluate(ctx).count
+def check_ranking(answer: EvaluateAnswer, ctx: RoleContext[EvaluateQuestion]) -> None:
+    count = ctx.data.count
     if not answer.ranking:
         raise ValueError("an empty ranking: list the candidates, most promising first")
     bad = [r.candidate for r in answer.ranking if not 1 <= r.candidate <= count]
@@ -260,12 +239,12 @@ def check_ranking(answer: EvaluateAnswer, ctx: RoleContext) -> None:
         raise ValueError(f"candidate number(s) {bad} do not exist: number from 1 to {count}")
 
 
-EVALUATE: Role[EvaluateAnswer] = Role(
+EVALUATE: Role[EvaluateQuestion, EvaluateAnswer] = Role(
     "evocf.evaluate",
     "evocf_evaluate",
     EvaluateAnswer,
     lambda ctx: EvaluateAnswer(
-        ranking=[RankedPlan(candidate=i, reasoning=_evaluate(ctx).reasons[i]) for i in _evaluate(ctx).order]
+        ranking=[RankedPlan(candidate=i, reasoning=ctx.data.reasons[i]) for i in ctx.data.order]
     ),
     check_ranking,
     lambda ctx: {
@@ -274,11 +253,11 @@ EVALUATE: Role[EvaluateAnswer] = Role(
             "ranking": {
                 "type": "array",
                 "minItems": 1,
-                "maxItems": _evaluate(ctx).count,
+                "maxItems": ctx.data.count,
                 "items": {
                     "type": "object",
                     "properties": {
-                        "candidate": {"type": "integer", "enum": list(range(1, _evaluate(ctx).count + 1))},
+                        "candidate": {"type": "integer", "enum": list(range(1, ctx.data.count + 1))},
                         "reasoning": {"type": "string", "maxLength": 400},
                     },
                     "required": ["candidate", "reasoning"],

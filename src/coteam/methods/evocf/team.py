@@ -47,11 +47,11 @@ from coteam.kit import (
     MethodConfig,
     RoleSession,
     Section,
+    TeamRound,
     ValueRoleConfig,
+    make_embedder,
     rationale_section,
 )
-from coteam.kit.embedding import make_embedder
-from coteam.kit.team import TeamRound
 from coteam.methods.evocf.counterfactual import Candidate, at_random, guided
 from coteam.methods.evocf.experience import SCHEMA, ExperienceMemory, Recall
 from coteam.methods.evocf.roles import (

@@ -70,16 +70,16 @@ from coteam.kit import (
     Explanation,
     Lettered,
     PerAgentTeam,
+    Role,
     RoleAgent,
+    RoleContext,
     Section,
     ValueRoleConfig,
+    choice_role,
     match_option,
+    message_role,
     rationale_section,
 )
-from coteam.kit.answers import message_role
-from coteam.kit.lettered import letter_schema
-from coteam.llm import Role, RoleContext
-from coteam.llm.schema import model_schema, narrow
 from coteam.methods.mindmap.mindmap import (
     COMPONENTS,
     MAX_LINES,
@@ -196,11 +196,6 @@ class MapQuestion:
     focus: str | None = None  # the symbolic update's immediate focus (also without a cooperative strategy)
 
 
-def _map_data(ctx: RoleContext) -> MapQuestion:
-    assert isinstance(ctx.data, MapQuestion)
-    return ctx.data
-
-
 def read_map(raw: RawMap, q: MapQuestion) -> tuple[MindMap, list[str]]:
     """A model's map held to the schema: key matching (or, with no_key_matching, the exact keys only)."""
     if q.exact_keys:
@@ -210,22 +205,22 @@ def read_map(raw: RawMap, q: MapQuestion) -> tuple[MindMap, list[str]]:
     return match_keys(raw.root, q.previous, q.parts)
 
 
-def check_map(answer: RawMap, ctx: RoleContext) -> None:
-    read_map(answer, _map_data(ctx))
+def check_map(answer: RawMap, ctx: RoleContext[MapQuestion]) -> None:
+    read_map(answer, ctx.data)
 
 
-def update_symbolically(ctx: RoleContext) -> RawMap:
-    q = _map_data(ctx)
+def update_symbolically(ctx: RoleContext[MapQuestion]) -> RawMap:
+    q = ctx.data
     return RawMap(symbolic_map(q).model_dump(exclude_none=True))
 
 
-UPDATE: Role[RawMap] = Role(
+UPDATE: Role[MapQuestion, RawMap] = Role(
     "mindmap.update",
     "mindmap_update",
     RawMap,
     update_symbolically,
     check_map,
-    lambda ctx: mind_map_schema(_map_data(ctx).parts),
+    lambda ctx: mind_map_schema(ctx.data.parts),
 )
 
 Bound = list[tuple[Robot, Key | None]]  # teammates and the first actions my plan is made around
@@ -578,20 +573,15 @@ class SelectQuestion:
     talk: Talk | None  # the symbolic update's weighing of the draft (None for a model's map)
 
 
-def _select_data(ctx: RoleContext) -> SelectQuestion:
-    assert isinstance(ctx.data, SelectQuestion)
-    return ctx.data
-
-
 class SelectAnswer(BaseModel):
     choice: str = Field(description="the letter of the chosen option")
 
 
-def select_symbolically(ctx: RoleContext) -> SelectAnswer:
+def select_symbolically(ctx: RoleContext[SelectQuestion]) -> SelectAnswer:
     """The drafted message when the reason to send it outweighs the reason not to (the symbolic update's weighing;
     for a model's map, a stated reason to send; without a communication strategy, CoELA's rule: it has news), else
     the immediate focus (without a cooperative strategy: the value model's best option)."""
-    q = _select_data(ctx)
+    q = ctx.data
     letters = list(q.lettered)
     talk = q.mind_map.communication_strategy
     if q.draft is not None:
@@ -604,23 +594,8 @@ def select_symbolically(ctx: RoleContext) -> SelectAnswer:
     return SelectAnswer(choice=chosen)
 
 
-def check_selection(answer: SelectAnswer, ctx: RoleContext) -> None:
-    match_option(answer.choice, _select_data(ctx).lettered)
-
-
-def selected_text(ctx: RoleContext, answer: SelectAnswer) -> str:
-    q = _select_data(ctx)
-    return q.lettered[match_option(answer.choice, q.lettered)[0]]
-
-
-SELECT: Role[SelectAnswer] = Role(
-    "mindmap.select",
-    "mindmap_select",
-    SelectAnswer,
-    select_symbolically,
-    check_selection,
-    lambda ctx: narrow(model_schema(SelectAnswer), replace={"choice": letter_schema(_select_data(ctx).lettered)}),
-    choice=selected_text,
+SELECT: Role[SelectQuestion, SelectAnswer] = choice_role(
+    "mindmap.select", "mindmap_select", SelectAnswer, "choice", select_symbolically
 )
 STATUS = message_role("mindmap.message", "mindmap_message", lambda ctx: TeamStatus.of(ctx.data).text())
 

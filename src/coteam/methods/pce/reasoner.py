@@ -21,9 +21,16 @@ from pydantic import Field
 from coteam.agent.messages import TeamStatus
 from coteam.agent.reasoning import Decision
 from coteam.domain.actions import HighLevelAction, Verb, format_action, parse_action
-from coteam.kit import Deliberation, Explanation, PerAgentTeam, RoleAgent, Section, ValueRoleConfig
-from coteam.kit.explanation import rationale_section
-from coteam.llm import RoleContext
+from coteam.kit import (
+    Deliberation,
+    Explanation,
+    PerAgentTeam,
+    RoleAgent,
+    RoleContext,
+    Section,
+    ValueRoleConfig,
+    rationale_section,
+)
 from coteam.methods.pce.roles import (
     COMMUNICATOR,
     COMPOSER,

@@ -14,10 +14,7 @@ from pydantic import BaseModel, Field
 from coteam.agent.options import ActionOption
 from coteam.domain.actions import ActionError, HighLevelAction, Verb, parse_action, validate_action
 from coteam.domain.world import Benchmark
-from coteam.kit.answers import message_role
-from coteam.kit.lettered import action_text_schema
-from coteam.llm import Doubt, Role, RoleContext
-from coteam.llm.schema import model_schema, narrow
+from coteam.kit import Doubt, Role, RoleContext, action_text_schema, message_role, model_schema, narrow
 from coteam.methods.pce.scoring import LeafScore, ScoredLeaf, action_utilities, best_leaf, score_leaf
 from coteam.methods.pce.symbolic import SymbolicContext
 from coteam.methods.pce.tree import Hypothesis, Leaf, Node, Scenario, TreeError, parse_tree, tree_to_json
@@ -75,11 +72,6 @@ class PceQuestion:
         raise KeyError(f"{action} is not an available action")
 
 
-def _data(ctx: RoleContext) -> PceQuestion:
-    assert isinstance(ctx.data, PceQuestion)
-    return ctx.data
-
-
 def _check_action(text: str, q: PceQuestion) -> HighLevelAction:
     try:
         action = parse_action(text, q.benchmark)
@@ -92,8 +84,8 @@ def _check_action(text: str, q: PceQuestion) -> HighLevelAction:
 
 
 # --- Planner ---------------------------------------------------------------------------------------------
-def plan_symbolically(ctx: RoleContext) -> PlannerAnswer:
-    q = _data(ctx)
+def plan_symbolically(ctx: RoleContext[PceQuestion]) -> PlannerAnswer:
+    q = ctx.data
     s = q.symbolic
     ranked = s.ranked()
     best = ranked[0]
@@ -112,8 +104,8 @@ def _concerns(variable: Any, option: ActionOption) -> bool:
     return target is not None and variable.object_id == target.id
 
 
-def check_plan(answer: PlannerAnswer, ctx: RoleContext) -> None:
-    _check_action(answer.candidate, _data(ctx))
+def check_plan(answer: PlannerAnswer, ctx: RoleContext[PceQuestion]) -> None:
+    _check_action(answer.candidate, ctx.data)
 
 
 def _action_schema(q: PceQuestion) -> dict[str, Any]:
@@ -121,22 +113,22 @@ def _action_schema(q: PceQuestion) -> dict[str, Any]:
     return action_text_schema(physical, q.benchmark, messages=q.symbolic.allow_messages)
 
 
-def planner_schema(ctx: RoleContext) -> dict[str, Any]:
+def planner_schema(ctx: RoleContext[PceQuestion]) -> dict[str, Any]:
     """The candidate is one of the available actions (or a message of the model's own)."""
-    return narrow(model_schema(PlannerAnswer), replace={"candidate": _action_schema(_data(ctx))})
+    return narrow(model_schema(PlannerAnswer), replace={"candidate": _action_schema(ctx.data)})
 
 
-PLANNER: Role[PlannerAnswer] = Role(
+PLANNER: Role[PceQuestion, PlannerAnswer] = Role(
     "pce.planner", "pce_planner", PlannerAnswer, plan_symbolically, check_plan, planner_schema
 )
 
 
 # --- Composer --------------------------------------------------------------------------------------------
-def compose_symbolically(ctx: RoleContext) -> ComposerAnswer:
+def compose_symbolically(ctx: RoleContext[PceQuestion]) -> ComposerAnswer:
     """Branch on the uncertain variables that change the best action, up to depth D: the assumptions the Planner's
     candidate rests on first (the paper's Composer expands the Planner's proposal), then the most uncertain
     others; without a Planner (``no_planner``), the most uncertain first."""
-    q = _data(ctx)
+    q = ctx.data
     s = q.symbolic
     behind = set(q.planner.assumptions) if q.planner is not None else set()
     variables = sorted(s.variables(), key=lambda v: v.text not in behind)[:BRANCH_CANDIDATES]  # stable: by entropy
@@ -171,8 +163,8 @@ def compose_symbolically(ctx: RoleContext) -> ComposerAnswer:
     return ComposerAnswer(tree=tree_to_json(build({}, q.symbolic.max_depth)))
 
 
-def check_tree(answer: ComposerAnswer, ctx: RoleContext) -> None:
-    q = _data(ctx)
+def check_tree(answer: ComposerAnswer, ctx: RoleContext[PceQuestion]) -> None:
+    q = ctx.data
     try:
         q.tree = parse_tree(
             answer.tree,
@@ -186,10 +178,10 @@ def check_tree(answer: ComposerAnswer, ctx: RoleContext) -> None:
         raise ValueError(str(exc)) from None
 
 
-def composer_schema(ctx: RoleContext) -> dict[str, Any]:
+def composer_schema(ctx: RoleContext[PceQuestion]) -> dict[str, Any]:
     """A tree at most D levels deep (written out level by level, so the depth limit is part of the grammar) whose
     leaves are available actions."""
-    q = _data(ctx)
+    q = ctx.data
     leaf = {
         "type": "object",
         "properties": {"type": {"type": "string", "enum": ["action"]}, "action": _action_schema(q)},
@@ -218,15 +210,15 @@ def composer_schema(ctx: RoleContext) -> dict[str, Any]:
     return narrow(model_schema(ComposerAnswer), replace={"tree": node(q.symbolic.max_depth)})
 
 
-COMPOSER: Role[ComposerAnswer] = Role(
+COMPOSER: Role[PceQuestion, ComposerAnswer] = Role(
     "pce.composer", "pce_composer", ComposerAnswer, compose_symbolically, check_tree, composer_schema
 )
 
 
 # --- Evaluator -------------------------------------------------------------------------------------------
-def evaluate_symbolically(ctx: RoleContext) -> EvaluatorAnswer:
+def evaluate_symbolically(ctx: RoleContext[PceQuestion]) -> EvaluatorAnswer:
     """L from the belief along the path, G from the goal progress bought in that scenario, C from distance."""
-    q = _data(ctx)
+    q = ctx.data
     s = q.symbolic
     out = []
     for sc in q.leaves:
@@ -246,18 +238,18 @@ def evaluate_symbolically(ctx: RoleContext) -> EvaluatorAnswer:
     return EvaluatorAnswer(scenarios=out)
 
 
-def check_scores(answer: EvaluatorAnswer, ctx: RoleContext) -> None:
-    q = _data(ctx)
+def check_scores(answer: EvaluatorAnswer, ctx: RoleContext[PceQuestion]) -> None:
+    q = ctx.data
     n = len(q.leaves)
     got = sorted(s.leaf for s in answer.scenarios)
     if got != list(range(n)):
         raise ValueError(f"score every leaf exactly once: expected leaves 0..{n - 1}, got {got}")
 
 
-def evaluator_schema(ctx: RoleContext) -> dict[str, Any]:
+def evaluator_schema(ctx: RoleContext[PceQuestion]) -> dict[str, Any]:
     """One score per leaf, the leaves numbered as listed, each score a whole number from 1 to 5 (grammar
     converters do not enforce a number's bounds; an enum they do)."""
-    n = len(_data(ctx).leaves)
+    n = len(ctx.data.leaves)
     scale = [1, 2, 3, 4, 5]
     enums = {"scenarios.leaf": list(range(n)), **{f"scenarios.{k}": scale for k in SCORE_FIELDS}}
     return narrow(model_schema(EvaluatorAnswer), enums=enums, lengths={"scenarios": n})
@@ -276,19 +268,19 @@ def scored_leaves(q: PceQuestion, answer: EvaluatorAnswer) -> list[ScoredLeaf]:
     ]
 
 
-def evaluator_doubt(ctx: RoleContext, answer: EvaluatorAnswer) -> Doubt | None:
+def evaluator_doubt(ctx: RoleContext[PceQuestion], answer: EvaluatorAnswer) -> Doubt | None:
     """How close the symbolic scores leave the best two actions (their utilities, as the decision sums them)."""
-    q = _data(ctx)
+    q = ctx.data
     return Doubt.between(action_utilities(scored_leaves(q, answer), [sc.leaf.text for sc in q.leaves]))
 
 
-def evaluator_choice(ctx: RoleContext, answer: EvaluatorAnswer) -> str:
+def evaluator_choice(ctx: RoleContext[PceQuestion], answer: EvaluatorAnswer) -> str:
     """The action the scores make the decision take."""
-    q = _data(ctx)
+    q = ctx.data
     return q.leaves[best_leaf(scored_leaves(q, answer), [sc.leaf.text for sc in q.leaves]).leaf].leaf.text
 
 
-EVALUATOR: Role[EvaluatorAnswer] = Role(
+EVALUATOR: Role[PceQuestion, EvaluatorAnswer] = Role(
     "pce.evaluator",
     "pce_evaluator",
     EvaluatorAnswer,
@@ -301,8 +293,8 @@ EVALUATOR: Role[EvaluatorAnswer] = Role(
 
 
 # --- Communication ---------------------------------------------------------------------------------------
-def write_message_symbolically(ctx: RoleContext) -> str:
-    q = _data(ctx)
+def write_message_symbolically(ctx: RoleContext[PceQuestion]) -> str:
+    q = ctx.data
     return q.symbolic.message_text(q.incoming)
 
 

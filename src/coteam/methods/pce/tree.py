@@ -13,7 +13,7 @@ from typing import Any
 
 from coteam.domain.actions import ActionError, HighLevelAction, parse_action, validate_action
 from coteam.domain.world import Benchmark
-from coteam.kit.explanation import TreeNode
+from coteam.kit import TreeNode
 
 
 class TreeError(ValueError):

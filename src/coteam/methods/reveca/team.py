@@ -54,11 +54,23 @@ from coteam.agent.reasoning import Decision, DecisionContext
 from coteam.domain.actions import HighLevelAction, Verb, format_action
 from coteam.domain.observation import Message, ObjectView
 from coteam.domain.world import ObjectKind, Vec2
-from coteam.kit import Deliberation, Explanation, PerAgentTeam, RoleAgent, Section, ValueRoleConfig, rationale_section
-from coteam.kit.answers import message_role
-from coteam.kit.lettered import Lettered, match_option
-from coteam.llm import Role, RoleContext
-from coteam.llm.schema import model_schema, narrow
+from coteam.kit import (
+    Deliberation,
+    Explanation,
+    Lettered,
+    PerAgentTeam,
+    Role,
+    RoleAgent,
+    RoleContext,
+    Section,
+    ValueRoleConfig,
+    choice_role,
+    match_option,
+    message_role,
+    model_schema,
+    narrow,
+    rationale_section,
+)
 from coteam.methods.reveca.messages import Found, SubgoalDone, ValidationReply, ValidationRequest
 from coteam.methods.reveca.relevance import RelevanceScale, cache_key, symbolic_grade
 
@@ -143,30 +155,20 @@ class PlanQuestion:
     d: Deliberation
 
 
-def _relevance_data(ctx: RoleContext) -> RelevanceQuestion:
-    assert isinstance(ctx.data, RelevanceQuestion)
-    return ctx.data
-
-
-def _plan_data(ctx: RoleContext) -> PlanQuestion:
-    assert isinstance(ctx.data, PlanQuestion)
-    return ctx.data
-
-
-def grade_symbolically(ctx: RoleContext) -> RelevanceAnswer:
-    q = _relevance_data(ctx)
+def grade_symbolically(ctx: RoleContext[RelevanceQuestion]) -> RelevanceAnswer:
+    q = ctx.data
     level = symbolic_grade(q.view, q.memory, q.scale)
     return RelevanceAnswer(reasoning="the goal and the placement priors", level=q.scale.letter(level))
 
 
-def check_grade(answer: RelevanceAnswer, ctx: RoleContext) -> None:
-    scale = _relevance_data(ctx).scale
+def check_grade(answer: RelevanceAnswer, ctx: RoleContext[RelevanceQuestion]) -> None:
+    scale = ctx.data.scale
     letters = "ABCDE"[: len(scale.names)]
     if answer.level.strip().upper()[:1] not in letters:
         raise ValueError(f"level must be one letter of {', '.join(letters)}, not {answer.level!r}")
 
 
-def choose_symbolically(ctx: RoleContext) -> PlanAnswer:
+def choose_symbolically(ctx: RoleContext[PlanQuestion]) -> PlanAnswer:
     """The planner's judgement over the retrieved options: each one's worth is what it does for the team (the team
     value model's estimate, as a share of its scale: the cost of getting there and what follows), plus
     :data:`RELEVANCE_WEIGHT` times its relevance (1 strong ... -1 none) and :data:`PROXIMITY_WEIGHT` when I am
@@ -174,7 +176,7 @@ def choose_symbolically(ctx: RoleContext) -> PlanAnswer:
     options the value model cannot rate). Told nothing of relevance (no_relevance) or of where the teammates are
     (no_proximity, no_other_info), the judgement weighs what it is told: without proximity it rates the options
     as if I worked alone."""
-    q = _plan_data(ctx)
+    q = ctx.data
     cfg = q.d.team.config
     assert isinstance(cfg, RevecaConfig)
     alone = cfg.no_proximity or cfg.no_other_info
@@ -192,15 +194,6 @@ def choose_symbolically(ctx: RoleContext) -> PlanAnswer:
     return PlanAnswer(reasoning="relevance and proximity weighed with the team value", choice=max(judged)[2])
 
 
-def check_choice(answer: PlanAnswer, ctx: RoleContext) -> None:
-    match_option(answer.choice, _plan_data(ctx).lettered)
-
-
-def chosen_text(ctx: RoleContext, answer: PlanAnswer) -> str:
-    q = _plan_data(ctx)
-    return q.lettered[match_option(answer.choice, q.lettered)[0]]
-
-
 class ValidateAnswer(BaseModel):
     reasoning: str = Field("", description="step-by-step: where the teammate has probably been since I saw the object")
     answer: str = Field(description="A: its way did not cross that room since; B: it may have dealt with the object")
@@ -211,17 +204,12 @@ class ValidateQuestion:
     visited: bool  # my teammate is known to have been in the room since I saw the object
 
 
-def _validate_data(ctx: RoleContext) -> ValidateQuestion:
-    assert isinstance(ctx.data, ValidateQuestion)
-    return ctx.data
-
-
-def predict_symbolically(ctx: RoleContext) -> ValidateAnswer:
-    visited = _validate_data(ctx).visited
+def predict_symbolically(ctx: RoleContext[ValidateQuestion]) -> ValidateAnswer:
+    visited = ctx.data.visited
     return ValidateAnswer(reasoning="its rooms since the sighting", answer="B" if visited else "A")
 
 
-def check_prediction(answer: ValidateAnswer, ctx: RoleContext) -> None:
+def check_prediction(answer: ValidateAnswer, ctx: RoleContext[ValidateQuestion]) -> None:
     if answer.answer.strip().upper()[:1] not in ("A", "B"):
         raise ValueError(f"answer must be A or B, not {answer.answer!r}")
 
@@ -233,7 +221,7 @@ def _letters(model: type[BaseModel], field: str, letters: Sequence[str]) -> dict
     return narrow(model_schema(model), enums={field: list(letters)}, replace={"reasoning": reasoning})
 
 
-VALIDATE: Role[ValidateAnswer] = Role(
+VALIDATE: Role[ValidateQuestion, ValidateAnswer] = Role(
     "reveca.validate",
     "reveca_validate",
     ValidateAnswer,
@@ -241,22 +229,21 @@ VALIDATE: Role[ValidateAnswer] = Role(
     check_prediction,
     lambda ctx: _letters(ValidateAnswer, "answer", "AB"),
 )
-RELEVANCE: Role[RelevanceAnswer] = Role(
+RELEVANCE: Role[RelevanceQuestion, RelevanceAnswer] = Role(
     "reveca.relevance",
     "reveca_relevance",
     RelevanceAnswer,
     grade_symbolically,
     check_grade,
-    lambda ctx: _letters(RelevanceAnswer, "level", "ABCDE"[: len(_relevance_data(ctx).scale.names)]),
+    lambda ctx: _letters(RelevanceAnswer, "level", "ABCDE"[: len(ctx.data.scale.names)]),
 )
-PLAN: Role[PlanAnswer] = Role(
+PLAN: Role[PlanQuestion, PlanAnswer] = choice_role(
     "reveca.plan",
     "reveca_plan",
     PlanAnswer,
+    "choice",
     choose_symbolically,
-    check_choice,
-    lambda ctx: _letters(PlanAnswer, "choice", list(_plan_data(ctx).lettered)),
-    choice=chosen_text,
+    constrain=lambda ctx: _letters(PlanAnswer, "choice", list(ctx.data.lettered)),
 )
 MESSAGE = message_role("reveca.message", "reveca_message", lambda ctx: ctx.data.text())
 
