@@ -97,7 +97,7 @@ def load_sweep(path: str | Path) -> SweepFile:
     try:
         return SweepFile.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(f"{path}: {first_problem(exc)}") from None
+        raise ValueError(f"{path}: {first_problem(exc, schema=SweepFile)}") from None
 
 
 @dataclass(frozen=True)

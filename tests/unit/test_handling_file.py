@@ -44,18 +44,18 @@ def test_a_file_states_constraints_over_the_actions_facts(tmp_path: Path) -> Non
     [
         ("x: [", "not valid YAML: expected the node content, but found '<stream end>' at line 1 column 5"),
         ("format: coteam-handling/2\nconstraints: []\n", "format: format 'coteam-handling/2', expected"),
-        ("format: coteam-handling/1\n", "constraints: Field required"),
+        ("format: coteam-handling/1\n", "constraints: required"),
         (
             "format: coteam-handling/1\nconstraints: [{when: {verb: grab, colour: red}, fails: x}]\n",
-            "constraints.0.when: unknown fact 'colour'; facts are verb, item, place, robot, held, hands_in_use",
+            "constraints[0].when: unknown fact 'colour'; facts are verb, item, place, robot, held, hands_in_use",
         ),
         (
             "format: coteam-handling/1\nconstraints: [{when: {verb: open}, fails: x}]\n",
-            "constraints.0.when: verb 'open' is not checked; handled verbs: grab",
+            "constraints[0].when: verb 'open' is not checked; handled verbs: grab",
         ),
         ("format: coteam-handling/1\nconstraints: [{when: {hands_in_use: 3}, fails: x}]\n", "hands_in_use '3'"),
-        ("format: coteam-handling/1\nconstraints: [{when: {}, fails: x}]\n", "constraints.0.when"),
-        ("format: coteam-handling/1\nconstraints: [{when: {item: cup}, fails: ''}]\n", "constraints.0.fails"),
+        ("format: coteam-handling/1\nconstraints: [{when: {}, fails: x}]\n", "constraints[0].when"),
+        ("format: coteam-handling/1\nconstraints: [{when: {item: cup}, fails: ''}]\n", "constraints[0].fails"),
         ("format: coteam-handling/1\nconstraints: [{when: {item: [[cup]]}, fails: x}]\n", "give a word or a list"),
     ],
 )

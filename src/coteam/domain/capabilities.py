@@ -51,7 +51,7 @@ def team_capabilities(text: str) -> dict[str, RobotCapabilities]:
             raise ValueError("expected a mapping of robot names to capabilities")
         return {str(robot): RobotCapabilities.model_validate(body) for robot, body in data.items()}
     except ValidationError as exc:
-        raise ValueError(f"capabilities: {first_problem(exc)}") from None
+        raise ValueError(f"capabilities: {first_problem(exc, schema=RobotCapabilities)}") from None
     except ValueError as exc:
         raise ValueError(f"capabilities: {exc}") from None
 

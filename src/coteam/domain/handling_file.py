@@ -87,7 +87,7 @@ def limits_from_dict(data: Any) -> HandlingLimits:
     try:
         spec = _HandlingFile.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(first_problem(exc)) from None
+        raise ValueError(first_problem(exc, schema=_HandlingFile)) from None
     return HandlingLimits(
         tuple(
             HandlingConstraint(tuple((fact, frozenset(values)) for fact, values in c.when.items()), c.fails)

@@ -91,7 +91,7 @@ def parse_policy(data: Any, source: str) -> SafetyPolicy:
     try:
         return SafetyPolicy.model_validate(data)
     except ValidationError as exc:
-        raise SafetyPolicyError(f"{source}: {first_problem(exc, 'safety')}") from None
+        raise SafetyPolicyError(f"{source}: {first_problem(exc, 'safety', SafetyPolicy)}") from None
 
 
 def policy_of_file(data: Any, path: Path, *, or_else: str = "") -> SafetyPolicy:

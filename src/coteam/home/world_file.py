@@ -225,7 +225,7 @@ def load_world(path: str | Path) -> World:
     try:
         spec = WorldFile.model_validate(data)
     except ValidationError as exc:
-        raise WorldFileError(f"{path}: {first_problem(exc)}") from None
+        raise WorldFileError(f"{path}: {first_problem(exc, schema=WorldFile)}") from None
     map_path = path.parent / spec.map if spec.map else None
     try:
         occupancy = load_map_yaml(map_path) if map_path else None

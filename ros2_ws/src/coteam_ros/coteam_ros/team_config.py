@@ -87,7 +87,6 @@ import difflib
 import json
 import os
 import re
-import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -104,10 +103,9 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import ErrorDetails
 
 from coteam.domain.capabilities import RobotCapabilities
-from coteam.domain.validation import read_yaml
+from coteam.domain.validation import ProblemAt, first_problem, read_yaml
 from coteam.home.signing import DEFAULT_MAX_AGE_S, PUBLIC_KEYS
 from coteam.home.world_file import World
 from coteam.senses.vision import DETECTORS
@@ -171,14 +169,6 @@ class ConfigError(ValueError):
     """A team YAML file is malformed; the message names the file and the key."""
 
 
-class _ProblemAt(ValueError):
-    """A validator's problem with ``key`` (a path below the section it validates)."""
-
-    def __init__(self, key: str | tuple[str, ...], problem: str):
-        super().__init__(problem)
-        self.key = (key,) if isinstance(key, str) else key
-
-
 def _beside_the_file(path: str, info: ValidationInfo) -> str:
     """``path`` made absolute, relative to the team file's folder."""
     return str((Path(info.context["source"]).parent / path).resolve())
@@ -202,9 +192,9 @@ def _not_one_of(choices: Sequence[str], value: Any) -> str:
 
 def _existing_file(key: str, path: str | None) -> str:
     if path is None:
-        raise _ProblemAt(key, "required")
+        raise ProblemAt(key, "required")
     if not Path(path).is_file():
-        raise _ProblemAt(key, f"no such file: {path}")
+        raise ProblemAt(key, f"no such file: {path}")
     return path
 
 
@@ -275,7 +265,7 @@ class TaskSection(_Section):
 
         suite = get_suite(self.suite)
         if suite.fixed and self.episode >= (count := len(suite.episodes())):
-            raise _ProblemAt("episode", f"{self.suite} has {count} episodes (0-{count - 1}), got {self.episode}")
+            raise ProblemAt("episode", f"{self.suite} has {count} episodes (0-{count - 1}), got {self.episode}")
         return self
 
     @property
@@ -337,7 +327,7 @@ class TwinSection(_Section):
             try:
                 twin_robot(profile)
             except ValueError as exc:
-                raise _ProblemAt(robot, str(exc)) from None
+                raise ProblemAt(robot, str(exc)) from None
         return robots
 
     @field_validator("faults")
@@ -440,7 +430,7 @@ class TeamMethodSection(_Section):
             return data
         backend = params["backend"]
         if data.get("backend", backend) != backend:
-            raise _ProblemAt("params", f"backend {backend!r} contradicts team.backend {data['backend']!r}")
+            raise ProblemAt("params", f"backend {backend!r} contradicts team.backend {data['backend']!r}")
         return {**data, "backend": backend, "params": {k: v for k, v in params.items() if k != "backend"}}
 
     @field_validator("method")
@@ -484,17 +474,17 @@ class TeamMethodSection(_Section):
         from coteam.registry import method_class
 
         if self.backend != "symbolic" and not _has_backend_switch(self.method):
-            raise _ProblemAt("backend", f"{self.method} has no LLM roles: it runs without a backend")
+            raise ProblemAt("backend", f"{self.method} has no LLM roles: it runs without a backend")
         if self.local_llm is not None and self.backend != "llm":
-            raise _ProblemAt(
+            raise ProblemAt(
                 ("llm", "local"), f"a local model serves the llm backend, but team.backend is {self.backend!r}"
             )
         try:
             method_class(self.method).Config.parse_switches(self.method, self.switches())
         except ValueError as exc:
-            raise _ProblemAt("params", str(exc)) from None
+            raise ProblemAt("params", str(exc)) from None
         if "store" in self.params and method_class(self.method).store_schema is None:
-            raise _ProblemAt(("params", "store"), f"{self.method} keeps nothing across episodes")
+            raise ProblemAt(("params", "store"), f"{self.method} keeps nothing across episodes")
         return self
 
     @property
@@ -544,11 +534,11 @@ class RobotSection(_Section):
         for src, dst in remap.items():
             for name in (src, dst):
                 if not _TOPIC.match(name):
-                    raise _ProblemAt(src, f"{name!r} is not a valid ROS topic/action name")
+                    raise ProblemAt(src, f"{name!r} is not a valid ROS topic/action name")
             if src not in REMAPPABLE:
                 close = difflib.get_close_matches(src, REMAPPABLE, n=1)
                 hint = f"did you mean {close[0]}?" if close else f"the robots' nodes use {', '.join(REMAPPABLE)}"
-                raise _ProblemAt(src, f"no node of a robot uses {src!r}: {hint}")
+                raise ProblemAt(src, f"no node of a robot uses {src!r}: {hint}")
         return remap
 
     @field_validator("base_frame")
@@ -573,15 +563,15 @@ class PerceptionSection(_Section):
     @model_validator(mode="after")
     def _keys_of_the_detector(self) -> PerceptionSection:
         if self.detector not in DETECTORS:
-            raise _ProblemAt("detector", f"expected one of {', '.join(DETECTORS)}, got {self.detector!r}")
+            raise ProblemAt("detector", f"expected one of {', '.join(DETECTORS)}, got {self.detector!r}")
         for other, kind in DETECTORS.items():
             for key in kind.settings:
                 if other != self.detector and key in self.model_fields_set:
-                    raise _ProblemAt(key, f"only with detector {other}")
+                    raise ProblemAt(key, f"only with detector {other}")
         if self.detector == "onnx":
             _existing_file("model", self.model)
             if not self.classes:
-                raise _ProblemAt("classes", "required: the model's class names in its output order, e.g. [apple, cup]")
+                raise ProblemAt("classes", "required: the model's class names in its output order, e.g. [apple, cup]")
         return self
 
     def in_simulation(self) -> PerceptionSection:
@@ -589,7 +579,7 @@ class PerceptionSection(_Section):
         file says otherwise) and paints the classes (color)."""
         for key, what in (("markers", "prints the markers"), ("colours", "paints the classes")):
             if key in self.model_fields_set:
-                raise _ProblemAt(key, f"only on hardware (with a world, the simulator {what})")
+                raise ProblemAt(key, f"only on hardware (with a world, the simulator {what})")
         if self.detector != "aruco":
             return self
         from coteam_sim.camera import ITEM_SIZE_M, MARKER_SIZE_M  # an item's centre is half a cube behind its face
@@ -610,7 +600,7 @@ class PerceptionSection(_Section):
             if self.markers is None and world_file:
                 return
             if self.markers is None:
-                raise _ProblemAt("markers", "required on hardware: a YAML of the printed marker ids and their classes")
+                raise ProblemAt("markers", "required on hardware: a YAML of the printed marker ids and their classes")
             key, read = "markers", MarkerCatalogue.from_file
         elif self.detector == "color":
             key, read = "colours", load_class_colours
@@ -620,7 +610,7 @@ class PerceptionSection(_Section):
         try:
             read(path)
         except ValueError as exc:
-            raise _ProblemAt(key, str(exc)) from None
+            raise ProblemAt(key, str(exc)) from None
 
 
 class SecuritySection(_Section):
@@ -679,7 +669,7 @@ class TeamConfig(_Section):
         from coteam.registry import observes_world
 
         if "world" in info.data and info.data["world"] is None and observes_world(team.method, team.switches()):
-            raise _ProblemAt(
+            raise ProblemAt(
                 ("params", "full_observability"),
                 f"{team.method} sees the whole world, which only the simulator shows: false on robots",
             )
@@ -882,81 +872,4 @@ def parse_config(data: Any, source: str = "<config>") -> TeamConfig:
     try:
         return TeamConfig.model_validate(data, context={"source": source})
     except ValidationError as exc:
-        errors = exc.errors()
-        unknown = [e for e in errors if e["type"] == "extra_forbidden"]  # a misspelt key explains the rest
-        raise ConfigError(_one_line(source, (unknown or errors)[0])) from None
-
-
-def _one_line(source: str, error: ErrorDetails) -> str:
-    """``<file>: <key path>: <problem>`` for one pydantic error."""
-    loc, kind, value = tuple(error["loc"]), error["type"], error["input"]
-    ctx = error.get("ctx", {})
-    if isinstance(ctx.get("error"), _ProblemAt):
-        loc += ctx["error"].key
-    if kind in _EXPECTED:
-        problem = f"expected {_EXPECTED[kind]}, got {_kind(value)}"
-    elif kind == "missing":
-        examples = _field_at(loc).examples
-        problem = f"required ({loc[-1]}: {examples[0]})" if examples else "required"
-    elif kind == "extra_forbidden":
-        problem = f"unknown key (allowed here: {', '.join(_section_at(loc).model_fields)})"
-    elif kind == "literal_error":
-        problem = _not_one_of(typing.get_args(_field_at(loc).annotation), value)
-    elif kind == "greater_than_equal":
-        problem = f"must be >= {ctx['ge']}, got {value}"
-    elif kind in ("greater_than", "finite_number"):
-        problem = f"must be a positive number, got {float(value)}"
-    elif kind == "value_error":
-        problem = str(ctx["error"])
-    else:
-        problem = error["msg"]
-    return f"{source}: {_key_path(loc)}: {problem}"
-
-
-_EXPECTED = {  # pydantic's error types of a value of the wrong kind: what the key takes
-    "model_type": "a mapping",
-    "dict_type": "a mapping",
-    "int_type": "an integer",
-    "float_type": "a number",
-    "bool_type": "true or false",
-    "string_type": "a non-empty string",
-    "string_too_short": "a non-empty string",
-    "tuple_type": "a non-empty list",
-    "too_short": "a non-empty list",
-}
-
-
-def _section_at(loc: tuple[int | str, ...]) -> type[BaseModel]:
-    """The section that holds the key at ``loc``."""
-    section: type[BaseModel] = TeamConfig
-    for part in loc[:-1]:
-        if isinstance(part, str):
-            annotation = section.model_fields[part].annotation
-            # a section, a section or None, a tuple of sections
-            candidates = (annotation, *typing.get_args(annotation))
-            section = next(a for a in candidates if isinstance(a, type) and issubclass(a, BaseModel))
-    return section
-
-
-def _field_at(loc: tuple[int | str, ...]) -> Any:
-    return _section_at(loc).model_fields[str(loc[-1])]
-
-
-def _key_path(loc: tuple[int | str, ...]) -> str:
-    """``robots[1].remap.odom`` for ``("robots", 1, "remap", "odom")``."""
-    path = ""
-    for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else part
-    return path or "top level"
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, bool | int | float):
-        return f"{type(value).__name__} {value!r}"
-    if isinstance(value, list | dict) and not value:
-        return f"an empty {type(value).__name__}"
-    return f"a {type(value).__name__}"
+        raise ConfigError(f"{source}: {first_problem(exc, schema=TeamConfig)}") from None

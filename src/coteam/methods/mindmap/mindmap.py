@@ -163,7 +163,7 @@ def match_keys(raw: Any, previous: MindMap | None, components: tuple[str, ...]) 
     try:
         return MindMap.model_validate(top), repairs
     except ValidationError as exc:
-        raise ValueError(f"mind map not repairable: {first_problem(exc)}") from None
+        raise ValueError(f"mind map not repairable: {first_problem(exc, schema=MindMap)}") from None
 
 
 def mind_map_schema(components: tuple[str, ...]) -> dict[str, Any]:
