@@ -524,7 +524,7 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
         "lockstep mode, seed 0. Numbers from one run on a noisy shared machine (1-minute load average "
         f"{load_before:.1f} before the run; 13 busy processes with 4 robots, 25 with 8, load it further): compare "
         "ratios, not absolute times. *oracle*: the centralised oracle, whose `coordinator` node decides for both "
-        "robots (their planners relay, docs/ros2.md).",
+        "robots (each robot runs a relay, docs/ros2.md).",
         "",
         "### Team-message latency",
         "",

@@ -1,9 +1,9 @@
-"""A centralised team over ROS 2: one ``coordinator`` node decides for every robot, the robots' planners relay.
+"""A centralised team over ROS 2: one ``coordinator`` node decides for every robot, each robot runs a ``relay``.
 
 * in lockstep the run is step for step the in-process run: the oracle seeing the world, and a centralised team that
   sees only what its robots see (each robot's memory, and its executor's, take in what its teammates see);
 * in real time the team finishes its task;
-* a planner takes only its own robot's new commands for the step it is at (a repeated or misaddressed one changes
+* a relay takes only its own robot's new commands for the step it is at (a repeated or misaddressed one changes
   nothing; a restarted coordinator's count anew) and answers a garbled action as failed, with one line, so the
   coordinator's turn goes on;
 * a robot whose nodes are all killed mid-episode (or only its executor) is dropped from the joint plan, and the other
@@ -90,26 +90,27 @@ def test_a_centralised_team_in_real_time_finishes(tmp_path: Path, monkeypatch: p
     assert got["success"] and got["decisions"] > 2
 
 
-def test_a_planner_refuses_garbled_repeated_and_misaddressed_commands(
+def test_a_relay_refuses_garbled_repeated_and_misaddressed_commands(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from coteam_interfaces.msg import RobotStatus, StepTick, TurnCommand, TurnReport
     from rclpy.parameter import Parameter
 
     from coteam_ros.nodes.planner import PlannerNode
+    from coteam_ros.nodes.relay import RelayNode
 
     isolate_ros(tmp_path, monkeypatch)
     scene = Parameter("scene_path", value=task_scene(tmp_path))
+    robot = Parameter("robot", value="bob")
     with rclpy_session() as nodes:
-        planner = PlannerNode(
-            namespace="/bob",
-            parameter_overrides=[Parameter("robot", value="bob"), Parameter("method", value="oracle"), scene],
-        )
+        with pytest.raises(ValueError, match="oracle plans for the whole team in the coordinator"):
+            PlannerNode(namespace="/bob", parameter_overrides=[robot, Parameter("method", value="oracle"), scene])
+        planner = RelayNode(namespace="/bob", parameter_overrides=[robot, scene])
         nodes.append(planner)
-        assert planner.coordinated and not hasattr(planner, "brain"), "the coordinator holds the team"
+        assert not hasattr(planner, "brain"), "the coordinator holds the team"
         ticks: list[int] = []
         planner._tick = lambda kind, *rest: ticks.append(kind)  # type: ignore[method-assign]
-        planner._report_status(RobotStatus(robot="bob", step=3, ready=True, observation_json="{}"))
+        planner._on_status(RobotStatus(robot="bob", step=3, ready=True, observation_json="{}"))
         sent: list[str] = []
         planner._send_skill = lambda skill, text: sent.append(text)  # type: ignore[method-assign]
 
@@ -140,7 +141,7 @@ def _quiet(child) -> subprocess.Popen:
 def test_a_robot_that_stops_answering_is_dropped_and_the_others_finish(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, killed: str, method: str
 ) -> None:
-    """``nodes``: all of bob's nodes die; ``executor``: only his executor (his planner, waiting for it, reports
+    """``nodes``: all of bob's nodes die; ``executor``: only his executor (his relay, waiting for it, reports
     nothing more until its executor timeout says so, 10 s, long after alice has finished here)."""
     isolate_ros(tmp_path, monkeypatch)
     world = "suite: cwah-test, episode: 1, seed: 0, mode: lockstep"

@@ -224,7 +224,7 @@ def test_a_centralised_team_on_robots_ends_the_task_by_itself(tmp_path: Path, mo
     assert {r["ended"] for r in reports} == {"goal met on the team's map"}, reports
     assert all(r["goal_met"] and r["goal_items"][0] == r["goal_items"][1] for r in reports), reports
     (episode,) = json.loads((out / "results.json").read_text())["episodes"]
-    # the coordinated planners count their robots' travel from odometry: a robot the joint plan kept still has none
+    # the relays count their robots' travel from odometry: a robot the joint plan kept still has none
     moved = {name: speed["top_mps"] > 0 for name, speed in twin["meta"]["speeds"].items()}
     assert episode["success"] and any(moved.values()), (episode, moved)
     assert {name: m > 0 for name, m in episode["travel_m"].items()} == moved, (episode["travel_m"], moved)

@@ -119,9 +119,9 @@ def ends_run(spec: NodeSpec) -> bool:
 
 
 def ends_task(spec: NodeSpec) -> bool:
-    """Whether this node ends its robot's task (a real robot's planner; a centralised team's coordinator only tells
-    them to): the run ends once every such one exited."""
-    return spec.executable == "planner" and spec.parameters.get("ends_task") is True
+    """Whether this node ends its robot's task (a real robot's planner, or its relay when a centralised team's
+    coordinator tells it to): the run ends once every such one exited."""
+    return spec.executable in ("planner", "relay") and spec.parameters.get("ends_task") is True
 
 
 def run_outputs(spec: NodeSpec, results: Path) -> dict[str, str]:

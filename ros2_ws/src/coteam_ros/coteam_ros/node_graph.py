@@ -52,6 +52,14 @@ class NodeSpec:
         return f"{self.name}@{self.namespace}"
 
 
+RELAY_PARAMETERS = ("robot", "scene_path", "ends_task", "time_limit_s")  # what a relay takes of a planner's
+
+
+def _relay(planner: dict[str, ParamValue]) -> dict[str, ParamValue]:
+    """A centralised team's robot runs a relay (its coordinator decides): the parameters it takes of a planner's."""
+    return {key: value for key, value in planner.items() if key in RELAY_PARAMETERS}
+
+
 def write_task_scene(cfg: TeamConfig, directory: str | os.PathLike[str]) -> Path:
     """The scene file (``coteam.domain.scene_io`` JSON) every node reads the task from: the world's saved scene, or the
     suite episode of ``world:`` / ``task:`` built here and written to ``directory`` (the launch runs on the operator's
@@ -128,8 +136,8 @@ def node_list(
     cfg: TeamConfig, scene_path: str | os.PathLike[str], endpoints: Mapping[str, Mapping[str, str]] | None = None
 ) -> list[NodeSpec]:
     """The nodes of a team run, in start order: the ``sim_bridge`` (with a world), the team's ``coordinator`` (a
-    centralised method), then per robot its ``robot_state`` (without a world), ``perception``, ``planner`` and
-    ``executor`` in the robot's namespace, and a serving team's ``task_desk``.
+    centralised method), then per robot its ``robot_state`` (without a world), ``perception``, ``planner`` (a
+    ``relay`` in a centralised team) and ``executor`` in the robot's namespace, and a serving team's ``task_desk``.
     Every node reads the task from ``scene_path`` (:func:`write_task_scene`). ``endpoints`` (robot ->
     ``{"base_url", "model"}``) point each planner at its model server."""
     episode: dict[str, ParamValue] = {"scene_path": str(scene_path), "seed": cfg.episode_ref.seed}
@@ -204,7 +212,7 @@ def node_list(
     if cfg.world is None:  # a real robot's Nav2 and arm: when to give up on a goal, and on a whole action
         executor.update(cfg.execution.model_dump())
     centralised = method_class(cfg.team.method).centralised
-    if centralised:  # one planner for the whole team: the robots' planners relay
+    if centralised:  # one planner for the whole team: each robot runs a relay
         specs.append(
             NodeSpec(
                 "coordinator",
@@ -301,7 +309,9 @@ def node_list(
                 {"robot": robot.name, **perception},
                 list(remappings),
             ),
-            NodeSpec("planner", "planner", robot.namespace, planner, list(remappings)),
+            NodeSpec("relay", "relay", robot.namespace, _relay(planner), list(remappings))
+            if centralised
+            else NodeSpec("planner", "planner", robot.namespace, planner, list(remappings)),
             NodeSpec("executor", "executor", robot.namespace, {"robot": robot.name, **executor}, list(remappings)),
         ]
     if cfg.serve is not None:  # people's tasks in, one at a time to the robots (coteam task)

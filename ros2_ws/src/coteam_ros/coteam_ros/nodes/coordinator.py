@@ -6,10 +6,10 @@ robot, each robot's memory also taking in its teammates' observations (the union
 sees the whole world, exactly as the in-process runner does. Per robot (namespace from ``namespaces``, default
 ``/<robot>``) it
 
-* subscribes ``turn_report`` (``coteam_interfaces/TurnReport``) from the robot's planner: what the robot observed at
+* subscribes ``turn_report`` (``coteam_interfaces/TurnReport``) from the robot's relay: what the robot observed at
   a step and how its running action goes, and the answer to each started action;
 * publishes ``turn_command`` (``coteam_interfaces/TurnCommand``): ``START`` an action, ``END`` the robot's turn
-  with the step tick its planner answers the bridge with;
+  with the step tick its relay answers the bridge with;
 * publishes ``decision`` (``coteam_interfaces/Decision``, the trace record as JSON), as a planner does.
 
 **Turns.** With ``lockstep`` (a simulated world in lockstep) it takes one step's reports from every robot it plans
@@ -23,7 +23,7 @@ step for step the in-process one. Without ``lockstep`` (real time, real robots) 
 no answer to a started action for ``answer_timeout_s``, both shorter than the bridge's ``tick_timeout_s`` so that
 the others' turns are played before the bridge gives up on them -- is dropped from the joint plan
 (:meth:`coteam.agent.reasoning.Team.leave`): the others go on and take over what it had claimed. It joins again when it
-reports again (a robot whose executor died: once its planner's ``executor_timeout_s`` says so; it then idles, its
+reports again (a robot whose executor died: once its relay's ``executor_timeout_s`` says so; it then idles, its
 actions failing as ``executor unavailable``, as a decentralised robot's do).
 
 At the episode's end (a report with ``episode_done``) the team's episode ends with every robot's memory
@@ -31,8 +31,8 @@ At the episode's end (a report with ``episode_done``) the team's episode ends wi
 
 **Real robots** (``ends_task``): no simulator says when the task is over. The coordinator ends it when a robot's
 memory (what the team saw) shows the goal met by distinct items (:func:`coteam_ros.task_end.goal_progress`, each
-robot's own put-downs counted by robot), or ``time_limit_s`` after the first report: it sends every planner
-``END_TASK`` with why and the goal items, and decides no more; each planner stops its robot, writes its end report
+robot's own put-downs counted by robot), or ``time_limit_s`` after the first report: it sends every relay
+``END_TASK`` with why and the goal items, and decides no more; each relay stops its robot, writes its end report
 and ends, as a decentralised one does.
 """
 
@@ -64,7 +64,7 @@ from coteam_ros.runtime import spin_node, wall_timer
 from coteam_ros.task_end import goal_met, goal_progress
 
 NODE_NAME = "coordinator"
-LOST = "the robot's planner lost the action"  # an action the planner no longer runs (it was restarted)
+LOST = "the robot's relay lost the action"  # an action the relay no longer runs (it was restarted)
 
 
 @dataclass
@@ -77,7 +77,7 @@ class TeamRobot:
     decisions: Publisher
     report: TurnReport | None = None  # its newest status report, not yet played
     answer: TurnReport | None = None  # how its running action goes at this step (a report, or a START's answer)
-    action: HighLevelAction | None = None  # the action its planner runs, as far as the coordinator knows
+    action: HighLevelAction | None = None  # the action its relay runs, as far as the coordinator knows
     turn: Generator[Any, Any, bool] | None = None
     step: int = -1  # the last status step played
     seq: int = 0  # the last command's seq
@@ -134,7 +134,7 @@ class CoordinatorNode(Node):
             self.robots[name] = robot
             self.create_subscription(TurnReport, f"{ns}/turn_report", lambda m, r=robot: self._on_report(r, m), TURNS)
         self.queue: deque[TeamRobot] = deque()  # ready robots whose turns are still to play, in the team's order
-        self.playing: TeamRobot | None = None  # the robot whose turn waits for its planner's answer
+        self.playing: TeamRobot | None = None  # the robot whose turn waits for its relay's answer
         self.done = False
         self.epoch = time.time_ns()  # a restarted coordinator's commands are told from an earlier one's
         wall_timer(self, 0.1, self._on_timer)
@@ -214,7 +214,7 @@ class CoordinatorNode(Node):
         return observations
 
     def _task_over(self) -> bool:
-        """Real robots: end the task when a robot's memory shows the goal met, or at the time limit (every planner
+        """Real robots: end the task when a robot's memory shows the goal met, or at the time limit (every relay
         is told); False while it goes on."""
         now = time.monotonic()
         self.started = now if self.started is None else self.started
@@ -263,13 +263,13 @@ class CoordinatorNode(Node):
                 robot.answer = None  # the report says nothing of an action the turn polls
             elif robot.answer is not None and robot.answer.action_state == TurnReport.NO_ACTION:
                 text = format_action(robot.action, self.info.benchmark)
-                self.get_logger().warning(f"{robot.name}'s planner no longer runs {text}")
+                self.get_logger().warning(f"{robot.name}'s relay no longer runs {text}")
             robot.turn = agent_turn(robot.brain, robot.action is not None)
             self.playing = robot
             self._advance(robot, None)
 
     def _advance(self, robot: TeamRobot, request: Any) -> None:
-        """Play ``robot``'s turn (from its start: ``request`` None) until it waits for its planner's answer, or
+        """Play ``robot``'s turn (from its start: ``request`` None) until it waits for its relay's answer, or
         ends."""
         assert robot.turn is not None
         try:
@@ -300,7 +300,7 @@ class CoordinatorNode(Node):
             self._end_turn(robot, StepTick.ACT if stop.value else StepTick.IDLE)
 
     def _start(self, robot: TeamRobot, request: StartSkill) -> None:
-        """Record the decision and send its action to the robot's planner."""
+        """Record the decision and send its action to the robot's relay."""
         record = robot.brain.record(request.decision, request.options)
         robot.action, robot.answer = request.decision.action, None
         robot.decisions.publish(decision_to_msg(self._header(), self.method, self.backend, robot.step, record))

@@ -15,11 +15,9 @@ Topics and actions, relative to the robot's namespace:
   it is busy with an action, ``OBSERVED`` once the observation is in the robot's memory (so the bridge never
   steps past a status the planner has not taken in).
 
-For a centralised method (one planner for the whole team) the team's ``coordinator`` node decides and this node
-only runs its robot: it reports every status on ``turn_report`` (``coteam_interfaces/TurnReport``: the observation,
-and whether the running action acts at this step or has ended), starts the actions the coordinator sends on
-``turn_command`` (``coteam_interfaces/TurnCommand``) with the executor, reports how each goes, and answers the bridge
-with the step tick the coordinator says. It builds no team and sends no team messages.
+A centralised method (one planner for the whole team) decides in the team's ``coordinator`` node, and each robot
+runs a relay instead (:mod:`coteam_ros.nodes.relay`). The executor's side (goals, answers, an executor that is away)
+is :class:`coteam_ros.skill_runner.SkillRunner`'s, shared with the relay.
 
 A step's turn is :func:`coteam.agent.reasoning.agent_turn`, the same as the in-process runner's. Messages delivered by
 the simulator at a step are listed (sender, step) in the status; their text comes from ``/team/messages`` (the
@@ -59,48 +57,24 @@ on the executor; the robot decides again (or walks to rest) once the executor ha
 from __future__ import annotations
 
 import json
-import math
 import time
-from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from coteam_interfaces.action import ExecuteSkill
-from coteam_interfaces.msg import (
-    Decision,
-    RobotStatus,
-    StepTick,
-    TaskAssignment,
-    TaskProgress,
-    TeamMessage,
-    TurnCommand,
-    TurnReport,
-)
-from rclpy.action import ActionClient
-from rclpy.node import Node
-from std_msgs.msg import Header
+from coteam_interfaces.msg import Decision, RobotStatus, StepTick, TaskAssignment, TaskProgress, TeamMessage
 
 from coteam.agent.options import walk_into
 from coteam.agent.progress import goal_text
-from coteam.agent.reasoning import (
-    EPISODE_OVER,
-    AgentBrain,
-    EpisodeInfo,
-    EpisodeOutcome,
-    PollSkill,
-    StartSkill,
-    agent_turn,
-)
+from coteam.agent.reasoning import AgentBrain, EpisodeInfo, EpisodeOutcome, PollSkill, StartSkill, agent_turn
 from coteam.agent.skills import SkillOutcome
-from coteam.domain.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, parse_action, truncate_message
+from coteam.domain.actions import MAX_MESSAGE_CHARS, HighLevelAction, format_action, truncate_message
 from coteam.domain.capabilities import DEFAULT_CAPABILITIES, team_capabilities
 from coteam.domain.navigation import NavGrid
 from coteam.domain.observation import Message, ObjectView, Observation, fixture_views, observation_from_dict
 from coteam.home.roster import RosterChange
-from coteam.home.safety import is_refusal
 from coteam.home.signing import Envelope, Signer, Verifier, robot_keys
 from coteam.home.world_file import goal_task
-from coteam.registry import make_team, method_class, method_config
+from coteam.registry import make_team, method_class
 from coteam.senses.perception import ObservationAssembler
 from coteam.tasks.words import GoalLine
 from coteam_ros.convert import decision_to_msg, target_view_json
@@ -109,10 +83,10 @@ from coteam_ros.heartbeat import TeamHeartbeat
 from coteam_ros.inbox import TeamInbox
 from coteam_ros.memory_journal import MemoryJournal
 from coteam_ros.operator import OPERATOR, parse_report
-from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES, TURNS
-from coteam_ros.runtime import RETRY_S, call_later, spin_node, wall_timer
+from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES
+from coteam_ros.runtime import call_later, spin_node, wall_timer
+from coteam_ros.skill_runner import RunningSkill, SkillRunner
 from coteam_ros.task_end import (
-    EndReport,
     TeamHeard,
     claim_target,
     goal_met,
@@ -126,31 +100,11 @@ from coteam_ros.task_end import (
 
 NODE_NAME = "planner"
 INTENTS = "/team/intents"  # the channel of claims, and the receiver an intent is signed for
-END_GRACE_S = 1.5  # after the task's end, time for the team message to go out before the node stops
 
 
-@dataclass
-class RunningSkill:
-    action: HighLevelAction
-    started_step: int
-    message: str = ""  # a message "skill" is the planner's own: sending takes the step it was decided in
-    armed_step: int = -1
-    outcome: SkillOutcome | None = None
-    heard: float = field(default_factory=time.monotonic)  # when the executor last said anything about it
-    sent: float = 0.0  # when its goal was last sent to the executor
-    goal_step: int = -1  # the step of its goal (the step it was first sent at)
-    seq: int = 0  # my number of the action (ExecuteSkill.seq): the same action decided again is a new goal
-    target_view: str = ""  # my memory's view of its target when it was decided (ExecuteSkill.target_view)
-    answered: bool = False  # the executor has answered that goal
-    handle: Any = None  # the executor's goal (ClientGoalHandle), to cancel it
-    given_up: bool = False  # left to a teammate that claimed the same object
-    task_id: str = ""  # a serving team's task it was started for
-
-
-class PlannerNode(Node):
+class PlannerNode(SkillRunner):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        self.robot: str = self.declare_parameter("robot", "alice").value
         robots = list(self.declare_parameter("robots", ["alice", "bob"]).value)
         self.declare_parameter("teammates", [r for r in robots if r != self.robot])
         self.method: str = self.declare_parameter("method", "pce").value
@@ -159,35 +113,20 @@ class PlannerNode(Node):
         scene_path = self.declare_parameter("scene_path", "").value
         seed = self.declare_parameter("seed", 0).value
         self.message_wait_s: float = self.declare_parameter("message_wait_s", 5.0).value
-        # the executor is given up on (and the robot idles) after this long without its server or any news of a goal
-        self.executor_timeout_s: float = self.declare_parameter("executor_timeout_s", 10.0).value
-        # before the executor's first answer: discovery between two hosts over a lossy link takes a while
-        self.executor_startup_timeout_s: float = self.declare_parameter("executor_startup_timeout_s", 60.0).value
-        # the executor has reported on a goal (feedback, a result, a rejection) since this node started; an accepted
-        # goal alone is not enough: the executor may still be discovering the servers it needs (the navigator's)
-        self.executor_answered = False
-        self.goal_answer_timeout_s: float = self.declare_parameter("goal_answer_timeout_s", 1.0).value
-        self.executor_lost: float | None = None  # since when the executor has not been reachable
-        self.waiting_since = 0.0  # when the turn last stopped to wait for the executor
         # status: the sim bridge times delivery (the status lists what arrives); arrival: hand over on receipt
         self.message_delivery: str = self.declare_parameter("message_delivery", "status").value
         if self.message_delivery not in ("status", "arrival"):
             raise ValueError(f"message_delivery must be status or arrival, not {self.message_delivery!r}")
-        # a centralised method's team lives in the coordinator: this planner only runs the robot
-        self.coordinated = method_class(self.method).centralised
+        if method_class(self.method).centralised:  # its team lives in the coordinator; a relay runs each robot
+            raise ValueError(f"{self.method} plans for the whole team in the coordinator: its robots run relay nodes")
         if "backend" in method_class(self.method).Config.switch_names():
             params.setdefault("backend", self.backend)
-        if self.coordinated:
-            method_config(self.method, params)  # a bad switch is refused here too
-        else:
-            team = make_team(self.method, params)
-            self.backend = str(getattr(team.config, "backend", "none"))  # what the method's roles really run on
+        team = make_team(self.method, params)
+        self.backend = str(getattr(team.config, "backend", "none"))  # what the method's roles really run on
         episode = load_episode(scene_path, seed, robots, self.declare_parameter("safety_path", "").value)
         info = episode.info
         # a serving team: tasks come and go on /team/task_assignment; between them the robot rests
         self.serve: bool = self.declare_parameter("serve", False).value
-        if self.serve and self.coordinated:
-            raise ValueError(f"serve: {self.method} plans centrally; a serving team needs per-robot planners")
         self.home, self.home_info = episode.scene, info
         self.task_id = ""  # serving: the task the robot works on ('' between tasks)
         rest = self.declare_parameter("rest_room", "").value
@@ -199,26 +138,17 @@ class PlannerNode(Node):
         self.stopping: RunningSkill | None = None  # serving: a stopped task's action until the executor has ended it
         self.progress_said: tuple = ()  # serving: the last progress reported
         self.benchmark = info.benchmark
-        self.step = -1
-        self.clock = 0
         self.journal: MemoryJournal | None = None
-        if not self.coordinated:
-            team.reset(info)
-            self.team = team
-            bodies = team_capabilities(self.declare_parameter("capabilities_json", "{}").value)
-            body = bodies.get(self.robot, DEFAULT_CAPABILITIES)
-            self.brain = AgentBrain(self.robot, info, team, NavGrid(info.floorplan), capabilities=body)
-            journal_path = self.declare_parameter("memory_journal", "").value
-            if journal_path:
-                self.journal = MemoryJournal(journal_path, self.robot, info.episode, seed)
-                self._recall(self.journal)
-        self.report: TurnReport | None = None  # coordinated: the report due once the running action's state is known
-        self.last_command = (0, 0)  # coordinated: the (epoch, seq) of the last command taken
-        self.ready = False
-        self.done = False
+        team.reset(info)
+        self.team = team
+        bodies = team_capabilities(self.declare_parameter("capabilities_json", "{}").value)
+        body = bodies.get(self.robot, DEFAULT_CAPABILITIES)
+        self.brain = AgentBrain(self.robot, info, team, NavGrid(info.floorplan), capabilities=body)
+        journal_path = self.declare_parameter("memory_journal", "").value
+        if journal_path:
+            self.journal = MemoryJournal(journal_path, self.robot, info.episode, seed)
+            self._recall(self.journal)
         self.verdict: tuple[bool, int, float] | None = None  # the episode's end (success, steps, transport rate)
-        self.skill: RunningSkill | None = None
-        self.actions_started = 0  # numbers the actions (ExecuteSkill.seq)
         self.turn: Any = None
         self.request: Any = None
         teammates = [r for r in robots if r != self.robot]
@@ -239,33 +169,20 @@ class PlannerNode(Node):
         self.waiting: tuple[Observation, float] | None = None  # a status whose message texts have not arrived
         self.missing: set[tuple[str, int]] = set()  # delivered keys whose text never came (handed over later)
         # real robots: the task ends when my map shows the goal met, a teammate says so, or at the time limit
-        self.ends_task: bool = self.declare_parameter("ends_task", False).value
-        self.time_limit_s: float = self.declare_parameter("time_limit_s", 0.0).value
-        self.end_report: str = self.declare_parameter("end_report", "").value
-        self.started: float | None = None  # when the first status came
-        self.decisions = 0
-        self.failures: Counter[str] = Counter()
-        self.passage_meetings = 0  # meetings in passages the executor resolved (its results say)
         self.teammate_done: str | None = None  # a teammate whose map showed the goal met
         self.team_put_down: dict[str, list[ObjectView]] = {}  # teammate -> the goal items its arm put in place
-        self.skill_client = ActionClient(self, ExecuteSkill, "execute_skill")
-        if self.ends_task and not self.coordinated:  # real robots tell each other what they work on (claims)
+        if self.ends_task:  # real robots tell each other what they work on (claims)
             self.placements = ObservationAssembler(self.robot, episode.scene)  # teammates' deliveries on my map
             scene = episode.scene  # what the team has heard of: delivered items, containers' states
             self.heard = TeamHeard(doors={c.id: c.id in scene.initially_open for c in scene.containers})
             self.intents = TeamInbox(teammates, self.get_logger().warning, verifier=intent_verifier)
             self.intent_publisher = self.create_publisher(TeamMessage, INTENTS, TEAM_MESSAGES)
             self.create_subscription(TeamMessage, INTENTS, self._on_intent, TEAM_MESSAGES)
-        self.tick_publisher = self.create_publisher(StepTick, "step_tick", LATCHED)
         if self.serve:
             self.progress_publisher = self.create_publisher(TaskProgress, "/team/task_progress", TEAM_MESSAGES)
             self.create_subscription(TaskAssignment, "/team/task_assignment", self._on_assignment, LATCHED)
-        self.heartbeat: TeamHeartbeat | None = None  # decentralised teams: which teammates I still hear
-        self.items_out_of_reach = 0
-        self.travel_m = 0.0  # real robots: metres driven, from the pose at each status
-        self.last_position: tuple[float, float] | None = None
-        self.safety_refusals = 0  # my actions the safety policy refused, or a person did not approve
-        if not self.coordinated and teammates:
+        self.heartbeat: TeamHeartbeat | None = None  # which teammates I still hear
+        if teammates:
             self.heartbeat = TeamHeartbeat(
                 self,
                 self.robot,
@@ -276,17 +193,11 @@ class PlannerNode(Node):
                 keys=robot_keys(self.robot, signing_key, team_keys, max_age_s) if signing_key else None,
                 step=lambda: self.step,
             )
-        if self.coordinated:
-            self.report_publisher = self.create_publisher(TurnReport, "turn_report", TURNS)
-            self.create_subscription(TurnCommand, "turn_command", self._on_command, TURNS)
-            self.create_subscription(RobotStatus, "status", self._report_status, LATCHED)
-            how = "decided by the team's coordinator"
-        else:
-            self.decision_publisher = self.create_publisher(Decision, "decision", DECISIONS)
-            self.team_publisher = self.create_publisher(TeamMessage, "/team/messages", TEAM_MESSAGES)
-            self.create_subscription(TeamMessage, "/team/messages", self._on_team_message, TEAM_MESSAGES)
-            self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
-            how = f"{self.backend}, {'signed' if self.signer else 'unsigned'} messages"
+        self.decision_publisher = self.create_publisher(Decision, "decision", DECISIONS)
+        self.team_publisher = self.create_publisher(TeamMessage, "/team/messages", TEAM_MESSAGES)
+        self.create_subscription(TeamMessage, "/team/messages", self._on_team_message, TEAM_MESSAGES)
+        self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
+        how = f"{self.backend}, {'signed' if self.signer else 'unsigned'} messages"
         wall_timer(self, 0.1, self._on_timer)
         up = f"planner for {self.robot}: {self.method} ({how}), team {', '.join(robots)}"
         call_later(self, 0.0, lambda: self.get_logger().info(up))  # said once it spins: stopped now, it reports
@@ -331,7 +242,7 @@ class PlannerNode(Node):
         envelope = Envelope(message.seq, message.signature) if message.signature else None
         received = Message(message.sender, message.text, message.step, message.payload_json)
         if message.sender == OPERATOR:
-            if not self.coordinated and self.operator.add(received, receiver=message.receiver, envelope=envelope):
+            if self.operator.add(received, receiver=message.receiver, envelope=envelope):
                 self._hear_operator(self.operator.pop((received.sender, received.step)))
             return
         if not self.inbox.add(received, self._take_in, receiver=message.receiver, envelope=envelope):
@@ -386,31 +297,7 @@ class PlannerNode(Node):
                 f"{self._executor_patience():g} s: deciding without waiting for it"
             )
             self.stopping = None
-        skill = self.skill
-        waiting = skill is not None and not skill.message and skill.outcome is None and self._waiting_for_executor()
-        if waiting and time.monotonic() - max(skill.heard, self.waiting_since) > self._executor_patience():
-            self._executor_lost(skill, f"no news of the goal for {self._executor_patience():g} s")
-        elif (
-            waiting
-            and not self.done
-            and skill.sent
-            and not skill.answered
-            and time.monotonic() - skill.sent > self.goal_answer_timeout_s
-            and self.skill_client.server_is_ready()  # else the executor is away: executor_timeout_s deals with it
-        ):
-            text = format_action(skill.action, self.benchmark)
-            self.get_logger().warning(
-                f"no answer to the goal {text} within {self.goal_answer_timeout_s:g} s: sending it again "
-                "(DDS drops a goal's answer while the executor has not yet discovered this planner)",
-                throttle_duration_sec=self.executor_timeout_s,
-            )
-            self._send_skill(skill, text)
-
-    def _count_travel(self, position: tuple[float, float]) -> None:
-        """Real robots: the way the robot drove, from its pose at each status."""
-        if self.last_position is not None:
-            self.travel_m += math.dist(self.last_position, position)
-        self.last_position = position
+        self._watch_executor()
 
     def _teammate_change(self, change: RosterChange) -> None:
         """A teammate lost (silent past its lease) or back: my memory plans without it, or with it again."""
@@ -428,22 +315,7 @@ class PlannerNode(Node):
             self.get_logger().info(f"{change.teammate} is back after {change.silent_s:.1f} s: planning with it again")
 
     def _waiting_for_executor(self) -> bool:
-        """Whether the robot's turn (its own, or the coordinator's report) waits for news from the executor."""
-        return (self.report if self.coordinated else self.request) is not None
-
-    def _executor_lost(self, skill: RunningSkill, why: str) -> None:
-        """The executor is gone: say so (once per outage) and fail the skill, so the robot decides anew (and idles
-        while the executor stays away)."""
-        if self.executor_lost is None:
-            self.executor_lost = time.monotonic()
-            self.get_logger().error(
-                f"the executor of {self.robot} is not answering ({why}); is its node running? "
-                "the robot idles until it is back"
-            )
-        skill.outcome = SkillOutcome(skill.action, False, "executor unavailable", 0)
-        self._serving_skill_ended(skill)
-        if skill is self.skill:
-            self._resume()
+        return self.request is not None
 
     def _try_deliver(self) -> None:
         assert self.waiting is not None
@@ -541,48 +413,26 @@ class PlannerNode(Node):
     def _resume(self) -> None:
         if self.serve and not self.task_id:  # the task was stopped: its turn ended with it
             return
-        if self.coordinated:
-            self._send_report()
-        elif self.turn is not None and self.request is not None:
+        if self.turn is not None and self.request is not None:
             request, self.request = self.request, None
             self._play(request)
 
-    def _tick(self, kind: int, text: str = "", payload: str = "", receiver: str = "") -> None:
-        self.tick_publisher.publish(
-            StepTick(
-                header=self._header(),
-                robot=self.robot,
-                step=self.step,
-                kind=kind,
-                text=text,
-                payload_json=payload,
-                receiver=receiver,
-                payloads_dropped=0 if self.coordinated else self.brain.payloads_dropped,  # coordinated: no messages
-                messages_dropped=self.inbox.dropped,
-                **self._runtime_counts(),
-            )
-        )
-
     def _runtime_counts(self) -> dict[str, int]:
         roster = self.heartbeat.roster if self.heartbeat is not None else None
-        return {
-            "teammates_lost": roster.losses if roster is not None else 0,
-            "teammates_returned": roster.returns if roster is not None else 0,
-            "items_out_of_reach": self.items_out_of_reach,
-            "safety_refusals": self.safety_refusals,
-        }
+        counts = super()._runtime_counts()
+        if roster is not None:
+            counts.update(teammates_lost=roster.losses, teammates_returned=roster.returns)
+        return counts
 
-    def _header(self) -> Header:
-        return Header(stamp=self.get_clock().now().to_msg())
+    def _dropped_counts(self) -> dict[str, int]:
+        return {"payloads_dropped": self.brain.payloads_dropped, "messages_dropped": self.inbox.dropped}
 
     def _start_skill(self, request: StartSkill) -> None:
         decision = request.decision
         action = decision.action
         record = self.brain.record(decision, request.options)
         text = format_action(action, self.benchmark)
-        # a coordinated robot's action comes from the team's view, which its executor takes in too: mine adds nothing
-        target_view = "" if self.coordinated else target_view_json(self.brain.memory, action)
-        self.skill = self._running(action, target_view)
+        self.skill = self._running(action, target_view_json(self.brain.memory, action), self.task_id)
         if action.is_message:  # the brain has cut it to the 500-character limit, with a warning
             self.skill.message = action.text
             self._send_team_message(action.text, action.payload, receiver=action.receiver)
@@ -595,99 +445,35 @@ class PlannerNode(Node):
                 self._send_intent(action)
             self._send_skill(self.skill, text)
 
-    def _send_skill(self, skill: RunningSkill, text: str) -> None:
-        if not self.skill_client.server_is_ready():
-            if self.executor_lost is not None or time.monotonic() - skill.heard > self._executor_patience():
-                self._executor_lost(skill, f"no execute_skill server for {self._executor_patience():g} s")
-                return
-            self.get_logger().info("waiting for execute_skill", throttle_duration_sec=5.0)
+    # --- what the skill runner asks ------------------------------------------------------------------------------
+    def _skill_ended(self, skill: RunningSkill) -> None:
+        """The executor has ended a goal: a stopped task's (the robot may rest, or decide for the next task) or the
+        walk to rest."""
+        if skill is self.stopping:
+            self.stopping = None
+            self._go_rest()
+        elif skill is self.resting:
+            self.resting = None
+            assert skill.outcome is not None and self.rest_room is not None
+            if skill.outcome.success:
+                self.get_logger().info(f"{self.robot} rests in the {self.rest_room.name}")
 
-            def retry() -> None:
-                if skill in (self.skill, self.resting):  # (not if the task was stopped meanwhile)
-                    self._send_skill(skill, text)
+    def _arm_holds(self, holding: list[int]) -> None:
+        self.brain.memory.arm_holds(holding)
 
-            call_later(self, RETRY_S, retry)
-            return
-        if skill.goal_step < 0:
-            skill.goal_step = self.step
-        future = self.skill_client.send_goal_async(
-            # a goal sent again keeps its step
-            ExecuteSkill.Goal(action=text, step=skill.goal_step, seq=skill.seq, target_view=skill.target_view),
-            feedback_callback=lambda f, s=skill: self._on_skill_feedback(s, f),
-        )
-        sent = skill.sent = time.monotonic()
-        skill.answered = False
-        future.add_done_callback(lambda f, s=skill: self._on_skill_response(s, f, sent))
+    def _stopped(self, skill: RunningSkill) -> bool:
+        return super()._stopped(skill) or (self.serve and skill.task_id != self.task_id)
 
-    def _running(self, action: HighLevelAction, target_view: str) -> RunningSkill:
-        """A new action to run, numbered."""
-        self.actions_started += 1
-        return RunningSkill(action, self.step, target_view=target_view, seq=self.actions_started, task_id=self.task_id)
-
-    def _executor_patience(self) -> float:
-        """How long the executor may be silent before it is reported lost: longer until it has first answered."""
-        return self.executor_timeout_s if self.executor_answered else self.executor_startup_timeout_s  # see __init__
-
-    def _on_skill_response(self, skill: RunningSkill, future: Any, sent: float) -> None:
-        skill.heard = time.monotonic()
-        # Only the answer to a goal sent since the outage began says the executor is back: one sent before may
-        # arrive late, from an executor that died just after answering it.
-        if self.executor_lost is not None and sent >= self.executor_lost:
-            self.get_logger().info(f"the executor of {self.robot} answers again")
-            self.executor_lost = None
-        if sent != skill.sent:  # a late answer to a goal sent again since (the executor has replaced that goal)
-            return
-        skill.answered = True
-        handle = skill.handle = future.result()
-        stopped = skill.given_up or self.done or (self.serve and skill.task_id != self.task_id)
-        if handle.accepted and stopped:  # given up, or the task ended or was stopped, before the answer came
-            handle.cancel_goal_async()
-        if not handle.accepted:
-            self.executor_answered = True
-            skill.outcome = SkillOutcome(skill.action, False, "rejected by the executor", 0)
-            self._serving_skill_ended(skill)
-            self._resume()
-            return
-        handle.get_result_async().add_done_callback(lambda f, s=skill: self._on_skill_result(s, f))
-
-    def _on_skill_feedback(self, skill: RunningSkill, message: Any) -> None:
-        skill.heard = time.monotonic()
-        self.executor_answered = True  # it works: its own servers (the navigator, the arm) are found too
-        skill.armed_step = max(skill.armed_step, message.feedback.step)
-        if skill is self.skill:
-            self._resume()
-
-    def _on_skill_result(self, skill: RunningSkill, future: Any) -> None:
-        self.executor_answered = True
-        if skill.outcome is not None:  # given up on already (the executor was silent too long)
-            return
-        result = future.result().result
-        skill.outcome = SkillOutcome(skill.action, result.success, result.failure_reason, result.steps_taken)
-        self.passage_meetings += result.meetings
-        if result.holding and not self.coordinated:  # a real arm: what it holds now (the next status may not say)
-            self.brain.memory.arm_holds(result.holding)
-        if not result.success and result.failure_reason not in (EPISODE_OVER, "canceled"):  # no failure of the robot
-            self.get_logger().info(f"{format_action(skill.action, self.benchmark)} failed: {result.failure_reason}")
-            self.failures[result.failure_reason] += 1
-            self.safety_refusals += is_refusal(result.failure_reason)
-        self._serving_skill_ended(skill)
-        if skill is self.skill:
-            self._resume()
+    def _wanted(self, skill: RunningSkill) -> bool:
+        return skill in (self.skill, self.resting)
 
     # --- the end of a task on real robots (coteam_ros.task_end) ---------------------------------------------------
     def _out_of_time(self) -> bool:
-        return (
-            self.ends_task
-            and not self.serve  # a serving team's task node keeps each task's time
-            and not self.done
-            and self.time_limit_s > 0
-            and self.started is not None
-            and time.monotonic() - self.started > self.time_limit_s
-        )
+        return not self.serve and super()._out_of_time()  # a serving team's task node keeps each task's time
 
     def destroy_node(self) -> None:
         """Stopped (Ctrl-C, the launch's timeout) before the task ended: the end report says so."""
-        if getattr(self, "ends_task", False) and not self.done and not self.coordinated:  # (not if it never started)
+        if getattr(self, "brain", None) is not None and self.ends_task and not self.done:  # (not if it never started)
             self._end_task("stopped", shut_down=False)
         if getattr(self, "heartbeat", None) is not None:
             self.heartbeat.stop()
@@ -741,18 +527,6 @@ class PlannerNode(Node):
         self.resting = self._running(action, "")
         self._send_skill(self.resting, format_action(action, self.benchmark))
 
-    def _serving_skill_ended(self, skill: RunningSkill) -> None:
-        """The executor has ended a goal: a stopped task's (the robot may rest, or decide for the next task) or the
-        walk to rest."""
-        if skill is self.stopping:
-            self.stopping = None
-            self._go_rest()
-        elif skill is self.resting:
-            self.resting = None
-            assert skill.outcome is not None and self.rest_room is not None
-            if skill.outcome.success:
-                self.get_logger().info(f"{self.robot} rests in the {self.rest_room.name}")
-
     def _on_assignment(self, message: TaskAssignment) -> None:
         """The task node starts a task (the robot leaves the one it had) or stops the current one."""
         if message.command == TaskAssignment.STOP:
@@ -799,46 +573,25 @@ class PlannerNode(Node):
             TaskProgress(robot=self.robot, task_id=self.task_id, progress=list(lines), doing=doing, goal_met=goal_met)
         )
 
-    def _end_task(self, why: str, shut_down: bool = True, told: tuple[int, int] | None = None) -> None:
+    def _end_task(self, why: str, shut_down: bool = True) -> None:
         """Stop the robot (its running action is canceled), tell the team when my map shows the goal met, write
-        my end report and shut the node down (exit 0) once the message is out. A coordinated robot's task is ended
-        by its coordinator, which ``told`` the goal items its team's map shows."""
-        self.done = True
-        memory = None if self.coordinated else self.brain.memory
-        met = why.startswith("goal met") or self.teammate_done is not None
+        my end report and shut the node down (exit 0) once the message is out."""
+        memory = self.brain.memory
         said = ""
-        if why == "goal met on my map" and memory is not None:
+        if why == "goal met on my map":
             said = truncate_message(f"The goal is met: {goal_text(memory)} I stop.")
             self._send_team_message(said, task_done_payload(self.robot))
-        if self.skill is not None and self.skill.handle is not None:
-            self.skill.handle.cancel_goal_async()
-        elapsed = time.monotonic() - self.started if self.started is not None else 0.0
-        done, wanted = told if told is not None or memory is None else goal_progress(memory, self.team_put_down)
-        whose = "the team's map" if memory is None else "my map"
-        self.get_logger().info(
-            f"task over for {self.robot}: {why} after {elapsed:.1f} s ({done}/{wanted} goal items on {whose})"
+        report = self._end_report(
+            why,
+            why.startswith("goal met") or self.teammate_done is not None,
+            goal_progress(memory, self.team_put_down),
+            decision_ms=[round(1000 * s, 3) for s in self.brain.decision_seconds],
+            messages=len(memory.sent) + (1 if said else 0),
+            message_chars=sum(len(m.text) for m in memory.sent) + len(said),
+            messages_dropped=self.inbox.dropped,
+            retries_blocked=memory.retries.retries_blocked,
         )
-        if self.end_report:
-            EndReport(
-                robot=self.robot,
-                ended=why,
-                goal_met=met,
-                goal_items=(done, wanted),
-                wall_s=round(elapsed, 3),
-                statuses=self.step + 1,
-                decisions=self.decisions,
-                decision_ms=[] if memory is None else [round(1000 * s, 3) for s in self.brain.decision_seconds],
-                messages=0 if memory is None else len(memory.sent) + (1 if said else 0),
-                message_chars=0 if memory is None else sum(len(m.text) for m in memory.sent) + len(said),
-                messages_dropped=self.inbox.dropped,
-                failures=dict(self.failures),
-                retries_blocked=0 if memory is None else memory.retries.retries_blocked,
-                passage_meetings=self.passage_meetings,
-                travel_m=round(self.travel_m, 3),
-                **self._runtime_counts(),
-            ).write(self.end_report)
-        if shut_down:
-            call_later(self, END_GRACE_S, self.context.try_shutdown)
+        self._finish(report, "my map", shut_down)
 
     def _send_team_message(
         self, text: str, payload: str, step: int | None = None, publisher: Any = None, receiver: str = ""
@@ -903,92 +656,6 @@ class PlannerNode(Node):
             skill.given_up = True
             if skill.handle is not None:
                 skill.handle.cancel_goal_async()
-
-    # --- a centralised team: the coordinator decides -------------------------------------------------------------
-    def _report_status(self, status: RobotStatus) -> None:
-        """Tell the coordinator what the robot observed at this step, once the running action's state is known."""
-        if status.robot != self.robot or status.step <= self.step or self.done:
-            return
-        self.step, self.clock, self.ready, self.done = status.step, status.clock, status.ready, status.episode_done
-        if self.ends_task:
-            if self.started is None:
-                self.started = time.monotonic()
-            self._count_travel(observation_from_dict(json.loads(status.observation_json)).position)
-        if self.report is None:  # else the executor has still not said how the action goes: the wait goes on
-            self.waiting_since = time.monotonic()
-        self.report = TurnReport(
-            robot=self.robot,
-            step=status.step,
-            clock=status.clock,
-            ready=status.ready,
-            episode_done=status.episode_done,
-            success=status.success,
-            transport_rate=status.transport_rate,
-            observation_json=status.observation_json,
-            command_seq=0,
-        )
-        self._send_report()
-
-    def _on_command(self, command: TurnCommand) -> None:
-        if command.robot == self.robot and command.kind == TurnCommand.END_TASK and self.ends_task and not self.done:
-            done, wanted = [*command.goal_items, 0, 0][:2]
-            self._end_task(command.action or "the coordinator ended the task", told=(done, wanted))
-            return
-        if command.robot != self.robot or command.step != self.step:
-            return  # another robot's, or for a step that is over
-        epoch, seq = self.last_command
-        if command.epoch == epoch and command.seq <= seq:
-            return  # seen already
-        if command.epoch != epoch and epoch:
-            self.get_logger().info("a new coordinator decides for the team")
-        self.last_command = (command.epoch, command.seq)
-        if command.kind == TurnCommand.END:
-            self._tick(command.tick)
-            return
-        self.report = TurnReport(robot=self.robot, step=self.step, clock=self.clock, command_seq=command.seq)
-        try:
-            action = parse_action(command.action, self.benchmark)
-        except ValueError as exc:  # the coordinator validated it: a garbled or forged command, answered as failed
-            self.get_logger().error(f"command {command.seq} for step {command.step} refused: {exc}")
-            self.report.action_state, self.report.action = TurnReport.ENDED, command.action
-            self.report.failure_reason = f"not an action: {exc}"
-            self._publish_report()
-            return
-        # a coordinated robot's action comes from the team's view, which its executor takes in too: mine adds nothing
-        target_view = "" if self.coordinated else target_view_json(self.brain.memory, action)
-        self.skill = self._running(action, target_view)
-        self.waiting_since = time.monotonic()
-        self._send_skill(self.skill, command.action)
-
-    def _send_report(self) -> None:
-        """Send the due report once the running action's state at this step is known: it acts (its goal is in
-        place), it has ended, or the robot is not ready (or the episode is over)."""
-        report, skill = self.report, self.skill
-        if report is None:
-            return
-        if report.command_seq == 0 and (not report.ready or report.episode_done):
-            report.action_state = TurnReport.BUSY
-        elif skill is None:
-            report.action_state = TurnReport.NO_ACTION
-        elif skill.outcome is not None:
-            outcome = skill.outcome
-            self.skill = None
-            report.action_state = TurnReport.ENDED
-            report.action = format_action(outcome.action, self.benchmark)
-            report.action_success = outcome.success
-            report.failure_reason = outcome.reason
-            report.steps_taken = outcome.primitives
-        elif skill.armed_step == self.step:
-            report.action_state = TurnReport.ACTING
-        else:
-            return  # wait for the executor's feedback or result
-        self._publish_report()
-
-    def _publish_report(self) -> None:
-        report, self.report = self.report, None
-        assert report is not None
-        report.header = self._header()
-        self.report_publisher.publish(report)
 
 
 def main(argv: list[str] | None = None) -> None:
