@@ -167,7 +167,7 @@ def test_the_perception_node_runs_the_configured_detector(tmp_path: Path, monkey
         scene = get_suite(SUITE).episodes()[EPISODE].build()
         assert {name for name, _ in sim_colours.classes} == {i.name for i in scene.items}
         assert [name for name, _ in file_colours.classes] == ["apple"]
-        with pytest.raises(ValueError, match="detector onnx needs the parameters model"):
+        with pytest.raises(ValueError, match="detector onnx needs model"):
             node(Parameter("detector", value="onnx"))
 
 

@@ -317,7 +317,7 @@ def test_the_detector_registry_makes_each_detector_from_its_settings(tmp_path: P
     painted = make_detector("color", {"colours": str(colours)}, items)
     assert isinstance(painted, ColorDetector) and [c for c, _ in painted.classes] == ["apple"]
     assert [c for c, _ in make_detector("color", {}, items).classes] == ["apple", "cup"]
-    with pytest.raises(ValueError, match="detector onnx needs the settings model"):
+    with pytest.raises(ValueError, match="detector onnx needs model"):
         make_detector("onnx", {"model": "", "classes": None}, items)
     with pytest.raises(ValueError, match="detector must be one of aruco, color, onnx, not 'sonar'"):
         make_detector("sonar", {}, items)

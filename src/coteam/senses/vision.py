@@ -470,7 +470,7 @@ def _colour(settings: Settings, items: Mapping[int, str]) -> ColorDetector:
 def _onnx(settings: Settings, _items: Mapping[int, str]) -> OnnxDetector:
     model, classes = str(settings.get("model") or ""), list(settings.get("classes") or [])  # type: ignore[call-overload]
     if not model or not classes:
-        raise ValueError("detector onnx needs the settings model (an ONNX file) and classes (its class names)")
+        raise ValueError("detector onnx needs model (an ONNX file) and classes (its class names)")
     return OnnxDetector(model, [str(c) for c in classes])
 
 
