@@ -1,5 +1,6 @@
-"""The map matches the house: docs/architecture.md names every module of the four packages, and the core's rooms
-(its top-level modules and sub-packages) import each other in one direction only."""
+"""The map matches the house: docs/architecture.md names every module of the four packages and the test kit, the
+core's rooms (its top-level modules and sub-packages) import each other in one direction only, no product package
+imports the test kit, and the reading docs keep to short paragraphs."""
 
 from __future__ import annotations
 
@@ -59,3 +60,37 @@ def test_no_product_package_imports_the_test_kit() -> None:
         if not m.startswith("coteam_testkit")
     )
     assert not users, f"the product imports the test kit: {users}"
+
+
+READING = (*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md")
+GENERATED = {"benchmarks.md"}  # the bench scripts write its sections
+LONGEST_PARAGRAPH = 8  # lines: a reader in a hurry reads a short paragraph
+
+
+def _paragraphs(text: str) -> list[tuple[int, list[str]]]:
+    """The reading paragraphs of a Markdown text, with their first line's number: runs of text lines outside code
+    fences, tables and headings; a list item starts a paragraph of its own."""
+    found: list[tuple[int, list[str]]] = []
+    fence = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("```"):
+            fence = not fence
+            found.append((number, []))
+        elif fence or not line.strip() or line.startswith(("|", "#")):
+            found.append((number, []))
+        elif re.match(r"^\s*([-*]|\d+\.)\s", line) or not found or not found[-1][1]:
+            found.append((number, [line]))
+        else:
+            found[-1][1].append(line)
+    return [(n, lines) for n, lines in found if lines]
+
+
+def test_no_reading_paragraph_is_longer_than_eight_lines() -> None:
+    long = [
+        f"{path.relative_to(ROOT)}:{number} ({len(lines)} lines)"
+        for path in READING
+        if path.name not in GENERATED
+        for number, lines in _paragraphs(path.read_text())
+        if len(lines) > LONGEST_PARAGRAPH
+    ]
+    assert not long, f"paragraphs over {LONGEST_PARAGRAPH} lines: {', '.join(long)}"
