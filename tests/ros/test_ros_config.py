@@ -263,7 +263,7 @@ def test_a_held_twin_robot_routes_round_the_other_where_the_map_leaves_room_and_
 def test_a_twin_runs_a_world_file_or_a_suite_episode(tmp_path: Path) -> None:
     """The twin's robots are the task's: a world file's names, or a suite episode's agents (alice, bob, ...)."""
     from coteam.domain.scene_io import load_scene
-    from coteam_ros.nodes.sim_bridge import twin_scene
+    from coteam_ros.nodes.twin import twin_scene
 
     suite_twin = {**HW_DOC, "twin": {}, "robots": [{"name": "alice"}, {"name": "bob"}]}
     cfg = parse_config(suite_twin, str(tmp_path / "team.yaml"))

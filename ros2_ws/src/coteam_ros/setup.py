@@ -6,7 +6,17 @@ from glob import glob
 from setuptools import find_packages, setup
 
 PACKAGE = "coteam_ros"
-NODES = ("sim_bridge", "coordinator", "robot_state", "perception", "planner", "relay", "executor", "task_desk")
+NODES = (
+    "sim_bridge",
+    "twin",
+    "coordinator",
+    "robot_state",
+    "perception",
+    "planner",
+    "relay",
+    "executor",
+    "task_desk",
+)
 
 setup(
     name=PACKAGE,

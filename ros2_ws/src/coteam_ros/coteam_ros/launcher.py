@@ -115,7 +115,7 @@ def plan(
 
 def ends_run(spec: NodeSpec) -> bool:
     """Whether the run ends when this node exits: the simulator bridge (its episode is over), not a twin."""
-    return spec.executable == "sim_bridge" and spec.parameters.get("twin") is not True
+    return spec.executable == "sim_bridge"
 
 
 def ends_task(spec: NodeSpec) -> bool:
@@ -131,7 +131,7 @@ def run_outputs(spec: NodeSpec, results: Path) -> dict[str, str]:
     extra: dict[str, str] = {}
     if ends_run(spec):  # the episode's trace goes next to the results
         extra = {"results_path": str(results), "trace_path": str(out / "trace.json")}
-    elif spec.parameters.get("twin") is True:  # what really happened in the simulated home
+    elif spec.executable == "twin":  # what really happened in the simulated home
         extra = {"results_path": str(out / TWIN_RESULTS), "trace_path": str(out / "twin_trace.json")}
     elif ends_task(spec):
         extra = {"end_report": str(out / END_REPORT.format(robot=spec.parameters["robot"]))}

@@ -172,12 +172,11 @@ def node_list(
         specs.append(
             NodeSpec(
                 "twin",
-                "sim_bridge",
+                "twin",
                 "/",
                 {
                     "suite": ref.world_file or ref.suite or "",
                     **episode,
-                    "twin": True,
                     "mode": "realtime",
                     "tick_hz": cfg.twin.tick_hz,
                     "robots": list(names),

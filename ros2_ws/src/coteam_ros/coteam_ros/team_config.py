@@ -306,7 +306,7 @@ class TwinOdometrySection(_Section):
 
 class TwinSection(_Section):
     """``twin`` (hardware only): simulated robots with a real robot's interfaces run the task (``coteam launch``
-    starts them; see the ``sim_bridge`` node's twin mode)."""
+    starts them; see the ``twin`` node, coteam_ros.nodes.twin)."""
 
     tick_hz: PositiveNumber = 5.0  # simulator steps per second: C-WAH walks 0.27 m a step
     faults: list[dict[str, Any]] = []  # coteam_ros.faults.TwinFault: what the twin's Nav2 and arms do wrong
