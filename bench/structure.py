@@ -166,7 +166,8 @@ def section(rows: dict[str, dict], command: str) -> str:
         TITLE,
         "",
         f"Produced by `{command}` (each row by `python bench/structure.py --label LABEL [--coverage] "
-        "[--clean-clone]` on the commit it names; bench/results/structure.json keeps them).",
+        "[--clean-clone]` on the commit it names, this script copied into a checkout of an older one; "
+        "bench/results/structure.json keeps them).",
         "",
         "| row | commit | core: top-level modules / packages | core modules | import arrows | arrows between "
         "rooms | circles between rooms | longest node module | tests (team) | coverage, in process | "
