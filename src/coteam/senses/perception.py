@@ -185,16 +185,16 @@ class SemanticMapFusion:
                 best[det.object_id] = det
         changed = []
         for oid, det in best.items():
-            old = self._objects.get(oid)
-            hits = 0 if old is not None or oid >= 0 else self._tentative.get(oid, (None, 0))[1]
-            if old is None and hits:
-                old = self._tentative.pop(oid)[0]
-            if old is not None and det.step < old.last_seen_step:
-                continue  # a late detection from an older observation
+            known = self._objects.get(oid)
+            old, hits = (known, 0) if known is not None else self._tentative.pop(oid, (None, 0))
+            if old is not None and det.step < old.last_seen_step:  # a late detection from an older observation
+                if known is None:
+                    self._tentative[oid] = (old, hits)  # still tentative, as it was
+                continue
             new = SemanticObject.from_detection(det)
             if old is not None and distance(old.position, det.position) <= self.association_radius_m:
                 new = replace(new, confidence=1 - (1 - old.confidence) * (1 - det.confidence))
-            if oid < 0 and oid not in self._objects and hits + 1 < self.confirm_hits:
+            if known is None and oid < 0 and hits + 1 < self.confirm_hits:
                 self._tentative[oid] = (new, hits + 1)  # not in the map until seen again
                 continue
             self._objects[oid] = new
@@ -279,6 +279,7 @@ class SemanticMapFusion:
 
     # --- persistence -------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        """The map as JSON data; tentative objects (seen once, not yet in the map) are left out."""
         return {
             "format": JSON_FORMAT,
             "min_confidence": self.min_confidence,

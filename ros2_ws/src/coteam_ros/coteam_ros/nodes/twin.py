@@ -108,7 +108,7 @@ class TwinNode(StandInRobots):
         return list(self.frame_of), namespaces, {"scene": self.scene, "end_at_goal": False}
 
     def _robot_slot(self, slot: RobotSlot) -> None:
-        """The real robot the slot's plays, its odometry, and the speed limit its Nav2 keeps to."""
+        """The real robot the slot's robot plays, its odometry, and the speed limit its Nav2 keeps to."""
         slot.robot = self.playing.get(self.frame_of[slot.name], slot.robot)
         slot.odometry = TwinOdometry(**self.odometry)
         # as Nav2's controller does: the newest limit holds (no history kept)
