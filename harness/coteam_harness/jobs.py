@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coteam.agent.heap import settle_heap
 from coteam.agent.reasoning import Team
 from coteam.home.safety import SafetyPolicy
 from coteam.registry import make_team
@@ -85,10 +86,13 @@ Event = Started | Clock | Finished | Failed
 
 def team_for(teams: dict[str, Team], settings: RunSettings) -> Team:
     """The team ``settings`` name, from ``teams`` (by :attr:`RunSettings.team_key`), built and kept there the first
-    time: a process builds each team once and resets it for each episode."""
+    time: a process builds each team once and resets it for each episode. What is alive once the team is built is
+    then frozen out of the garbage collector's scans (:func:`~coteam.agent.heap.settle_heap`), as a robot's planner
+    does once its nodes are up."""
     key = settings.team_key
     if key not in teams:
         teams[key] = make_team(settings.team, dict(settings.params))
+        settle_heap()
     return teams[key]
 
 

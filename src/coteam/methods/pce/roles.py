@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from coteam.agent.options import ActionOption
+from coteam.belief import UncertainVariable
 from coteam.domain.actions import ActionError, HighLevelAction, Verb, parse_action, validate_action
 from coteam.domain.world import Benchmark
 from coteam.kit import Doubt, Role, RoleContext, action_text_schema, message_role, model_schema, narrow
@@ -129,38 +130,42 @@ def compose_symbolically(ctx: RoleContext[PceQuestion]) -> ComposerAnswer:
     candidate rests on first (the paper's Composer expands the Planner's proposal), then the most uncertain
     others; without a Planner (``no_planner``), the most uncertain first."""
     q = ctx.data
-    s = q.symbolic
     behind = set(q.planner.assumptions) if q.planner is not None else set()
-    variables = sorted(s.variables(), key=lambda v: v.text not in behind)[:BRANCH_CANDIDATES]  # stable: by entropy
+    variables = sorted(q.symbolic.variables(), key=lambda v: v.text not in behind)[:BRANCH_CANDIDATES]  # by entropy
+    return ComposerAnswer(tree=tree_to_json(_branch(q, variables, {}, q.symbolic.max_depth)))
 
-    def leaf(assumptions: dict[str, bool]) -> Leaf:
-        best = s.best(assumptions)
-        if best.action.is_message:
-            text = s.message_text(q.incoming)
-            action = HighLevelAction(Verb.SEND_MESSAGE, text=text)
-            return Leaf(
-                action, "[send_message] <" + text + ">" if q.benchmark == Benchmark.CWAH else "send a message: " + text
-            )
-        return Leaf(best.action, best.text)
 
-    def build(assumptions: dict[str, bool], depth_left: int) -> Node:
-        here = leaf(assumptions)
-        if depth_left == 0:
-            return here
-        for v in variables:
-            if v.text in assumptions:
-                continue
-            yes, no = leaf({**assumptions, v.text: True}), leaf({**assumptions, v.text: False})
-            if yes.action != no.action:
-                return Hypothesis(
-                    v.text,
-                    f"p={v.probability:.2f}, {v.entropy:.2f} bits",
-                    build({**assumptions, v.text: True}, depth_left - 1),
-                    build({**assumptions, v.text: False}, depth_left - 1),
-                )
+def _symbolic_leaf(q: PceQuestion, assumptions: dict[str, bool]) -> Leaf:
+    """The best action under ``assumptions``, as a leaf (a message's text written out)."""
+    best = q.symbolic.best(assumptions)
+    if best.action.is_message:
+        text = q.symbolic.message_text(q.incoming)
+        action = HighLevelAction(Verb.SEND_MESSAGE, text=text)
+        return Leaf(
+            action, "[send_message] <" + text + ">" if q.benchmark == Benchmark.CWAH else "send a message: " + text
+        )
+    return Leaf(best.action, best.text)
+
+
+def _branch(q: PceQuestion, variables: list[UncertainVariable], assumptions: dict[str, bool], depth_left: int) -> Node:
+    """The symbolic Composer's subtree under ``assumptions``: a split on the first variable whose truth value changes
+    the best action, else a leaf. (Module functions, not nested ones that call themselves: those would make a
+    reference cycle that keeps the decision's value model alive until a full garbage collection.)"""
+    here = _symbolic_leaf(q, assumptions)
+    if depth_left == 0:
         return here
-
-    return ComposerAnswer(tree=tree_to_json(build({}, q.symbolic.max_depth)))
+    for v in variables:
+        if v.text in assumptions:
+            continue
+        yes, no = _symbolic_leaf(q, {**assumptions, v.text: True}), _symbolic_leaf(q, {**assumptions, v.text: False})
+        if yes.action != no.action:
+            return Hypothesis(
+                v.text,
+                f"p={v.probability:.2f}, {v.entropy:.2f} bits",
+                _branch(q, variables, {**assumptions, v.text: True}, depth_left - 1),
+                _branch(q, variables, {**assumptions, v.text: False}, depth_left - 1),
+            )
+    return here
 
 
 def check_tree(answer: ComposerAnswer, ctx: RoleContext[PceQuestion]) -> None:

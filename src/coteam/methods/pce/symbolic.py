@@ -59,15 +59,20 @@ class SymbolicContext:
     _announcement: tuple[Announcement | None] | None = field(default=None, init=False, repr=False)
     _ranked: dict[frozenset, list[ActionOption]] = field(default_factory=dict, init=False, repr=False)
     _utility: dict[frozenset, dict[str, float]] = field(default_factory=dict, init=False, repr=False)
+    _conditions: dict[frozenset, list[Condition]] = field(default_factory=dict, init=False, repr=False)
 
     # --- the value model ---------------------------------------------------------------------------------
     def conditions(self, assumptions: Assumptions) -> list[Condition]:
-        """The assumptions the value model can condition on (those about the belief's own variables)."""
-        out: list[Condition] = []
-        for v in self.variables():
-            if v.text in assumptions:
-                fact = (v.kind, v.item, v.object_id) if v.kind == "item_in_room" else (v.kind, v.object_id)
-                out.append((fact, assumptions[v.text]))
+        """The assumptions the value model can condition on (those about the belief's own variables; memoised: every
+        option is scored under the same few sets of assumptions)."""
+        key = frozenset(assumptions.items())
+        out = self._conditions.get(key)
+        if out is None:
+            out = self._conditions[key] = []
+            for v in self.variables():
+                if v.text in assumptions:
+                    fact = (v.kind, v.item, v.object_id) if v.kind == "item_in_room" else (v.kind, v.object_id)
+                    out.append((fact, assumptions[v.text]))
         return out
 
     def announcement(self) -> Announcement | None:

@@ -55,16 +55,19 @@ def depth(node: Node) -> int:
 def scenarios(node: Node) -> list[Scenario]:
     """Every root-to-leaf path, leaves in left-to-right depth-first order."""
     out: list[Scenario] = []
-
-    def walk(n: Node, path: tuple[tuple[str, bool], ...]) -> None:
-        if isinstance(n, Leaf):
-            out.append(Scenario(len(out), path, n))
-        else:
-            walk(n.when_true, (*path, (n.text, True)))
-            walk(n.when_false, (*path, (n.text, False)))
-
-    walk(node, ())
+    _collect_scenarios(node, (), out)
     return out
+
+
+def _collect_scenarios(node: Node, path: tuple[tuple[str, bool], ...], out: list[Scenario]) -> None:
+    # a module function, not a nested one that calls itself: that would be a reference cycle (function -> its
+    # closure -> the function) holding the decision's objects until a full garbage collection, which then pauses a
+    # later decision to free them
+    if isinstance(node, Leaf):
+        out.append(Scenario(len(out), path, node))
+    else:
+        _collect_scenarios(node.when_true, (*path, (node.text, True)), out)
+        _collect_scenarios(node.when_false, (*path, (node.text, False)), out)
 
 
 def parse_tree(
