@@ -8,12 +8,14 @@ A method plays a whole test suite with two agents in a process of its own pinned
 are not decisions). Reported: the median, the 95th percentile and the maximum over every decision of the suite.
 With ``--before REV``, the same measurement runs on a checkout of REV (a temporary git worktree) right before each
 of the working tree's, method by method, so both share the machine's state of the moment: compare them within a
-table, not across days.
+table, not across days. Then every method plays the same fresh episodes with both codes (outcomes must not change
+beyond noise when only speed was meant to).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -32,8 +34,10 @@ SUITES = ("cwah-test", "tdwmat-test")
 BUDGET_MS = 50.0  # the 95th percentile a robot's computer can afford per decision
 MAX_BUDGET_MS = 150.0  # and the slowest decision
 TITLE = "## Time per decision, every method"
-METHODS = ("pce", "cobel", "reveca", "mindmap", "evocf", "coela", "mhp", "rhp", "random")
+METHODS = ("pce", "cobel", "reveca", "mindmap", "evocf", "coela", "mhp", "rhp", "random", "oracle")
 SOURCE_DIRS = ("src", "sim", "harness")
+FRESH_SEED = 4407  # outcomes before and after: a generator seed of neither test set, tuned on by no one
+FRESH_EPISODES = 12
 
 
 def decision_latency(suite: str, method: str, params: dict[str, Any] | None = None) -> dict[str, float]:
@@ -60,13 +64,34 @@ def decision_latency(suite: str, method: str, params: dict[str, Any] | None = No
     }
 
 
-def measured_apart(tree: Path, suite: str, method: str, core: int) -> dict[str, float]:
-    """:func:`decision_latency` in a fresh process pinned to ``core``, on the code of the checkout ``tree``."""
+def fresh_outcomes(benchmark: str, method: str) -> list[tuple[float, str]]:
+    """``method``'s score on each of :data:`FRESH_EPISODES` fresh episodes of generator seed :data:`FRESH_SEED`
+    (``benchmark``: cwah or tdwmat), with a digest of every action it took there."""
+    from coteam.domain.world import Benchmark
+    from coteam_harness.jobs import RunSettings, team_for
+    from coteam_harness.results import score
+    from coteam_harness.runner import run_episode
+    from coteam_sim.suites import fresh_episode
+
+    team = team_for({}, RunSettings(team=method))
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for index in range(FRESH_EPISODES):
+            trace = Path(tmp) / "trace.json"
+            result = run_episode(fresh_episode(Benchmark(benchmark), FRESH_SEED, index).build(), team, trace_path=trace)
+            actions = [d["action"] for d in json.loads(trace.read_text())["decisions"]]
+            out.append((score(result), hashlib.sha256(json.dumps(actions).encode()).hexdigest()))
+    return out
+
+
+def measured_apart(tree: Path, core: int, *request: str) -> Any:
+    """A child process's answer (:func:`decision_latency` for ``--measure SUITE METHOD``, :func:`fresh_outcomes`
+    for ``--outcomes BENCHMARK METHOD``), pinned to ``core``, on the code of the checkout ``tree``."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(tree / d) for d in SOURCE_DIRS)}
-    command = [sys.executable, __file__, "--measure", suite, method, "--core", str(core)]
+    command = [sys.executable, __file__, *request, "--core", str(core)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"{method} on {suite} in {tree}: {done.stderr.strip().splitlines()[-1:]}")
+        raise RuntimeError(f"{' '.join(request)} in {tree}: {done.stderr.strip().splitlines()[-1:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -142,9 +167,10 @@ def section(command: str, before: str | None = None, core: int = 0) -> str:
         for suite in SUITES:
             for method in METHODS:
                 for label, tree in trees:
-                    rows[suite, method, label] = lat = measured_apart(tree, suite, method, core)
+                    rows[suite, method, label] = lat = measured_apart(tree, core, "--measure", suite, method)
                     lines.append(_row(suite, method, label, lat))
                     print(lines[-1], flush=True)
+        outcome_lines = outcomes_table(trees, core) if before else []
     said = [verdicts(rows, label) for label, _ in trees]
     if before:
         said.append(comparison(rows, before))
@@ -153,7 +179,40 @@ def section(command: str, before: str | None = None, core: int = 0) -> str:
         "agents, symbolic backend, a whole test suite after a warm-up episode, as `coteam run` builds the team. "
         "*code*: this tree, or the commit it was measured beside (interleaved, method by method)."
     )
-    return "\n".join([TITLE, "", head, "", *lines, "", *said]) + "\n"
+    return "\n".join([TITLE, "", head, "", *lines, "", *said, *outcome_lines]) + "\n"
+
+
+def outcomes_table(trees: list[tuple[str, Path]], core: int) -> list[str]:
+    """Every method's outcomes on fresh episodes with the commit's code and this tree's: the mean of each, their
+    paired difference, and on how many episodes every action was the same."""
+    (before, old), (_, new) = trees
+    lines = [
+        "",
+        f"Outcomes, {FRESH_EPISODES} fresh episodes of generator seed {FRESH_SEED} per benchmark (C-WAH: steps, fewer "
+        "is better; TDW-MAT: transport rate), each method with both codes:",
+        "",
+        f"| benchmark | method | {before} | this | paired difference | episodes with every action the same |",
+        "|---|---|---|---|---|---|",
+    ]
+    changed = []
+    for benchmark in ("cwah", "tdwmat"):
+        for method in METHODS:
+            a = measured_apart(old, core, "--outcomes", benchmark, method)
+            b = measured_apart(new, core, "--outcomes", benchmark, method)
+            diffs = [y[0] - x[0] for x, y in zip(a, b, strict=True)]
+            se = statistics.stdev(diffs) / len(diffs) ** 0.5
+            same = sum(x[1] == y[1] for x, y in zip(a, b, strict=True))
+            digits = 1 if benchmark == "cwah" else 3
+            mean_a, mean_b = statistics.fmean(x[0] for x in a), statistics.fmean(y[0] for y in b)
+            lines.append(
+                f"| {benchmark} | {method} | {mean_a:.{digits}f} | {mean_b:.{digits}f} | "
+                f"{statistics.fmean(diffs):+.{digits}f} ± {se:.{digits}f} | {same} / {len(a)} |"
+            )
+            print(lines[-1], flush=True)
+            if abs(statistics.fmean(diffs)) > 2 * se:
+                changed.append(f"{method} on {benchmark}")
+    said = f"- outcomes: paired differences beyond two standard errors: {', '.join(changed) or 'none'}."
+    return [*lines, "", said]
 
 
 @contextmanager
@@ -167,10 +226,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", metavar="REV", help="also measure this commit, beside each method")
     parser.add_argument("--core", type=int, default=0, help="the core every measuring process is pinned to")
     parser.add_argument("--measure", nargs=2, metavar=("SUITE", "METHOD"), help=argparse.SUPPRESS)
+    parser.add_argument("--outcomes", nargs=2, metavar=("BENCHMARK", "METHOD"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.measure:  # a measuring child process (measured_apart)
+    if args.measure or args.outcomes:  # a measuring child process (measured_apart)
         os.sched_setaffinity(0, {args.core})
-        print(json.dumps(decision_latency(*args.measure)))
+        print(json.dumps(decision_latency(*args.measure) if args.measure else fresh_outcomes(*args.outcomes)))
         return 0
     command = "python bench/timing.py" + (f" --before {args.before}" if args.before else "")
     command += f" --core {args.core}" if args.core else ""
