@@ -45,9 +45,16 @@ def test_lockstep_run_equals_the_in_process_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suite: str, method: str
 ) -> None:
     isolate_ros(tmp_path, monkeypatch)
+    _lockstep_run_equals_the_in_process_run(tmp_path, suite, method)
+
+
+def _lockstep_run_equals_the_in_process_run(tmp_path: Path, suite: str, method: str, team_file: str = "") -> None:
+    """The first episode of ``suite`` in which ``method`` talks, launched in lockstep (the team file plus
+    ``team_file``), has the in-process run's result and trace."""
     episode, expected = first_talking_episode(suite, trace_path=tmp_path / "in_process.json", method=method)
     world = f"suite: {suite}, episode: {episode}, seed: 0, mode: lockstep"
     config = write_config(tmp_path / "team.yaml", world, method=method)
+    config.write_text(config.read_text() + team_file)
     code, results = launch(config, tmp_path, out_dir=tmp_path / "ros", timeout=RUN_TIMEOUT_S)
     assert code == 0
     assert results is not None
@@ -95,21 +102,8 @@ def test_robots_composed_in_one_process_each_play_the_in_process_run(
     lockstep episode exactly as the in-process runner (and so as separate processes) do, messages included; each
     process stops with status 0 at the end."""
     isolate_ros(tmp_path, monkeypatch)
-    episode, expected = first_talking_episode("cwah-test", trace_path=tmp_path / "in_process.json")
-    config = write_config(tmp_path / "team.yaml", f"suite: cwah-test, episode: {episode}, seed: 0, mode: lockstep")
-    config.write_text(config.read_text() + "composed: true\n")
-    code, results = launch(config, tmp_path, out_dir=tmp_path / "ros", timeout=RUN_TIMEOUT_S)
+    _lockstep_run_equals_the_in_process_run(tmp_path, "cwah-test", "pce", "composed: true\n")
     printed = capsys.readouterr().out
-    assert code == 0, printed[-3000:]
-    assert results is not None
-    got = json.loads(results.read_text())["episodes"][0]
-    for key in ("success", "steps", "transport_rate", "messages", "message_chars", "decisions"):
-        assert got[key] == getattr(expected, key), key
-    ours, theirs = (
-        comparable(load_trace(tmp_path / "ros" / "trace.json")),
-        comparable(load_trace(tmp_path / "in_process.json")),
-    )
-    assert ours == theirs and theirs["messages"]
     for robot in ("alice", "bob"):  # one process per robot, its nodes named in their log lines
         assert f"[robot@/{robot}] " in printed and f"[{robot}.planner]" in printed
         assert f"[planner@/{robot}]" not in printed
