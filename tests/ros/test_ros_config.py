@@ -1129,6 +1129,7 @@ def test_package_files() -> None:
     assert (PKG / "resource" / "coteam_ros").is_file()
     setup = (PKG / "setup.py").read_text()
     assert "coteam.commands" in setup and "share/ament_index/resource_index/packages" in setup
+    assert "composed = {PACKAGE}.composed:main" in setup  # ros2 launch's executable of a composed robot
 
 
 def test_the_bridge_records_the_switches_the_planners_run_with() -> None:
