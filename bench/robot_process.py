@@ -330,9 +330,7 @@ def section(command: str) -> str:
         )
     if failures:
         lines.append(
-            f"- Run again after failing ({len(failures)}): "
-            + "; ".join(f.split("; logs in")[0] for f in failures)
-            + "."
+            f"Run again after failing ({len(failures)}): " + "; ".join(f.split("; logs in")[0] for f in failures) + "."
         )
     (steps,) = {d[2] for found in demos.values() for d in found}
     wall = {c: statistics.median(d[0] + d[1] for d in found) for c, found in demos.items()}
