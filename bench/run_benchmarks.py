@@ -12,9 +12,9 @@ agent against coela and its map at work (bench/mindmap.py); EvoCF's learning cur
 operators and transfer (bench/evocf.py); EvoCF learning a home of our own making (bench/evocf_handling.py); each
 paper's ablations on the test suites and fresh episodes, and every method against the oracle (bench/ablations.py);
 the decisions each switch changes (bench/ablation_decisions.py); every method's time per decision
-(bench/timing.py); the ROS 2 team stack and a serving team's memory between tasks (bench/ros_team.py,
-bench/serving.py; skip with --skip-ros). The real-model sections (bench/local_llm*.py, bench/task_words.py) are
-spliced in by their own scripts. ``--only-core`` runs this
+(bench/timing.py); the ROS 2 team stack, a serving team's memory between tasks and a robot's nodes in one process
+(bench/ros_team.py, bench/serving.py, bench/robot_process.py; skip with --skip-ros). The real-model sections
+(bench/local_llm*.py, bench/task_words.py) are spliced in by their own scripts. ``--only-core`` runs this
 script's own sections (minutes) and keeps the others as they are.
 """
 
@@ -366,10 +366,11 @@ def other_sections(command: str, ros: bool) -> list[str]:
     makers.append(ablations_section)
     makers += [decisions_section, timing_section, perception_section]
     if ros:
+        from robot_process import section as robot_process_section
         from ros_team import ros_section
         from serving import section as serving_section
 
-        makers += [ros_section, serving_section]
+        makers += [ros_section, serving_section, robot_process_section]
     lines: list[str] = []
     for make in makers:
         lines += ["", make(command).rstrip("\n")]

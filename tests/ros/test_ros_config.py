@@ -51,6 +51,8 @@ from coteam_ros.team_config import (  # noqa: E402
     REMAPPABLE,
     ConfigError,
     LocalModelSection,
+    RobotSection,
+    TeamConfig,
     load_config,
     parse_config,
 )
@@ -356,6 +358,9 @@ def test_defaults_and_number_coercion(tmp_path: Path) -> None:
         ("sim", "security.secret", 1, "security.secret", "unknown key"),
         ("sim", "world.unity", {"tdw_port": 0}, "world.unity.tdw_port", ">= 1"),
         ("sim", "world.unity", {"tdw_host": "gpu1"}, "world.unity.tdw_host", "unknown key"),
+        ("sim", "composed", "yes", "composed", "expected true or false, got the string 'yes'"),
+        ("sim", "robots.1.composed", 1, "robots[1].composed", "expected true or false"),
+        ("sim", "robots.1.compose", True, "robots[1].compose", "unknown key (allowed here: name, namespace, remap"),
     ],
 )
 def test_strict_errors_name_the_file_and_key(
@@ -367,6 +372,34 @@ def test_strict_errors_name_the_file_and_key(
     msg = str(err.value)
     assert msg.startswith(f"{path}: {key}: "), msg
     assert words in msg, msg
+
+
+def test_composed_runs_a_robots_nodes_in_one_process_the_robots_own_key_first(tmp_path: Path) -> None:
+    """``composed`` (default false) at the top level is every robot's; a robot's own ``composed`` overrides it. The
+    processes of a run: one per node, except a composed robot's nodes, together where its first node would start."""
+    from coteam_ros.node_graph import processes
+
+    separate = load_config(_write(tmp_path, SIM_DOC))
+    assert separate.composed is False and not any(map(separate.composes, separate.robots))
+    specs = node_list(separate, SCENE)
+    assert processes(separate, specs) == [(s,) for s in specs]
+    mixed = load_config(_write(tmp_path, {**_edit(SIM_DOC, "robots.1.composed", False), "composed": True}))
+    assert [mixed.composes(r) for r in mixed.robots] == [True, False]
+    specs = node_list(mixed, SCENE)
+    assert [[s.label for s in group] for group in processes(mixed, specs)] == [
+        ["sim_bridge@/"],
+        ["perception@/alice", "planner@/alice", "executor@/alice"],
+        ["perception@/bob"],
+        ["planner@/bob"],
+        ["executor@/bob"],
+    ]
+    only_bob = load_config(_write(tmp_path, _edit(SIM_DOC, "robots.1.composed", True)))
+    assert [only_bob.composes(r) for r in only_bob.robots] == [False, True]
+    assert len(processes(only_bob, node_list(only_bob, SCENE))) == 5
+    hardware = load_config(_write(tmp_path, {**HW_DOC, "composed": True}))
+    robots = [group for group in processes(hardware, node_list(hardware, SCENE)) if len(group) > 1]
+    assert [[s.name for s in group] for group in robots] == [["robot_state", "perception", "planner", "executor"]] * 2
+    assert TeamConfig.model_fields["composed"].description and RobotSection.model_fields["composed"].description
 
 
 def test_yaml_level_errors(tmp_path: Path) -> None:
@@ -883,6 +916,8 @@ class _Fake:
                     namespace=namespace,
                     parameters=parameters,
                     remappings=remappings,
+                    arguments=arguments,
+                    exec_name=exec_name,
                     **kwargs,
                 )
             )
@@ -1025,6 +1060,56 @@ def test_the_launch_file_starts_a_robots_node_again_after_a_native_crash(
     assert any(isinstance(a, _Fake.Shutdown) for a in bridge), "the simulator's crash ends the run"
 
 
+def test_the_launch_file_runs_a_composed_robot_in_one_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``composed: true`` under ``ros2 launch``: each robot is one process, the package's ``composed`` executable
+    with every node's own arguments and nothing of launch_ros's (no name, namespace or parameters of the process),
+    labelled and ended as under coteam launch; a crash starts the whole robot again."""
+    from coteam_ros.composed import node_arguments
+
+    _fake_modules(monkeypatch)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    config = Path(shutil.copy(SIM, tmp_path))
+    config.write_text(config.read_text() + "composed: true\n")
+    spec = importlib.util.spec_from_file_location("launch_file_sim_composed", LAUNCH_FILES["sim"])
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path / "out"
+    context = types.SimpleNamespace(launch_configurations={"config": str(config), "out": str(out), "serve": "false"})
+    (opaque,) = [e for e in module.generate_launch_description().entities if isinstance(e, _Fake.OpaqueFunction)]
+    handlers = [a for a in opaque.execute(context) if isinstance(a, _Fake.RegisterEventHandler)]
+    assert [(n["executable"], n["exec_name"]) for n in _Fake.nodes] == [
+        ("sim_bridge", None),
+        ("composed", "robot@/alice"),
+        ("composed", "robot@/bob"),
+    ]
+    alice = _Fake.nodes[1]
+    assert (alice["package"], alice["output"], alice["name"], alice["namespace"]) == (
+        "coteam_ros",
+        "screen",
+        None,
+        None,
+    )
+    assert alice["parameters"] is None and alice["remappings"] is None
+    nodes, rest = node_arguments(alice["arguments"])
+    assert rest == [] and [executable for executable, _ in nodes] == ["perception", "planner", "executor"]
+    params = {}
+    for _, args in nodes:
+        params.update(yaml.safe_load(Path(args[args.index("--params-file") + 1]).read_text()))
+    scene = params["/alice/planner"]["ros__parameters"]["scene_path"]
+    results = out.resolve() / "results.json"
+    expected = [s for s in node_list(load_config(config), scene) if s.namespace == "/alice"]
+    assert params == {
+        s.fqn: {"ros__parameters": {**s.parameters, **launcher.run_outputs(s, results)}} for s in expected
+    }
+    crashed = handlers[1].event_handler.on_exit(types.SimpleNamespace(returncode=-signal.SIGSEGV), context)
+    assert "robot@/alice crashed (SIGSEGV): started again" in crashed[0].msg and _Fake.nodes[-1] == alice
+    ended = handlers[0].event_handler.on_exit(types.SimpleNamespace(returncode=0), context)
+    assert [a.msg for a in ended if isinstance(a, _Fake.LogInfo)] == [
+        "[coteam] sim_bridge@/ exited with code 0: the run ends"
+    ]
+
+
 @pytest.mark.parametrize(
     ("which", "config", "words"), [("sim", HARDWARE, "needs a `world:`"), ("hardware", SIM, "without")]
 )
@@ -1044,6 +1129,7 @@ def test_package_files() -> None:
     assert (PKG / "resource" / "coteam_ros").is_file()
     setup = (PKG / "setup.py").read_text()
     assert "coteam.commands" in setup and "share/ament_index/resource_index/packages" in setup
+    assert "composed = {PACKAGE}.composed:main" in setup  # ros2 launch's executable of a composed robot
 
 
 def test_the_bridge_records_the_switches_the_planners_run_with() -> None:
@@ -1076,6 +1162,24 @@ def test_a_planner_with_a_bad_switch_says_so_in_one_line(tmp_path: Path, monkeyp
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot start: pce: unknown switch 'lamda'" in lines[0], proc.stderr
+
+
+def test_a_composed_robot_whose_node_cannot_start_says_which_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A composed robot's process stops with status 2 and one line naming the node that cannot start; its other
+    nodes' arguments (another name, a good scene file) do not reach it."""
+    isolate_ros(tmp_path, monkeypatch)
+    scene = task_scene(tmp_path)
+    perception = ["perception", "--ros-args", "-r", "__node:=perception", "-r", "__ns:=/alice"]
+    perception += ["-p", "robot:=alice", "-p", f"scene_path:={scene}", "--"]
+    planner = ["planner", "--ros-args", "-r", "__node:=planner", "-r", "__ns:=/alice", "-p", "robot:=alice"]
+    planner += ["-p", f"scene_path:={scene}", "-p", "params_json:='{\"lamda\": 1}'", "--"]
+    argv = [sys.executable, "-m", "coteam_ros.composed", *perception, *planner]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "cannot start" in line]
+    assert len(said) == 1 and said[0].startswith("planner@/alice: cannot start: pce: unknown switch 'lamda'"), said
 
 
 def test_an_executor_without_nav2_msgs_says_so_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -385,6 +386,78 @@ def test_plan_record_and_results(tmp_path: Path) -> None:
         assert node["ros__parameters"]["end_report"] == str(results.parent / f"{robot}.end.json")
 
 
+def test_a_composed_robot_is_one_child_whose_command_runs_all_its_nodes(tmp_path: Path) -> None:
+    """``composed: true``: each robot's nodes are one child, ``python -m coteam_ros.composed`` with every node's own
+    --ros-args (its params file with what it writes to the run's outputs); a robot's ``composed: false`` keeps its
+    nodes apart. coteam_ros.composed reads the nodes back as they were given."""
+    from coteam_ros.composed import node_arguments
+    from coteam_ros.node_graph import ros_args
+
+    config = Path(shutil.copy(ROOT / "config" / "team_sim.yaml", tmp_path))  # its keystore is made in tmp_path
+    config.write_text(
+        config.read_text().replace("  - name: bob", "  - {name: bob, composed: false}") + "composed: true\n"
+    )
+    cfg = load_config(config)
+    results = tmp_path / "out" / "results.json"
+    children = plan(cfg, tmp_path, results_path=results)
+    assert [c.label for c in children] == [
+        "sim_bridge@/",
+        "robot@/alice",
+        "perception@/bob",
+        "planner@/bob",
+        "executor@/bob",
+    ]
+    specs = node_list(cfg, tmp_path / "scene.json")
+    assert [s for c in children for s in c.specs] == specs  # every node, once, in start order
+    alice = children[1]
+    assert alice.spec is None and [s.label for s in alice.specs] == [
+        "perception@/alice",
+        "planner@/alice",
+        "executor@/alice",
+    ]
+    assert not alice.bridge and not alice.ends_task
+    assert alice.argv[:3] == [sys.executable, "-m", "coteam_ros.composed"]
+    nodes, rest = node_arguments(alice.argv[3:])
+    assert rest == []
+    assert nodes == [
+        (s.executable, ros_args(s, tmp_path, launcher.run_outputs(s, results))) for s in alice.specs
+    ]  # the planner's memory journal too
+    assert children[3].argv[:3] == [sys.executable, "-m", "coteam_ros.nodes.planner"] and children[3].spec == specs[5]
+
+    for home in ("team_hardware.yaml", "flat.world.yaml", "flat.map.yaml", "flat.pgm"):
+        shutil.copy(ROOT / "config" / home, tmp_path)
+    hardware = tmp_path / "team_hardware.yaml"
+    hardware.write_text(hardware.read_text() + "\ncomposed: true\n")
+    init_keystore(tmp_path / "keys", ["robot1", "robot2"])
+    robots = plan(load_config(hardware), tmp_path, results_path=results)
+    assert [(c.label, c.ends_task) for c in robots] == [("robot@/robot1", True), ("robot@/robot2", True)]
+    assert [s.executable for s in robots[0].specs] == ["robot_state", "perception", "planner", "executor"]
+    (planner_args,) = [args for exe, args in node_arguments(robots[0].argv[3:])[0] if exe == "planner"]
+    (node,) = yaml.safe_load(Path(planner_args[planner_args.index("--params-file") + 1]).read_text()).values()
+    assert node["ros__parameters"]["end_report"] == str(results.parent / "robot1.end.json")
+
+
+@pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        ([], "no node"),
+        (["planner"], "planner: expected its own --ros-args ... --"),
+        (["planner", "--ros-args", "-r", "__node:=planner"], "planner: expected its own --ros-args ... --"),
+        (["sim_bridge", "--ros-args", "--"], "'sim_bridge' is not a robot's node"),
+    ],
+)
+def test_a_composed_process_reads_each_nodes_own_arguments(argv: list[str], problem: str) -> None:
+    from coteam_ros.composed import node_arguments
+
+    nodes, rest = node_arguments(
+        ["planner", "--ros-args", "-r", "x:=y", "--", "executor", "--ros-args", "--", "--ros-args"]
+    )
+    assert nodes == [("planner", ["--ros-args", "-r", "x:=y"]), ("executor", ["--ros-args"])]
+    assert rest == ["--ros-args"]  # the process's own (ros2 launch adds them)
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        node_arguments(argv)
+
+
 def _fake_results() -> str:
     from coteam_harness.results import EpisodeResult, summarize
 
@@ -544,6 +617,34 @@ def test_ros2_launch_starts_the_nodes_coteam_launch_starts_and_writes_the_same_r
     stopped = launch_plan(cfg, out, str(tmp_path / "scene.json"))
     said, ends = stopped.exited("robot_state@/robot2", CANNOT_START)
     assert ends and said[0] == "robot_state@/robot2 cannot start: the run stops"
+
+
+def test_ros2_launch_runs_a_composed_robot_as_coteam_launch_does(tmp_path: Path) -> None:
+    """launch_plan of a composed team: one process per robot with coteam launch's label and every node's own
+    arguments (their params files in the launch's folder), and the run ends as coteam launch's would."""
+    from coteam_ros.composed import node_arguments
+    from coteam_ros.launch_description import launch_plan
+    from coteam_ros.node_graph import ros_args
+
+    for name in ("team_hardware.yaml", "flat.world.yaml", "flat.map.yaml", "flat.pgm"):
+        shutil.copy(ROOT / "config" / name, tmp_path)
+    config = tmp_path / "team_hardware.yaml"
+    config.write_text(config.read_text() + "\ncomposed: true\n")
+    cfg = load_config(config)
+    out, folder = tmp_path / "out", tmp_path / "launch"
+    folder.mkdir()
+    run = launch_plan(cfg, out, str(folder / "scene.json"), params_dir=folder)
+    assert [p.label for p in run.processes] == ["robot@/robot1", "robot@/robot2"]
+    assert [n.spec for n in run.nodes] == node_list(cfg, str(folder / "scene.json"))
+    robot1 = run.processes[0]
+    results = out.resolve() / "results.json"
+    assert node_arguments(list(robot1.arguments)) == (
+        [(n.spec.executable, ros_args(n.spec, folder, launcher.run_outputs(n.spec, results))) for n in robot1.nodes],
+        [],
+    )
+    assert run.ending.planners == {"robot@/robot1", "robot@/robot2"}
+    assert run.exited("robot@/robot1", 0) == (["robot@/robot1 ended its task"], False)
+    assert "crashed (SIGSEGV)" in (run.ending.restart_after_crash("robot@/robot2", -signal.SIGSEGV) or "")
 
 
 def test_ros2_launch_serve_true_starts_a_serving_team(tmp_path: Path) -> None:

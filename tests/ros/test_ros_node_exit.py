@@ -1,7 +1,8 @@
 """How a coteam node process ends (``coteam_ros.runtime.spin_node``): SIGINT ends it with status 0, and a teardown
 that hangs in the middleware no longer keeps the process, or a launch waiting on it, alive: it exits after the
 grace, says so in one line and leaves its threads' stacks -- with status 0 also when the hang holds the interpreter's
-lock, as a deadlock inside the DDS library's destruction of an entity does (no Python thread can run then)."""
+lock, as a deadlock inside the DDS library's destruction of an entity does (no Python thread can run then). A
+composed robot's process (``coteam_ros.composed``, several nodes) ends as one node's does."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ros_isolation import isolate_ros
+from ros_isolation import isolate_ros, task_scene
 
 pytest.importorskip("rclpy")
 
@@ -111,3 +112,28 @@ def test_a_second_signal_during_the_teardown_does_not_change_the_exit_status(
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_composed_robots_process_ends_with_status_0_on_a_signal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sig: int
+) -> None:
+    """A robot's perception and executor in one process: both up, then the launcher's SIGINT or SIGTERM ends the
+    process with status 0 (the executor, a node with goals elsewhere, has its goals cancelled first)."""
+    isolate_ros(tmp_path, monkeypatch)
+    scene = task_scene(tmp_path)
+    argv = [sys.executable, "-m", "coteam_ros.composed"]
+    for node in ("perception", "executor"):
+        argv += [node, "--ros-args", "-r", f"__node:={node}", "-r", "__ns:=/alice", "-p", "robot:=alice"]
+        argv += ["-p", f"scene_path:={scene}", "--"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen: list[str] = []
+    while not any("executor for alice" in line for line in seen):  # the nodes are made in order: both are up
+        line = proc.stderr.readline()
+        assert line, "".join(seen)
+        seen.append(line)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, "".join(seen) + err
+    assert any("[alice.perception]" in line for line in seen), "each node keeps its own name and namespace"

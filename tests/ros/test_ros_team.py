@@ -1,6 +1,7 @@
 """The ROS 2 team stack end to end: sim_bridge, planners and executors as separate processes over real DDS.
 
-* lockstep runs give exactly the in-process runner's steps, actions, failures, messages and decisions;
+* lockstep runs give exactly the in-process runner's steps, actions, failures, messages and decisions; so do robots
+  whose nodes are composed in one process each (``composed: true``);
 * an unreachable target: the navigator's failure reaches the planner through the executor, which decides anew;
 * cancelling an ExecuteSkill goal mid-navigation stops the robot;
 * ``coteam launch --record`` writes team messages, decisions and odometry to an MCAP file.
@@ -44,9 +45,16 @@ def test_lockstep_run_equals_the_in_process_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suite: str, method: str
 ) -> None:
     isolate_ros(tmp_path, monkeypatch)
+    _lockstep_run_equals_the_in_process_run(tmp_path, suite, method)
+
+
+def _lockstep_run_equals_the_in_process_run(tmp_path: Path, suite: str, method: str, team_file: str = "") -> None:
+    """The first episode of ``suite`` in which ``method`` talks, launched in lockstep (the team file plus
+    ``team_file``), has the in-process run's result and trace."""
     episode, expected = first_talking_episode(suite, trace_path=tmp_path / "in_process.json", method=method)
     world = f"suite: {suite}, episode: {episode}, seed: 0, mode: lockstep"
     config = write_config(tmp_path / "team.yaml", world, method=method)
+    config.write_text(config.read_text() + team_file)
     code, results = launch(config, tmp_path, out_dir=tmp_path / "ros", timeout=RUN_TIMEOUT_S)
     assert code == 0
     assert results is not None
@@ -85,6 +93,21 @@ def test_a_question_addressed_to_one_of_two_teammates_crosses_ros_as_in_process(
     assert comparable(ours) == comparable(theirs)
     addressed = [m for m in ours["messages"] if m.get("to")]
     assert addressed and all(m["to"] in robots and m["to"] != m["sender"] for m in addressed)
+
+
+def test_robots_composed_in_one_process_each_play_the_in_process_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``composed: true``: each robot's perception, planner and executor in one process on one executor play the
+    lockstep episode exactly as the in-process runner (and so as separate processes) do, messages included; each
+    process stops with status 0 at the end."""
+    isolate_ros(tmp_path, monkeypatch)
+    _lockstep_run_equals_the_in_process_run(tmp_path, "cwah-test", "pce", "composed: true\n")
+    printed = capsys.readouterr().out
+    for robot in ("alice", "bob"):  # one process per robot, its nodes named in their log lines
+        assert f"[robot@/{robot}] " in printed and f"[{robot}.planner]" in printed
+        assert f"[planner@/{robot}]" not in printed
+    assert "while stopping" not in printed, "every process exited with status 0 when stopped"
 
 
 def sealed_room_scene(scene: Scene, agents: int = 2) -> tuple[Scene, str]:

@@ -38,7 +38,9 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     entry_points={
-        "console_scripts": [f"{node} = {PACKAGE}.nodes.{node}:main" for node in NODES],
+        # a composed robot's nodes in one process (`composed: true` in the team file)
+        "console_scripts": [f"{node} = {PACKAGE}.nodes.{node}:main" for node in NODES]
+        + [f"composed = {PACKAGE}.composed:main"],
         # `coteam launch ...` (the `coteam` command collects subcommands from this group)
         "coteam.commands": [f"ros = {PACKAGE}.cli:register"],
     },

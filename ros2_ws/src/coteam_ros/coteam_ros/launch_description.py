@@ -6,8 +6,10 @@ It does what ``coteam launch`` does (:mod:`coteam_ros.launcher`), from the same 
 :class:`~coteam_ros.launcher.RunEnding` says (a node that cannot start stops it, the bridge's exit or the last
 planner's end of its task ends it); a run on robots then writes ``results.json`` from the end reports
 (:func:`~coteam_ros.launcher.finish_team_run`); a robot's node that crashes is started again as there
-(:meth:`~coteam_ros.launcher.RunEnding.restart_after_crash`). What ``ros2 launch`` cannot do: its own exit
-status is not the run's (``results.json`` says whether the goal was met), and it has no ``--timeout``.
+(:meth:`~coteam_ros.launcher.RunEnding.restart_after_crash`). A composed robot's nodes run in one process, the
+``composed`` executable (:mod:`coteam_ros.composed`) with each node's own ``--ros-args``, as ``coteam launch`` runs
+them. What ``ros2 launch`` cannot do: its own exit status is not the run's (``results.json`` says whether the goal was
+met), and it has no ``--timeout``.
 
 ``launch`` and ``launch_ros`` exist only on apt-installed ROS 2 (no wheels), so they are imported when a launch
 file asks for its description, never when ``coteam_ros`` is imported; :func:`launch_plan` is what the description
@@ -27,14 +29,13 @@ from coteam_ros.keystore import prepare_keystore
 from coteam_ros.launcher import (
     DDS_PROFILE,
     RESTART_DELAY_S,
+    Child,
     RunEnding,
-    ends_run,
-    ends_task,
     finish_team_run,
     fresh_results,
     run_outputs,
 )
-from coteam_ros.node_graph import NodeSpec, model_groups, node_list, write_task_scene
+from coteam_ros.node_graph import NodeSpec, composed_arguments, model_groups, node_list, processes, write_task_scene
 from coteam_ros.team_config import ServeSection, TeamConfig, load_config
 
 DEFAULT_OUT = "runs/ros2-launch"  # the `out` launch argument's default, as `coteam launch --out`
@@ -76,14 +77,29 @@ class LaunchedNode:
     parameters: dict[str, Any]  # the node's, with where it writes its part of the run's outputs
 
 
+@dataclass(frozen=True)
+class LaunchedProcess:
+    """A process the launch starts: one node (launch_ros gives it its name, parameters and remappings), or a
+    composed robot's nodes, each with its own ``--ros-args`` in ``arguments`` (``coteam_ros.composed``'s)."""
+
+    label: str  # as coteam launch labels it (coteam_ros.launcher.Child.of)
+    nodes: tuple[LaunchedNode, ...]
+    arguments: tuple[str, ...] = ()  # a composed robot's
+
+
 @dataclass
 class LaunchPlan:
     """What a ``ros2 launch`` of a team file starts, and how its run ends."""
 
     cfg: TeamConfig
     out: Path
-    nodes: list[LaunchedNode]
+    processes: list[LaunchedProcess]
     ending: RunEnding
+
+    @property
+    def nodes(self) -> list[LaunchedNode]:
+        """Every node the launch starts, in start order."""
+        return [node for process in self.processes for node in process.nodes]
 
     def exited(self, label: str, code: int) -> tuple[list[str], bool]:
         """A node exited: what to say, and whether the launch shuts down now (a run on robots has then written its
@@ -105,29 +121,38 @@ def launch_plan(
     endpoints: dict[str, dict[str, str]] | None = None,
     *,
     serve: bool = False,
+    params_dir: str | os.PathLike[str] | None = None,
 ) -> LaunchPlan:
-    """The nodes of ``cfg`` for ``ros2 launch``, each told where it writes its part of the run's outputs in ``out``
-    (made, and cleared of a previous run's), and the run's ending. ``serve``: a serving team (``serve:=true``), as
-    the team file's ``serve:`` section says."""
+    """The nodes of ``cfg`` for ``ros2 launch`` in their processes (a composed robot's together, its nodes' params
+    files written to ``params_dir``, by default a new temporary folder), each told where it writes its part of the
+    run's outputs in ``out`` (made, and cleared of a previous run's), and the run's ending. ``serve``: a serving team
+    (``serve:=true``), as the team file's ``serve:`` section says."""
     if serve and cfg.serve is None:
         cfg = cfg.model_copy(update={"serve": ServeSection()})
     directory = Path(out).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     results = fresh_results(directory)
-    specs = node_list(cfg, scene, endpoints)
-    nodes = [LaunchedNode(spec, {**spec.parameters, **run_outputs(spec, results)}) for spec in specs]
-    ending = RunEnding(
-        frozenset(s.label for s in specs),
-        frozenset(s.label for s in specs if ends_run(s)),
-        frozenset(s.label for s in specs if ends_task(s)),
-    )
-    return LaunchPlan(cfg, directory, nodes, ending)
+
+    def outputs(spec: NodeSpec) -> dict[str, str]:
+        return run_outputs(spec, results)
+
+    launched: list[LaunchedProcess] = []
+    children: list[Child] = []
+    for group in processes(cfg, node_list(cfg, scene, endpoints)):
+        arguments = []
+        if len(group) > 1:
+            params_dir = params_dir or tempfile.mkdtemp(prefix="coteam-launch-")
+            arguments = composed_arguments(group, params_dir, outputs)
+        children.append(Child.of(group, arguments))
+        nodes = tuple(LaunchedNode(spec, {**spec.parameters, **outputs(spec)}) for spec in group)
+        launched.append(LaunchedProcess(children[-1].label, nodes, tuple(arguments)))
+    return LaunchPlan(cfg, directory, launched, RunEnding.of(children))
 
 
 def team_launch_description(kind: str) -> Any:
     """A LaunchDescription with ``config`` and ``out`` arguments that starts :func:`launch_plan`'s nodes and ends
-    the run as ``coteam launch`` does (module docstring). The task's scene file goes to a new temporary folder
-    (launch_ros writes its parameter files to one, too)."""
+    the run as ``coteam launch`` does (module docstring). The task's scene file and a composed robot's nodes'
+    parameter files go to a new temporary folder (launch_ros writes its parameter files to one, too)."""
     from launch.actions import (
         DeclareLaunchArgument,
         LogInfo,
@@ -153,36 +178,47 @@ def team_launch_description(kind: str) -> Any:
             raise RuntimeError(f"{path}: team_{kind}.launch.py {need}; {instead}")
         prepare_keystore(cfg)
         actions, endpoints = local_model_processes(cfg)
-        scene = write_task_scene(cfg, tempfile.mkdtemp(prefix="coteam-launch-"))
+        folder = tempfile.mkdtemp(prefix="coteam-launch-")  # the task's scene, a composed robot's params files
+        scene = write_task_scene(cfg, folder)
         serve = LaunchConfiguration("serve").perform(context).strip().lower() in ("true", "1", "yes")
-        run = launch_plan(cfg, LaunchConfiguration("out").perform(context), str(scene), endpoints, serve=serve)
+        out = LaunchConfiguration("out").perform(context)
+        run = launch_plan(cfg, out, str(scene), endpoints, serve=serve, params_dir=folder)
 
-        def started(launched: LaunchedNode) -> list[Any]:
-            spec = launched.spec
-            node = Node(
-                package="coteam_ros",
-                executable=spec.executable,
-                name=spec.name,
-                namespace=spec.namespace,
-                parameters=[launched.parameters],
-                remappings=spec.remappings,
-                output="screen",
-            )
-            on_exit = lambda event, _context: exited(launched, event.returncode)  # noqa: E731
+        def started(process: LaunchedProcess) -> list[Any]:
+            if process.arguments:  # a composed robot: its nodes' own arguments, none of the process's
+                node = Node(
+                    package="coteam_ros",
+                    executable="composed",
+                    exec_name=process.label,
+                    arguments=list(process.arguments),
+                    output="screen",
+                )
+            else:
+                ((spec, parameters),) = [(n.spec, n.parameters) for n in process.nodes]
+                node = Node(
+                    package="coteam_ros",
+                    executable=spec.executable,
+                    name=spec.name,
+                    namespace=spec.namespace,
+                    parameters=[parameters],
+                    remappings=spec.remappings,
+                    output="screen",
+                )
+            on_exit = lambda event, _context: exited(process, event.returncode)  # noqa: E731
             return [node, RegisterEventHandler(OnProcessExit(target_action=node, on_exit=on_exit))]
 
-        def exited(launched: LaunchedNode, code: int) -> list[Any]:
-            if restart := run.ending.restart_after_crash(launched.spec.label, code):
+        def exited(process: LaunchedProcess, code: int) -> list[Any]:
+            if restart := run.ending.restart_after_crash(process.label, code):
                 return [
                     LogInfo(msg=f"[coteam] {restart}"),
-                    TimerAction(period=RESTART_DELAY_S, actions=started(launched)),
+                    TimerAction(period=RESTART_DELAY_S, actions=started(process)),
                 ]
-            said, ends = run.exited(launched.spec.label, code)
+            said, ends = run.exited(process.label, code)
             actions = [LogInfo(msg=f"[coteam] {line}") for line in said]
             return [*actions, Shutdown(reason=said[-1])] if ends else actions
 
-        for launched in run.nodes:
-            actions += started(launched)
+        for process in run.processes:
+            actions += started(process)
         return actions
 
     world = "with" if needs_world else "without"

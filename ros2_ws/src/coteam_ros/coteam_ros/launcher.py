@@ -1,19 +1,20 @@
 """``coteam launch``: the process launcher for pip installs (there is no ``ros2 launch`` without apt ROS 2).
 
 Every node of :func:`coteam_ros.node_graph.node_list` runs as its own OS process
-(``python -m coteam_ros.nodes.<executable> --ros-args ...``) in its own process group; each output line is
-printed with a ``[name@namespace]`` prefix. The run ends when the ``sim_bridge`` exits (the episode is over; its
+(``python -m coteam_ros.nodes.<executable> --ros-args ...``) in its own process group; each output line is printed
+with a ``[name@namespace]`` prefix. A composed robot's nodes (``composed:`` in the team file) run together in one
+process (``python -m coteam_ros.composed``), whose lines are prefixed ``[robot@<namespace>]``; what is said below of
+a node is then said of the robot's process. The run ends when the ``sim_bridge`` exits (the episode is over; its
 exit code is the launcher's), when every real robot's planner has ended its task (``coteam_ros.task_end``; then
 :func:`write_team_results` makes ``results.json`` of their end reports), on ``--timeout``, on SIGINT/SIGTERM, or
-when a node cannot start (it exits with :data:`~coteam_ros.CANNOT_START` after one line saying why: a bad
-parameter or file, a missing module such as ``nav2_msgs``); then every remaining child gets SIGINT, then SIGTERM
-after a grace period, then SIGKILL, always to its whole process group. A child other than the bridge that dies
-later is reported (``planner@/bob exited with code 1``) and the rest keep running: a dead teammate does not stop
-the team, but the run's exit code says it died. A robot's node that crashes in native code (:data:`CRASH_SIGNALS`:
-a segmentation fault in a middleware library, say) is started again after :data:`RESTART_DELAY_S`, at most
-:data:`CRASH_RESTARTS` times a run, as ``ros2 launch``'s ``respawn`` would (a planner recalls its memory from its
-journal); a Python error (exit 1), a kill, or a crash past the limit is a death: what fails the same way again is
-not retried.
+when a node cannot start (it exits with :data:`~coteam_ros.CANNOT_START` after one line saying why: a bad parameter
+or file, a missing module such as ``nav2_msgs``); then every remaining child gets SIGINT, then SIGTERM after a grace
+period, then SIGKILL, always to its whole process group. A child other than the bridge that dies later is reported
+(``planner@/bob exited with code 1``) and the rest keep running: a dead teammate does not stop the team, but the
+run's exit code says it died. A robot's node that crashes in native code (:data:`CRASH_SIGNALS`: a segmentation
+fault in a middleware library, say) is started again after :data:`RESTART_DELAY_S`, at most :data:`CRASH_RESTARTS`
+times a run, as ``ros2 launch``'s ``respawn`` would (a planner recalls its memory from its journal); a Python error
+(exit 1), a kill, or a crash past the limit is a death: what fails the same way again is not retried.
 
 Exit codes of :func:`run`: 2 when a node cannot start; the bridge's exit code when it ends the run (128 + N when
 it died of signal N); 128 + N when stopped by signal N (130 for Ctrl-C); 124 when the run reaches its timeout (the
@@ -42,7 +43,15 @@ from pathlib import Path
 from coteam_harness.results import RESULTS_JSON, EpisodeResult, p95, write_results
 from coteam_ros import CANNOT_START
 from coteam_ros.keystore import prepare_keystore
-from coteam_ros.node_graph import NodeSpec, model_groups, node_list, ros_args, write_task_scene
+from coteam_ros.node_graph import (
+    NodeSpec,
+    composed_arguments,
+    model_groups,
+    node_list,
+    processes,
+    ros_args,
+    write_task_scene,
+)
 from coteam_ros.task_end import END_REPORT, EndReport
 from coteam_ros.team_config import ServeSection, TeamConfig, load_config
 
@@ -62,15 +71,31 @@ SELF = "coteam launch"
 DDS_PROFILE = Path(__file__).parent / "dds" / "fastdds_team.xml"
 
 
+COMPOSED = "robot"  # a composed robot's process: labelled robot@<namespace>
+
+
 @dataclass
 class Child:
-    """One process to run. ``spec`` is the node it runs (None for helpers such as the recorder)."""
+    """One process to run. ``specs`` are the nodes it runs: one, a composed robot's, or none (a helper such as the
+    recorder)."""
 
     label: str
     argv: list[str]
-    spec: NodeSpec | None = None
+    specs: tuple[NodeSpec, ...] = ()
     bridge: bool = False  # the run ends when this child exits
     ends_task: bool = False  # a real robot's planner: the run ends once every such child has exited
+
+    @property
+    def spec(self) -> NodeSpec | None:
+        """The node of a one-node process (None for a helper and for a composed robot's process)."""
+        return self.specs[0] if len(self.specs) == 1 else None
+
+    @staticmethod
+    def of(specs: Sequence[NodeSpec], argv: list[str]) -> Child:
+        """The process of ``specs`` (one node, or a composed robot's nodes), run by ``argv``: its label, and whether
+        the run ends with it (the simulator bridge) or once it has ended its task (a real robot's planner)."""
+        label = specs[0].label if len(specs) == 1 else f"{COMPOSED}@{specs[0].namespace}"
+        return Child(label, argv, tuple(specs), any(map(ends_run, specs)), any(map(ends_task, specs)))
 
 
 @dataclass
@@ -86,6 +111,12 @@ def node_command(spec: NodeSpec) -> list[str]:
     return [sys.executable, "-m", f"coteam_ros.nodes.{spec.executable}"]
 
 
+def composed_command() -> list[str]:
+    """The interpreter command of a composed robot's process (its arguments come from
+    :func:`coteam_ros.node_graph.composed_arguments`)."""
+    return [sys.executable, "-m", "coteam_ros.composed"]
+
+
 def plan(
     cfg: TeamConfig,
     params_dir: str | os.PathLike[str],
@@ -99,17 +130,24 @@ def plan(
 
     The task's scene file (:func:`~coteam_ros.node_graph.write_task_scene`) and per-node params files go to
     ``params_dir``; the bridge also gets ``results_path`` and ``trace_path`` (``trace.json`` in the same directory).
+    A composed robot's nodes are one child (:func:`~coteam_ros.node_graph.processes`).
     """
     prepare_keystore(cfg)
     children: list[Child] = []
     if record is not None:
-        children.append(
-            Child("recording@/", [sys.executable, "-m", "coteam_ros.recording", "--out", str(record)], None, False)
-        )
-    for spec in node_list(cfg, write_task_scene(cfg, params_dir), endpoints):
-        extra = run_outputs(spec, Path(results_path)) if results_path is not None else {}
-        argv = [*node_command(spec), *ros_args(spec, params_dir, extra)]
-        children.append(Child(spec.label, argv, spec, ends_run(spec), ends_task(spec)))
+        children.append(Child("recording@/", [sys.executable, "-m", "coteam_ros.recording", "--out", str(record)]))
+
+    def extra(spec: NodeSpec) -> dict[str, str]:
+        return run_outputs(spec, Path(results_path)) if results_path is not None else {}
+
+    specs = node_list(cfg, write_task_scene(cfg, params_dir), endpoints)
+    for group in processes(cfg, specs):
+        if len(group) == 1:
+            (spec,) = group
+            argv = [*node_command(spec), *ros_args(spec, params_dir, extra(spec))]
+        else:
+            argv = [*composed_command(), *composed_arguments(group, params_dir, extra)]
+        children.append(Child.of(group, argv))
     return children
 
 

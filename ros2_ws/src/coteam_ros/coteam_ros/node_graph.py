@@ -1,6 +1,7 @@
 """The nodes a team config starts, shared by ``coteam launch`` and the ``ros2 launch`` files: each node's name,
-namespace, parameters and remappings (:func:`node_list`), the task's scene file they read (:func:`write_task_scene`)
-and the ``--ros-args`` of a node process (:func:`ros_args`).
+namespace, parameters and remappings (:func:`node_list`), the task's scene file they read (:func:`write_task_scene`),
+the processes they run in (:func:`processes`: a composed robot's nodes in one) and the ``--ros-args`` of a node
+(:func:`ros_args`; a composed robot's process: :func:`composed_arguments`).
 
 ROS parameter values are only ``bool``, ``int``, ``float``, ``str`` or non-empty lists of one of them (launch_ros
 rejects empty lists and rcl drops them), so mappings travel as JSON strings (``params_json``) and an empty
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,17 @@ from coteam.domain.scene_io import save_scene
 from coteam.registry import method_class, observes_world
 from coteam_ros.team_config import TeamConfig, WorldSection
 
-__all__ = ["NodeSpec", "ParamValue", "model_groups", "node_list", "ros_args", "write_params_file", "write_task_scene"]
+__all__ = [
+    "NodeSpec",
+    "ParamValue",
+    "composed_arguments",
+    "model_groups",
+    "node_list",
+    "processes",
+    "ros_args",
+    "write_params_file",
+    "write_task_scene",
+]
 
 ParamValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
 TASK_SCENE = "scene.json"  # the task's scene file in the launch's folder
@@ -335,6 +346,25 @@ def node_list(
     return specs
 
 
+def processes(cfg: TeamConfig, specs: Sequence[NodeSpec]) -> list[tuple[NodeSpec, ...]]:
+    """The processes that run ``specs`` (:func:`node_list`'s), in start order: one node each, except a composed
+    robot's (``composed:`` in the team file, :meth:`~coteam_ros.team_config.TeamConfig.composes`), whose nodes run
+    together in one process, started where its first node would be. A robot's nodes are those in its namespace (no
+    robot's is ``/``, where the team's own nodes are)."""
+    composed = {r.namespace for r in cfg.robots if cfg.composes(r)}
+    robots: dict[str, list[NodeSpec]] = {}
+    groups: list[list[NodeSpec]] = []
+    for spec in specs:
+        if spec.namespace not in composed:
+            groups.append([spec])
+        elif spec.namespace in robots:
+            robots[spec.namespace].append(spec)
+        else:
+            robots[spec.namespace] = [spec]
+            groups.append(robots[spec.namespace])
+    return [tuple(group) for group in groups]
+
+
 def _check_param(spec: NodeSpec, key: str, value: Any) -> None:
     ok = isinstance(value, bool | int | float | str)
     if isinstance(value, list) and value:
@@ -382,4 +412,19 @@ def ros_args(
             args += ["-p", f"{key}:={_yaml_scalar(value)}"]
     for src, dst in spec.remappings:
         args += ["-r", f"{src}:={dst}"]
+    return args
+
+
+def composed_arguments(
+    specs: Sequence[NodeSpec],
+    params_dir: str | os.PathLike[str],
+    extra: Callable[[NodeSpec], Mapping[str, ParamValue]] = lambda spec: {},
+) -> list[str]:
+    """The arguments of a composed robot's process (``coteam_ros.composed``): per node its executable and its own
+    ``--ros-args`` (:func:`ros_args`, parameters in a params file in ``params_dir``, plus ``extra(spec)``), closed by
+    ``--``. Each node reads only its own (rclpy's ``cli_args`` without the process's global arguments), so one
+    node's name, namespace, parameters and remappings never reach another."""
+    args: list[str] = []
+    for spec in specs:
+        args += [spec.executable, *ros_args(spec, params_dir, extra(spec)), "--"]
     return args

@@ -2,7 +2,7 @@
 timers on the wall clock (:func:`wall_timer`, :func:`call_later`), Nav2's types when it is installed, a start-up
 failure as one line (:func:`cannot_start`), the wiring a node waits for (:func:`require_wiring`), and
 :func:`spin_node`, which runs a node and stops it cleanly (its goals cancelled, a hung middleware teardown cut
-short)."""
+short), and :func:`spin_nodes`, which does so for several nodes in one process (a composed robot)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import rclpy
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.logging import get_logging_directory
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
@@ -137,16 +137,25 @@ def _on_sigterm(_signum: int, _frame: object) -> None:
 
 
 def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> None:
-    """Run one node until Ctrl-C (SIGINT), SIGTERM or shutdown, then clean up: exit status 0 on a signal, also when
-    the middleware's teardown hangs (after :data:`SHUTDOWN_GRACE_S`, :func:`_exit_if_shutdown_hangs`), and when it
-    hangs so that no Python thread can run (a deadlock in the DDS library while rclpy holds the interpreter's lock):
-    then every thread's stack goes to stderr from faulthandler's C thread and a C timer ends the process
-    (:func:`coteam_ros.exit_timer.exit_later`, :data:`BACKSTOP_S` later; status 1 where there is none). A node that
-    cannot start (a bad method switch, an unknown method, no or a bad scene file, a missing module:
-    :data:`STARTUP_ERRORS`) prints one line and exits with status :data:`~coteam_ros.CANNOT_START`, which stops the
-    launch. The signals are Python's, not rclpy's (whose handler ends the ROS context at once): a node with goals
-    running elsewhere (:class:`StopsItsGoals`, the executor) still cancels them, for :data:`CANCEL_GRACE_S` at most,
-    before it goes: a robot stops when its team is stopped."""
+    """Run one node until Ctrl-C (SIGINT), SIGTERM or shutdown, then clean up (:func:`spin_nodes`)."""
+    spin_nodes([make_node], argv)
+
+
+def spin_nodes(makers: Sequence[Callable[[], Node]], argv: list[str] | None = None) -> None:
+    """Run the nodes ``makers`` make, in this order, on one executor (a composed robot's: ``coteam_ros.composed``; a
+    single-threaded one, so that each node's callbacks run one at a time, as in a process of its own) until Ctrl-C
+    (SIGINT), SIGTERM or shutdown, then clean up: exit status 0 on a signal, also when the middleware's teardown
+    hangs (after :data:`SHUTDOWN_GRACE_S`, :func:`_exit_if_shutdown_hangs`), and when it hangs so that no Python
+    thread can run (a deadlock in the DDS library while rclpy holds the interpreter's lock): then every thread's stack
+    goes to stderr from faulthandler's C thread and a C timer ends the process
+    (:func:`coteam_ros.exit_timer.exit_later`, :data:`BACKSTOP_S` later; status 1 where there is none).
+
+    A node that cannot start (a bad method switch, an unknown method, no or a bad scene file, a missing module:
+    :data:`STARTUP_ERRORS`) prints one line naming it and the process exits with status
+    :data:`~coteam_ros.CANNOT_START`, which stops the launch. The signals are Python's, not rclpy's (whose handler
+    ends the ROS context at once): every node with goals running elsewhere (:class:`StopsItsGoals`, the executor)
+    still cancels them, for :data:`CANCEL_GRACE_S` at most, before it goes: a robot stops when its team is
+    stopped."""
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
     signal.signal(signal.SIGTERM, _on_sigterm)
     # and SIGINT always: a process started in the background by a shell (nohup, `cmd &`) inherits SIGINT ignored,
@@ -154,16 +163,19 @@ def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> N
     signal.signal(signal.SIGINT, signal.default_int_handler)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1` a node that seems hung: its stacks
     faulthandler.enable(all_threads=True)  # a crash in native code (a segmentation fault) leaves the Python stacks
-    node = None
-    name, status = getattr(make_node, "__name__", "node"), 0
+    executor = SingleThreadedExecutor()
+    nodes: list[Node] = []
+    name, status = "node", 0
     try:
-        node = make_node()
-        name = node.get_name()
-        wall_timer(node, SIGNAL_POLL_S, lambda: None)
-        rclpy.spin(node)
+        for make_node in makers:
+            name = getattr(make_node, "__name__", "node")
+            nodes.append(make_node())
+            executor.add_node(nodes[-1])
+        name = "+".join(node.get_name() for node in nodes)
+        wall_timer(nodes[0], SIGNAL_POLL_S, lambda: None)
+        executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
-        if node is not None and hasattr(node, "cancel_goals"):
-            _cancel_goals(node)
+        _cancel_goals(executor, nodes)
     except STARTUP_ERRORS as exc:
         status = CANNOT_START
         raise cannot_start(name, exc) from None
@@ -177,8 +189,9 @@ def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> N
         # thread's stack to stderr from faulthandler's own thread, then the exit from a C timer's
         backstop = exit_later(SHUTDOWN_GRACE_S + BACKSTOP_S, status)
         faulthandler.dump_traceback_later(SHUTDOWN_GRACE_S + BACKSTOP_S / 2, exit=backstop is None)
-        if node is not None:
+        for node in reversed(nodes):
             node.destroy_node()
+        executor.shutdown()
         rclpy.try_shutdown()
         faulthandler.cancel_dump_traceback_later()
         if backstop is not None:
@@ -186,14 +199,14 @@ def spin_node(make_node: Callable[[], Node], argv: list[str] | None = None) -> N
         watchdog.cancel()
 
 
-def _cancel_goals(node: Node) -> None:
-    """Cancel the node's goals on other nodes and spin until their servers have answered (a second signal, or
-    :data:`CANCEL_GRACE_S`, cuts it short)."""
+def _cancel_goals(executor: Executor, nodes: Sequence[Node]) -> None:
+    """Cancel the goals the nodes have on other nodes and spin until their servers have answered (a second signal,
+    or :data:`CANCEL_GRACE_S`, cuts it short)."""
     try:
-        pending = node.cancel_goals()
+        pending = [future for node in nodes if hasattr(node, "cancel_goals") for future in node.cancel_goals()]
         end = time.monotonic() + CANCEL_GRACE_S
         while rclpy.ok() and any(not f.done() for f in pending) and time.monotonic() < end:
-            rclpy.spin_once(node, timeout_sec=0.05)
+            executor.spin_once(timeout_sec=0.05)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
 

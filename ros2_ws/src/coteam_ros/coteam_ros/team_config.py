@@ -53,6 +53,7 @@ A file describes one team run::
         capabilities:       # optional (coteam.domain.capabilities), or in the world file's robots (not both): the body
           grippers: 2       #   1 or 2; open_needs_free_gripper: false; carry_limit: items held at once;
           speed_mps: 0.5    #   the speed it drives at (the executor's time limits come from it)
+        composed: true      # optional: this robot's nodes in one process (default: the top-level composed)
     perception:       # optional: each robot's perception node detects items in its RGB-D camera (a visual suite's
       detector: aruco       #   world turns it on by default; the shorthand `perception: aruco` names only the detector)
       markers: markers.yaml #   hardware: the printed markers (YAML, marker id: class name; relative to this file);
@@ -75,6 +76,8 @@ A file describes one team run::
     safety: policy.yaml     # optional; the home's safety policy (coteam.home.safety, relative to this file): no-go
                             #   rooms and zones, objects never touched, actions a person approves (`coteam approve`),
                             #   a top speed for Nav2; or in the world file's own safety: section (not both)
+    composed: false   # optional: true runs each robot's nodes in one process on one executor, with the same
+                      #   names, topics and parameters (robots[].composed overrides it per robot; docs/ros2.md)
 
 An absent key and a null one take the default. :func:`load_config` validates strictly: unknown keys, wrong types and
 unknown names raise a :class:`ConfigError` of one line naming the file and the key path. The models hold the file's
@@ -497,6 +500,13 @@ class TeamMethodSection(_Section):
         return {**self.params, "backend": self.backend} if _has_backend_switch(self.method) else dict(self.params)
 
 
+COMPOSED = (
+    "true: each robot's nodes (robot_state, perception, planner or relay, executor) run in one process on one rclpy "
+    "executor, with the names, namespaces, parameters, remappings and topics they have as separate processes"
+)
+COMPOSED_ROBOT = "this robot's nodes in one process (true) or one process each (false); default: the file's composed"
+
+
 class RobotSection(_Section):
     """One of ``robots``."""
 
@@ -505,6 +515,7 @@ class RobotSection(_Section):
     remap: dict[str, str] = {}
     base_frame: Text  # default "<name>/base_link"
     capabilities: RobotCapabilities | None = None  # the robot's body; None: the world file's, or the defaults
+    composed: bool | None = Field(None, description=COMPOSED_ROBOT)
 
     @classmethod
     def _defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -651,6 +662,7 @@ class TeamConfig(_Section):
     security: SecuritySection
     safety: FileRelativePath | None = None  # the home's safety policy (a coteam-safety/1 file, coteam.home.safety)
     serve: ServeSection | None = None  # a serving team: tasks given while it runs
+    composed: bool = Field(False, description=COMPOSED)
     _source: str = PrivateAttr("<config>")
 
     def model_post_init(self, context: Any) -> None:
@@ -810,6 +822,10 @@ class TeamConfig(_Section):
         if world is not None and world.safety is not None:
             return str(world.path)
         return self.safety
+
+    def composes(self, robot: RobotSection) -> bool:
+        """Whether ``robot``'s nodes run in one process: its own ``composed``, else the file's."""
+        return self.composed if robot.composed is None else robot.composed
 
     @property
     def robot_names(self) -> list[str]:
