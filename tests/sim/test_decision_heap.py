@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from coteam.agent.heap import settle_heap
 from coteam.domain.world import Benchmark
 from coteam.registry import make_team, method_names
+from coteam_harness.jobs import RunSettings, team_for
 from coteam_harness.runner import run_episode
 from coteam_sim.suites import fresh_episode
 
@@ -47,11 +47,14 @@ def test_decisions_leave_no_reference_cycles(method: str, benchmark: Benchmark, 
     assert _cyclic_garbage() == Counter()
 
 
-def test_settle_heap_freezes_what_is_alive() -> None:
-    alive = [object() for _ in range(3)]
+def test_a_run_settles_the_heap_once_its_team_is_built() -> None:
+    gc.unfreeze()
     try:
-        settle_heap()
-        assert gc.get_freeze_count() > 0
+        teams: dict = {}
+        team_for(teams, RunSettings(team="rhp"))
+        assert gc.get_freeze_count() > 0  # the team and everything imported, out of the collector's scans
+        frozen = gc.get_freeze_count()
+        team_for(teams, RunSettings(team="rhp"))  # built once: nothing more to settle
+        assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
-    assert alive

@@ -26,6 +26,7 @@ from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 from rclpy.timer import Timer
 
+from coteam.agent.heap import settle_heap
 from coteam_ros import CANNOT_START
 from coteam_ros.exit_timer import exit_later
 
@@ -173,6 +174,7 @@ def spin_nodes(makers: Sequence[Callable[[], Node]], argv: list[str] | None = No
             executor.add_node(nodes[-1])
         name = "+".join(node.get_name() for node in nodes)
         wall_timer(nodes[0], SIGNAL_POLL_S, lambda: None)
+        settle_heap()  # what the nodes set up lives as long as the process: full collections need not scan it
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         _cancel_goals(executor, nodes)
