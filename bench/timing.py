@@ -159,6 +159,7 @@ def comparison(rows: dict[tuple[str, str, str], dict[str, float]], before: str) 
 def section(command: str, before: str | None = None, core: int = 0) -> str:
     """Every method measured in turn (module docstring), beside ``before`` when given, and which keep the budgets."""
     rows: dict[tuple[str, str, str], dict[str, float]] = {}
+    load_before = os.getloadavg()[0]
     lines = ["| suite | method | code | decisions | median ms | p95 ms | max ms |", "|---|---|---|---|---|---|---|"]
     trees = [("this", ROOT)]
     with checkout(before) if before else _nothing() as old:
@@ -177,7 +178,9 @@ def section(command: str, before: str | None = None, core: int = 0) -> str:
     head = (
         f"Produced by `{command}` on {machine()}, every method in a process of its own pinned to core {core}, two "
         "agents, symbolic backend, a whole test suite after a warm-up episode, as `coteam run` builds the team. "
-        "*code*: this tree, or the commit it was measured beside (interleaved, method by method)."
+        "*code*: this tree, or the commit it was measured beside (interleaved, method by method). 1-minute load "
+        f"average {load_before:.1f} before the run and {os.getloadavg()[0]:.1f} after: a busy machine's other "
+        "processes share the core, and they show in the maxima first."
     )
     return "\n".join([TITLE, "", head, "", *lines, "", *said, *outcome_lines]) + "\n"
 
