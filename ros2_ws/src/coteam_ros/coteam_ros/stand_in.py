@@ -46,7 +46,7 @@ from geometry_msgs.msg import Point, Pose, PoseStamped, PoseWithCovariance, Quat
 from nav_msgs.msg import MapMetaData, OccupancyGrid, Odometry
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
@@ -241,7 +241,8 @@ class StandInRobots(Node):
             journal=journal_path(self.trace_path) if self.trace_path else None,
         )
         self.meter = EpisodeMeter(self.sim, self.episode_name, self.team_name)
-        self.progress_logged = self.sim.world.progress()[0]
+        self.progress_now = self.sim.world.progress()  # at the step published last
+        self.progress_logged = self.progress_now[0]
         self.created = time.monotonic()
         self.finished = False
         self.goals = DeferredGoals()
@@ -335,8 +336,13 @@ class StandInRobots(Node):
     def _robot_slot(self, slot: RobotSlot) -> None:
         """Set up the robot of ``slot`` beyond the stand-in's servers (a subclass's own topics)."""
 
+    def _publish_status(self, slot: RobotSlot, obs: Observation, header: Header) -> None:
+        """What the robot's nodes wait for to take the step just done in, sent before anything else of the step
+        (none on a real robot)."""
+
     def _publish_robot(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
-        """What the robot publishes of the step just done (``obs``, its pose ``base`` on the map)."""
+        """What the robot publishes of the step just done (``obs``, its pose ``base`` on the map) beyond
+        :meth:`_publish_status`."""
         raise NotImplementedError
 
     def _waiting_robots(self) -> list[str]:
@@ -384,17 +390,26 @@ class StandInRobots(Node):
         return bool(self.env.agents) and self.sim.is_ready(name)
 
     def _publish_step(self, obs: dict[str, Observation]) -> None:
+        """What the robots' nodes wait for goes out first: each navigation goal's step (its feedback) and the
+        statuses, so that every robot's nodes start on the step while the rest (the clock, odometry, TF in one
+        message, detections or camera images) goes out."""
         stamp = self._stamp()
-        self.clock_publisher.publish(Clock(clock=stamp))
+        self.progress_now = self.sim.world.progress()  # (goal items in place, goal items): once a step
         now = time.monotonic()
+        header = Header(stamp=stamp, frame_id="map")
         for name, slot in self.robots.items():
             slot.tick = None
             slot.waited_since = now
             if slot.navigation is not None and self._ready(name):
                 self._plan_navigation(slot)
-            o = obs[name]
-            header = Header(stamp=stamp, frame_id="map")
-            self._publish_robot(slot, o, header, RigidTransform.of(o.position[0], o.position[1], yaw_deg=o.heading))
+        for name, slot in self.robots.items():
+            self._publish_status(slot, obs[name], header)
+        self.clock_publisher.publish(Clock(clock=stamp))
+        with self.tf.batched():
+            for name, slot in self.robots.items():
+                o = obs[name]
+                base = RigidTransform.of(o.position[0], o.position[1], yaw_deg=o.heading)
+                self._publish_robot(slot, o, header, base)
 
     def _send_pose(self, slot: RobotSlot, frame: str, stamp: Time) -> None:
         """The robot's pose on ``/tf`` (``odom -> base_link``, its odometry's): at once, or, on a twin whose TF lags,
@@ -426,6 +441,7 @@ class StandInRobots(Node):
                     mount.stamped(f"{self.frame_of[name]}/base_link", f"{self.frame_of[name]}/camera_link", at),
                 ]
             )
+            self.tf.flush()  # before the view's images: a lookup at the view's stamp finds them
             header = Header(stamp=at, frame_id=f"{self.frame_of[name]}/camera_optical_frame")
             publishers.info.publish(camera_info_to_msg(frame.intrinsics, header))
             publishers.depth.publish(depth_to_msg(frame.depth, header))
@@ -530,8 +546,6 @@ class StandInRobots(Node):
         obs, _, _, _, infos = self.env.step(actions)
         self._after_moves(actions, motions, obs)
         failures = {a: infos[a]["failure"] for a in actions}
-        self.meter.step(actions, failures)
-        self.recorder.step(clock_before, self.sim, actions, failures)
         for name, prim in actions.items():
             slot = self.robots[name]
             reason = failures[name]
@@ -548,14 +562,17 @@ class StandInRobots(Node):
             self._moved(slot, math.dist(positions_before[name], self.sim.world.agents[name].position), step_before)
         if not self.env.agents:
             self._end_goals()
-        self._log_progress()
         self._publish_step(obs)
+        # the robots work on the step meanwhile: nothing of the world changes until every one has answered it
+        self.meter.step(actions, failures)
+        self.recorder.step(clock_before, self.sim, actions, failures)
+        self._log_progress()
         if not self.env.agents:
             self._finish_episode()
 
     def _log_progress(self) -> None:
         """Live progress: a line whenever a goal item is put in place, and every 100 steps."""
-        done, total = self.sim.world.progress()
+        done, total = self.progress_now
         if done != self.progress_logged or self.sim.steps % 100 == 0:
             self.progress_logged = done
             self.get_logger().info(
@@ -823,12 +840,16 @@ def run_stand_in(node_class: type[StandInRobots], argv: list[str] | None = None)
             node = node_class()
         except STARTUP_ERRORS as exc:
             raise cannot_start(node_class.__name__, exc) from None
+        # one executor for the node's life: rclpy.spin_once(node) adds and removes the node on every call, and each
+        # time the executor wakes once more and builds its wait set again (in Python, every entity of the node)
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
         while rclpy.ok() and not node.finished:
-            rclpy.spin_once(node, timeout_sec=0.1)
+            executor.spin_once(timeout_sec=0.1)
         # The last decisions (published just before their robot's tick) and goal results are still in flight.
         end = time.monotonic() + RESULTS_GRACE_S
         while rclpy.ok() and time.monotonic() < end:
-            rclpy.spin_once(node, timeout_sec=0.05)
+            executor.spin_once(timeout_sec=0.05)
         node.write_outputs()
     except (KeyboardInterrupt, ExternalShutdownException):
         if node is not None and not node.finished:  # stopped mid-episode: the partial results

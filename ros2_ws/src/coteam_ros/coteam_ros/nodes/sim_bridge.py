@@ -74,6 +74,7 @@ class SimBridgeNode(StandInRobots):
     """Hosts one simulated episode for a team of robots (see the module docstring)."""
 
     def __init__(self, **kwargs: Any) -> None:
+        self.detection_msgs: dict = {}  # the oracle's detection messages, made once (it sees the same step after step)
         super().__init__(NODE_NAME, **kwargs)
         session, theirs = replace(self.scene, agent_starts=()), replace(self.robots_scene, agent_starts=())
         if self.bridge is not None and session != theirs:
@@ -116,37 +117,46 @@ class SimBridgeNode(StandInRobots):
     def _waiting_robots(self) -> list[str]:
         return [s.name for s in self.robots.values() if not s.ever_ticked]
 
+    def _on_camera(self, slot: RobotSlot) -> bool:
+        return self.cameras is not None and slot.camera is not None
+
+    def _publish_status(self, slot: RobotSlot, obs: Observation, header: Header) -> None:
+        """Without cameras the robot's status goes out before anything else of the step (its planner and executor
+        wait for it); with them, after the images (:meth:`_publish_robot`)."""
+        if not self._on_camera(slot):
+            slot.status.publish(self._status(slot.name, obs, header, []))
+
     def _publish_robot(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
-        """The robot's odometry and pose, what it sees (an oracle detector, or its head camera's images) and its
-        status."""
+        """The robot's odometry and pose, what it sees (an oracle detector, or its head camera's images and then its
+        status)."""
         name, stamp = slot.name, header.stamp
         slot.poses.append((stamp_ns(stamp), base))
         slot.odom.publish(self._odometry(slot, obs, header))
         self._send_pose(slot, self.frame_of[name], stamp)
-        camera_stamps = []
-        if self.cameras is not None and slot.camera is not None:
+        if self._on_camera(slot):
+            assert slot.camera is not None and self.cameras is not None
             camera_stamps = self._publish_camera(name, slot.camera, base, stamp)
-            obs = self.cameras.observe(name, obs)
+            slot.status.publish(self._status(name, self.cameras.observe(name, obs), header, camera_stamps))
         else:
             views = [detection_from_view(v, obs.step, self.names) for v in obs.visible if not v.held_by]
-            slot.detections.publish(detections_to_msg(views, header))
+            slot.detections.publish(detections_to_msg(views, header, self.detection_msgs))
+
+    def _status(self, name: str, obs: Observation, header: Header, camera_stamps: list) -> RobotStatus:
         done = not self.env.agents
-        progress, goal_items = self.sim.world.progress()
+        progress, goal_items = self.progress_now
         public = replace(obs, messages=tuple(Message(m.sender, "", m.step) for m in obs.messages))
-        slot.status.publish(
-            RobotStatus(
-                header=header,
-                robot=name,
-                step=self.sim.steps,
-                clock=self.sim.clock,
-                ready=self._ready(name),
-                episode_done=done,
-                success=done and progress == goal_items,
-                transport_rate=progress / goal_items if done else 0.0,
-                last_failure=obs.last_failure,
-                observation_json=json.dumps(observation_to_dict(public)),
-                camera_stamps=camera_stamps,
-            )
+        return RobotStatus(
+            header=header,
+            robot=name,
+            step=self.sim.steps,
+            clock=self.sim.clock,
+            ready=self._ready(name),
+            episode_done=done,
+            success=done and progress == goal_items,
+            transport_rate=progress / goal_items if done else 0.0,
+            last_failure=obs.last_failure,
+            observation_json=json.dumps(observation_to_dict(public)),
+            camera_stamps=camera_stamps,
         )
 
 
