@@ -171,7 +171,8 @@ class RobotSlot:
 
 class StandInRobots(Node):
     """One simulated episode standing in for a team's robots (see the module docstring). A subclass says which world
-    it runs (:meth:`_world`), what each robot publishes of a step (:meth:`_publish_robot`) and which robots the clock
+    it runs (:meth:`_world`), what each robot publishes of a step (:meth:`_publish_status`, :meth:`_publish_pose`,
+    :meth:`_publish_senses`) and which robots the clock
     waits for (:meth:`_waiting_robots`)."""
 
     def __init__(self, node_name: str, **kwargs: Any) -> None:
@@ -340,9 +341,12 @@ class StandInRobots(Node):
         """What the robot's nodes wait for to take the step just done in, sent before anything else of the step
         (none on a real robot)."""
 
-    def _publish_robot(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
-        """What the robot publishes of the step just done (``obs``, its pose ``base`` on the map) beyond
-        :meth:`_publish_status`."""
+    def _publish_pose(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
+        """The robot's odometry and pose on TF after the step just done (``obs``, its pose ``base`` on the map)."""
+        raise NotImplementedError
+
+    def _publish_senses(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
+        """What the robot senses of the step just done, after every robot's pose."""
         raise NotImplementedError
 
     def _waiting_robots(self) -> list[str]:
@@ -405,11 +409,12 @@ class StandInRobots(Node):
         for name, slot in self.robots.items():
             self._publish_status(slot, obs[name], header)
         self.clock_publisher.publish(Clock(clock=stamp))
-        with self.tf.batched():
+        bases = {n: RigidTransform.of(o.position[0], o.position[1], yaw_deg=o.heading) for n, o in obs.items()}
+        with self.tf.batched():  # before what the robots sense: a lookup at the step's stamp finds the poses
             for name, slot in self.robots.items():
-                o = obs[name]
-                base = RigidTransform.of(o.position[0], o.position[1], yaw_deg=o.heading)
-                self._publish_robot(slot, o, header, base)
+                self._publish_pose(slot, obs[name], header, bases[name])
+        for name, slot in self.robots.items():
+            self._publish_senses(slot, obs[name], header, bases[name])
 
     def _send_pose(self, slot: RobotSlot, frame: str, stamp: Time) -> None:
         """The robot's pose on ``/tf`` (``odom -> base_link``, its odometry's): at once, or, on a twin whose TF lags,

@@ -122,21 +122,21 @@ class SimBridgeNode(StandInRobots):
 
     def _publish_status(self, slot: RobotSlot, obs: Observation, header: Header) -> None:
         """Without cameras the robot's status goes out before anything else of the step (its planner and executor
-        wait for it); with them, after the images (:meth:`_publish_robot`)."""
+        wait for it); with them, after the images (:meth:`_publish_senses`)."""
         if not self._on_camera(slot):
             slot.status.publish(self._status(slot.name, obs, header, []))
 
-    def _publish_robot(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
-        """The robot's odometry and pose, what it sees (an oracle detector, or its head camera's images and then its
-        status)."""
-        name, stamp = slot.name, header.stamp
-        slot.poses.append((stamp_ns(stamp), base))
+    def _publish_pose(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
+        slot.poses.append((stamp_ns(header.stamp), base))
         slot.odom.publish(self._odometry(slot, obs, header))
-        self._send_pose(slot, self.frame_of[name], stamp)
+        self._send_pose(slot, self.frame_of[slot.name], header.stamp)
+
+    def _publish_senses(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
+        """What the robot sees: an oracle detector, or its head camera's images and then its status."""
         if self._on_camera(slot):
             assert slot.camera is not None and self.cameras is not None
-            camera_stamps = self._publish_camera(name, slot.camera, base, stamp)
-            slot.status.publish(self._status(name, self.cameras.observe(name, obs), header, camera_stamps))
+            camera_stamps = self._publish_camera(slot.name, slot.camera, base, header.stamp)
+            slot.status.publish(self._status(slot.name, self.cameras.observe(slot.name, obs), header, camera_stamps))
         else:
             views = [detection_from_view(v, obs.step, self.names) for v in obs.visible if not v.held_by]
             slot.detections.publish(detections_to_msg(views, header, self.detection_msgs))
