@@ -262,3 +262,27 @@ def test_the_coordinator_plays_a_report_that_came_before_its_step_in_order(
         report("bob", 2)
         assert ended[2:] == [("alice", 2, StepTick.OBSERVED), ("bob", 2, StepTick.OBSERVED)]
         assert [r.brain.memory.step for r in coordinator.robots.values()] == [2, 2]
+
+
+def test_the_topics_between_coteam_nodes_put_no_qos_event_handler_in_the_wait_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rclpy gives every publisher and subscription two QoS event handlers, which its executor puts in the wait set
+    at every wake; on the topics between coteam's own nodes both ends take their QoS from ``coteam_ros.qos``, so a
+    lockstep planner has none beyond those of rclpy's own topics (a bare node's)."""
+    from rclpy.event_handler import EventHandler
+
+    from coteam_ros.nodes.planner import PlannerNode
+
+    isolate_ros(tmp_path, monkeypatch)
+    with rclpy_session() as nodes:
+        planner = PlannerNode(
+            namespace="/alice", parameter_overrides=[Parameter("robot", value="alice"), *_episode(tmp_path)]
+        )
+        bare = rclpy.create_node("bare")
+        nodes += [planner, bare]
+
+        def handlers(node) -> int:
+            return sum(isinstance(w, EventHandler) for w in node.waitables)
+
+        assert handlers(planner) == handlers(bare)

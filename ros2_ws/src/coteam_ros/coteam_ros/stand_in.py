@@ -72,7 +72,7 @@ from coteam_ros.convert import (
 from coteam_ros.episode import load_episode
 from coteam_ros.faults import TwinFault
 from coteam_ros.goals import DeferredGoals, goal_key
-from coteam_ros.qos import CAMERA, DECISIONS, LATCHED, STREAM
+from coteam_ros.qos import CAMERA, DECISIONS, LATCHED, STREAM, own_subscription
 from coteam_ros.runtime import STARTUP_ERRORS, cannot_start, navigate_to_pose_action
 from coteam_ros.tf import (
     CAMERA_LINK_TO_OPTICAL,
@@ -268,8 +268,20 @@ class StandInRobots(Node):
                 )
             self._robot_slot(slot)
             self.robots[name] = slot
-            self.create_subscription(StepTick, f"{ns}/step_tick", lambda m, s=slot: self._on_tick(s, m), LATCHED)
-            self.create_subscription(Decision, f"{ns}/decision", lambda m, s=slot: self._on_decision(s, m), DECISIONS)
+            self.create_subscription(
+                StepTick,
+                f"{ns}/step_tick",
+                lambda m, s=slot: self._on_tick(s, m),
+                LATCHED,
+                event_callbacks=own_subscription(),
+            )
+            self.create_subscription(
+                Decision,
+                f"{ns}/decision",
+                lambda m, s=slot: self._on_decision(s, m),
+                DECISIONS,
+                event_callbacks=own_subscription(),
+            )
             ActionServer(
                 self,
                 self.nav_type,

@@ -62,7 +62,7 @@ from coteam.domain.observation import Observation, observation_from_dict
 from coteam.registry import make_team, method_class
 from coteam_ros.convert import decision_to_msg
 from coteam_ros.episode import load_episode
-from coteam_ros.qos import DECISIONS, TURNS
+from coteam_ros.qos import DECISIONS, TURNS, own_publisher, own_subscription
 from coteam_ros.runtime import spin_node, wall_timer
 from coteam_ros.task_end import goal_met, goal_progress
 
@@ -131,11 +131,17 @@ class CoordinatorNode(Node):
             robot = TeamRobot(
                 name,
                 AgentBrain(name, self.info, self.team, nav, capabilities=bodies.get(name, DEFAULT_CAPABILITIES)),
-                self.create_publisher(TurnCommand, f"{ns}/turn_command", TURNS),
-                self.create_publisher(Decision, f"{ns}/decision", DECISIONS),
+                self.create_publisher(TurnCommand, f"{ns}/turn_command", TURNS, event_callbacks=own_publisher()),
+                self.create_publisher(Decision, f"{ns}/decision", DECISIONS, event_callbacks=own_publisher()),
             )
             self.robots[name] = robot
-            self.create_subscription(TurnReport, f"{ns}/turn_report", lambda m, r=robot: self._on_report(r, m), TURNS)
+            self.create_subscription(
+                TurnReport,
+                f"{ns}/turn_report",
+                lambda m, r=robot: self._on_report(r, m),
+                TURNS,
+                event_callbacks=own_subscription(),
+            )
         self.queue: deque[TeamRobot] = deque()  # ready robots whose turns are still to play, in the team's order
         self.playing: TeamRobot | None = None  # the robot whose turn waits for its relay's answer
         self.done = False

@@ -109,7 +109,7 @@ from coteam_ros.observations import (
     DetectionsAwaitingTf,
     detector_output_on_map,
 )
-from coteam_ros.qos import CAMERA, CAMERA_DRIVER, LATCHED, SENSOR, STREAM
+from coteam_ros.qos import CAMERA, CAMERA_DRIVER, LATCHED, SENSOR, STREAM, own_publisher, own_subscription
 from coteam_ros.runtime import spin_node, wall_timer
 from coteam_ros.tf import TransformUnavailable, stamp_ns, transform_lookup
 
@@ -266,8 +266,12 @@ class PerceptionNode(Node):
         self.sim_status: tuple[RobotStatus, float] | None = None  # a status waiting for its frames, since when
         if from_simulator:
             self.sightings = CameraSightings(self.camera)
-            self.status_publisher = self.create_publisher(RobotStatus, "status", LATCHED)
-            self.create_subscription(RobotStatus, "sim_status", self._on_sim_status, LATCHED)
+            self.status_publisher = self.create_publisher(
+                RobotStatus, "status", LATCHED, event_callbacks=own_publisher()
+            )
+            self.create_subscription(
+                RobotStatus, "sim_status", self._on_sim_status, LATCHED, event_callbacks=own_subscription()
+            )
         wall_timer(self, 0.05, self._process_pending)
 
     def _detector(self, kind: str, scene: Scene) -> Detector:

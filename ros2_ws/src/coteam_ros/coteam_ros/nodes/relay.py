@@ -33,7 +33,7 @@ from coteam_interfaces.msg import RobotStatus, StepTick, TurnCommand, TurnReport
 from coteam.domain.actions import format_action, parse_action
 from coteam.domain.observation import observation_from_dict
 from coteam.domain.scene_io import load_scene
-from coteam_ros.qos import LATCHED, TURNS
+from coteam_ros.qos import LATCHED, TURNS, own_publisher, own_subscription
 from coteam_ros.runtime import call_later, spin_node, wall_timer
 from coteam_ros.skill_runner import SkillRunner
 
@@ -54,9 +54,11 @@ class RelayNode(SkillRunner):
         self.last_command = (0, 0)  # the (epoch, seq) of the last command taken
         self.played = -1  # the last step the coordinator has played for this robot (its END)
         self.answered: tuple[int, int] | None = None  # (step, tick) this relay answered the bridge with by itself
-        self.report_publisher = self.create_publisher(TurnReport, "turn_report", TURNS)
-        self.create_subscription(TurnCommand, "turn_command", self._on_command, TURNS)
-        self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
+        self.report_publisher = self.create_publisher(TurnReport, "turn_report", TURNS, event_callbacks=own_publisher())
+        self.create_subscription(
+            TurnCommand, "turn_command", self._on_command, TURNS, event_callbacks=own_subscription()
+        )
+        self.create_subscription(RobotStatus, "status", self._on_status, LATCHED, event_callbacks=own_subscription())
         wall_timer(self, 0.1, self._on_timer)
         up = f"relay for {self.robot}: decided by the team's coordinator"
         call_later(self, 0.0, lambda: self.get_logger().info(up))  # said once it spins: stopped now, it reports

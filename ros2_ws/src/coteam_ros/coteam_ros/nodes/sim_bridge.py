@@ -60,7 +60,7 @@ from std_msgs.msg import Header
 from coteam.domain.observation import Message, Observation, observation_to_dict
 from coteam.senses.perception import detection_from_view
 from coteam_ros.convert import detections_to_msg
-from coteam_ros.qos import LATCHED
+from coteam_ros.qos import LATCHED, own_publisher
 from coteam_ros.stand_in import RobotSlot, StandInRobots, run_stand_in
 from coteam_ros.tf import RigidTransform, stamp_ns
 from coteam_sim.bridges import ENGINES, Bridge, bridge_for
@@ -112,7 +112,8 @@ class SimBridgeNode(StandInRobots):
     def _status_publisher(self, namespace: str, cameras: bool) -> Any:
         """The robot's status: its observation, or with cameras what its hand camera sees (its perception node adds
         what it detects in the head camera's images and publishes the status)."""
-        return self.create_publisher(RobotStatus, f"{namespace}/{'sim_status' if cameras else 'status'}", LATCHED)
+        topic = f"{namespace}/{'sim_status' if cameras else 'status'}"
+        return self.create_publisher(RobotStatus, topic, LATCHED, event_callbacks=own_publisher())
 
     def _waiting_robots(self) -> list[str]:
         return [s.name for s in self.robots.values() if not s.ever_ticked]
