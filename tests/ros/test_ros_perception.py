@@ -213,7 +213,9 @@ def test_the_map_and_its_markers_go_out_again_only_when_they_change(tmp_path: Pa
         nodes.append(node)
         maps: list = []
         markers: list = []
-        monkeypatch.setattr(node.map_publisher, "publish", maps.append)
+        # (as published: a map message keeps an unchanged object's message, its sighting updated)
+        sent = lambda m: maps.append([(o.object_id, o.last_seen_step, o.last_seen.sec) for o in m.objects])  # noqa: E731
+        monkeypatch.setattr(node.map_publisher, "publish", sent)
         monkeypatch.setattr(node.marker_publisher, "publish", markers.append)
 
         def sighting(step: int, at: tuple[float, float]) -> None:
@@ -223,7 +225,7 @@ def test_the_map_and_its_markers_go_out_again_only_when_they_change(tmp_path: Pa
         sighting(0, (1.0, 1.0))
         sighting(1, (1.0, 1.0))  # seen again where it was
         assert (len(maps), len(markers)) == (2, 1)
-        assert [m.objects[0].last_seen_step for m in maps] == [0, 1] and maps[1].objects[0].last_seen.sec == 11
+        assert maps == [[(item.id, 0, 10)], [(item.id, 1, 11)]]
         node._fuse([], 2, "", [], Time(sec=12))  # nothing seen: nothing new
         assert (len(maps), len(markers)) == (2, 1)
         sighting(3, (2.0, 1.0))  # it has moved

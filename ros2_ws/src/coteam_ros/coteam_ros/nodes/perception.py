@@ -232,6 +232,7 @@ class PerceptionNode(Node):
         else:
             self.assembler = ObservationAssembler(self.robot, self.scene)
             self.awaiting_tf = DetectionsAwaitingTf(self.declare_parameter("tf_wait_s", TF_WAIT_S).value)
+            self._placed_before: dict = {}  # detections in the map frame as placed once (they repeat every step)
             self.create_subscription(Detection3DArray, "detections", self._on_detections, SENSOR)
             wall_timer(self, TF_RETRY_S, self._place_detections)
         self.get_logger().info(
@@ -413,7 +414,13 @@ class PerceptionNode(Node):
         """Fuse every waiting detection array TF can place now, at its own stamp (robot_state does the same)."""
         arrays, causes = self.awaiting_tf.place(
             lambda m: detector_output_on_map(
-                m, self._observations, self.assembler, self.transforms, self.frame_id, self.fixture_reach_m
+                m,
+                self._observations,
+                self.assembler,
+                self.transforms,
+                self.frame_id,
+                self.fixture_reach_m,
+                self._placed_before,
             ),
             time.monotonic(),
         )
@@ -459,12 +466,17 @@ class PerceptionNode(Node):
             self.marker_publisher.publish(semantic_markers(objects, header, removed))
 
     def _object_msg(self, obj: SemanticObject, last_seen: Time | None) -> SemanticObjectMsg:
-        """``obj``'s message in the map: the one made before, if neither it nor its last sighting changed."""
-        key = (obj, None if last_seen is None else (last_seen.sec, last_seen.nanosec))
+        """``obj``'s message in the map: the one made before, with the new sighting's step and time if only they
+        changed (an object seen again where it was)."""
+        what = (obj.name, obj.category, obj.room, obj.container, obj.position, obj.holder)
         kept = self._object_msgs.get(obj.object_id)
-        if kept is None or kept[0] != key:
-            kept = self._object_msgs[obj.object_id] = (key, semantic_object_to_msg(obj, last_seen))
-        return kept[1]
+        if kept is None or kept[0] != what:
+            kept = self._object_msgs[obj.object_id] = (what, semantic_object_to_msg(obj, last_seen))
+            return kept[1]
+        message = kept[1]
+        message.last_seen = last_seen if last_seen is not None else Time()
+        message.last_seen_step = obj.last_seen_step
+        return message
 
 
 def main(argv: list[str] | None = None) -> None:
