@@ -42,7 +42,7 @@ import rclpy
 from builtin_interfaces.msg import Time
 from coteam_interfaces.action import Manipulate
 from coteam_interfaces.msg import Decision, StepTick
-from geometry_msgs.msg import Point, Pose, PoseStamped, PoseWithCovariance, Quaternion
+from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion
 from nav_msgs.msg import MapMetaData, OccupancyGrid, Odometry
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
@@ -156,6 +156,7 @@ class RobotSlot:
     localised_ns: int = -1  # a twin's whose odometry drifts: the stamp of its last map -> odom
     poses: deque[tuple[int, RigidTransform]] = field(default_factory=lambda: deque(maxlen=POSE_HISTORY))  # by stamp
     poses_unsent: deque[tuple[int, RigidTransform]] = field(default_factory=deque)  # a lagging TF's, not yet sent
+    odom_message: Odometry | None = None  # its odometry, sent again with each step's pose
 
     def running_goals(self) -> int:
         """A twin's: its Nav2 and arm goals not ended yet (when the run stops: goals its robot left running)."""
@@ -467,19 +468,23 @@ class StandInRobots(Node):
         return stamps
 
     def _odometry(self, slot: RobotSlot, o: Observation, header: Header) -> Odometry:
-        """The robot's odometry: its pose in its ``odom`` frame (the map's, unless its odometry drifts)."""
+        """The robot's odometry: its pose in its ``odom`` frame (the map's, unless its odometry drifts). One message
+        a robot, its stamp and pose set anew each step (made once: its covariances are arrays)."""
         frame = self.frame_of[o.agent]
+        message = slot.odom_message
+        if message is None:
+            message = slot.odom_message = Odometry(child_frame_id=f"{frame}/base_link")
         if not slot.odometry.drifts:
-            return Odometry(
-                header=header, child_frame_id=f"{frame}/base_link", pose=_pose_with_covariance(o.position, o.heading)
-            )
-        pose = slot.odometry.odom_pose(slot.poses[-1][1])
-        yaw = math.degrees(math.atan2(pose.rotation[1, 0], pose.rotation[0, 0]))
-        return Odometry(
-            header=Header(stamp=header.stamp, frame_id=f"{frame}/odom"),
-            child_frame_id=f"{frame}/base_link",
-            pose=_pose_with_covariance((pose.translation[0], pose.translation[1]), yaw),
-        )
+            message.header, position, heading = header, o.position, o.heading
+        else:
+            pose = slot.odometry.odom_pose(slot.poses[-1][1])
+            heading = math.degrees(math.atan2(pose.rotation[1, 0], pose.rotation[0, 0]))
+            message.header = Header(stamp=header.stamp, frame_id=f"{frame}/odom")
+            position = (pose.translation[0], pose.translation[1])
+        at = message.pose.pose
+        at.position.x, at.position.y = float(position[0]), float(position[1])
+        at.orientation = yaw_quaternion(heading)
+        return message
 
     def _on_tick(self, slot: RobotSlot, tick: StepTick) -> None:
         self.meter.reported(slot.name, **{key: getattr(tick, key) for key in RUNTIME_COUNTS})  # the counts so far
@@ -839,12 +844,6 @@ class StandInRobots(Node):
 
 def _time(ns: int) -> Time:
     return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
-
-
-def _pose_with_covariance(position: tuple[float, float], heading: float) -> PoseWithCovariance:
-    return PoseWithCovariance(
-        pose=Pose(position=Point(x=float(position[0]), y=float(position[1])), orientation=yaw_quaternion(heading))
-    )
 
 
 def run_stand_in(node_class: type[StandInRobots], argv: list[str] | None = None) -> None:

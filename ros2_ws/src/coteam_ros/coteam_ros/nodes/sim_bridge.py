@@ -57,9 +57,9 @@ from typing import Any
 from coteam_interfaces.msg import RobotStatus
 from std_msgs.msg import Header
 
-from coteam.domain.observation import Message, Observation, observation_to_dict
-from coteam.senses.perception import detection_from_view
-from coteam_ros.convert import detections_to_msg
+from coteam.domain.observation import Message, ObjectView, Observation, observation_to_dict
+from coteam.senses.perception import Detection, detection_from_view
+from coteam_ros.convert import MADE_DETECTIONS, detections_to_msg
 from coteam_ros.qos import LATCHED, own_publisher
 from coteam_ros.stand_in import RobotSlot, StandInRobots, run_stand_in
 from coteam_ros.tf import RigidTransform, stamp_ns
@@ -74,7 +74,9 @@ class SimBridgeNode(StandInRobots):
     """Hosts one simulated episode for a team of robots (see the module docstring)."""
 
     def __init__(self, **kwargs: Any) -> None:
-        self.detection_msgs: dict = {}  # the oracle's detection messages, made once (it sees the same step after step)
+        # the oracle's detections and their messages, made once (a robot sees the same things step after step)
+        self.view_detections: dict[ObjectView, Detection] = {}
+        self.detection_msgs: dict = {}
         super().__init__(NODE_NAME, **kwargs)
         session, theirs = replace(self.scene, agent_starts=()), replace(self.robots_scene, agent_starts=())
         if self.bridge is not None and session != theirs:
@@ -139,8 +141,18 @@ class SimBridgeNode(StandInRobots):
             camera_stamps = self._publish_camera(slot.name, slot.camera, base, header.stamp)
             slot.status.publish(self._status(slot.name, self.cameras.observe(slot.name, obs), header, camera_stamps))
         else:
-            views = [detection_from_view(v, obs.step, self.names) for v in obs.visible if not v.held_by]
-            slot.detections.publish(detections_to_msg(views, header, self.detection_msgs))
+            seen = [self._detection(v, obs.step) for v in obs.visible if not v.held_by]
+            slot.detections.publish(detections_to_msg(seen, header, self.detection_msgs))
+
+    def _detection(self, view: ObjectView, step: int) -> Detection:
+        """What the oracle detector makes of ``view``, once per view (its step is the first sighting's, which the
+        message does not carry)."""
+        detection = self.view_detections.get(view)
+        if detection is None:
+            if len(self.view_detections) >= MADE_DETECTIONS:
+                self.view_detections.clear()
+            detection = self.view_detections[view] = detection_from_view(view, step, self.names)
+        return detection
 
     def _status(self, name: str, obs: Observation, header: Header, camera_stamps: list) -> RobotStatus:
         done = not self.env.agents
