@@ -172,7 +172,7 @@ class RobotSlot:
 
 class StandInRobots(Node):
     """One simulated episode standing in for a team's robots (see the module docstring). A subclass says which world
-    it runs (:meth:`_world`), what each robot publishes of a step (:meth:`_publish_status`, :meth:`_publish_pose`,
+    it runs (:meth:`_world`), what each robot publishes of a step (:meth:`_status`, :meth:`_publish_pose`,
     :meth:`_publish_senses`) and which robots the clock
     waits for (:meth:`_waiting_robots`)."""
 
@@ -350,9 +350,10 @@ class StandInRobots(Node):
     def _robot_slot(self, slot: RobotSlot) -> None:
         """Set up the robot of ``slot`` beyond the stand-in's servers (a subclass's own topics)."""
 
-    def _publish_status(self, slot: RobotSlot, obs: Observation, header: Header) -> None:
-        """What the robot's nodes wait for to take the step just done in, sent before anything else of the step
-        (none on a real robot)."""
+    def _status(self, slot: RobotSlot, obs: Observation, header: Header) -> Any:
+        """The status the robot's nodes wait for to take the step just done in, sent before anything else of the step
+        (None: none, as on a real robot, or not yet)."""
+        return None
 
     def _publish_pose(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
         """The robot's odometry and pose on TF after the step just done (``obs``, its pose ``base`` on the map)."""
@@ -414,13 +415,17 @@ class StandInRobots(Node):
         self.progress_now = self.sim.world.progress()  # (goal items in place, goal items): once a step
         now = time.monotonic()
         header = Header(stamp=stamp, frame_id="map")
+        # made first, then sent right after the navigation feedback: an executor, which needs both, mostly takes
+        # them in one wake
+        statuses = {name: self._status(slot, obs[name], header) for name, slot in self.robots.items()}
         for name, slot in self.robots.items():
             slot.tick = None
             slot.waited_since = now
             if slot.navigation is not None and self._ready(name):
                 self._plan_navigation(slot)
         for name, slot in self.robots.items():
-            self._publish_status(slot, obs[name], header)
+            if statuses[name] is not None:
+                slot.status.publish(statuses[name])
         self.clock_publisher.publish(Clock(clock=stamp))
         bases = {n: RigidTransform.of(o.position[0], o.position[1], yaw_deg=o.heading) for n, o in obs.items()}
         with self.tf.batched():  # before what the robots sense: a lookup at the step's stamp finds the poses

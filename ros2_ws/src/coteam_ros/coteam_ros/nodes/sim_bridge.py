@@ -123,11 +123,10 @@ class SimBridgeNode(StandInRobots):
     def _on_camera(self, slot: RobotSlot) -> bool:
         return self.cameras is not None and slot.camera is not None
 
-    def _publish_status(self, slot: RobotSlot, obs: Observation, header: Header) -> None:
+    def _status(self, slot: RobotSlot, obs: Observation, header: Header) -> RobotStatus | None:
         """Without cameras the robot's status goes out before anything else of the step (its planner and executor
         wait for it); with them, after the images (:meth:`_publish_senses`)."""
-        if not self._on_camera(slot):
-            slot.status.publish(self._status(slot.name, obs, header, []))
+        return None if self._on_camera(slot) else self._status_message(slot.name, obs, header, [])
 
     def _publish_pose(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
         slot.poses.append((stamp_ns(header.stamp), base))
@@ -139,7 +138,9 @@ class SimBridgeNode(StandInRobots):
         if self._on_camera(slot):
             assert slot.camera is not None and self.cameras is not None
             camera_stamps = self._publish_camera(slot.name, slot.camera, base, header.stamp)
-            slot.status.publish(self._status(slot.name, self.cameras.observe(slot.name, obs), header, camera_stamps))
+            slot.status.publish(
+                self._status_message(slot.name, self.cameras.observe(slot.name, obs), header, camera_stamps)
+            )
         else:
             seen = [self._detection(v, obs.step) for v in obs.visible if not v.held_by]
             slot.detections.publish(detections_to_msg(seen, header, self.detection_msgs))
@@ -154,7 +155,7 @@ class SimBridgeNode(StandInRobots):
             detection = self.view_detections[view] = detection_from_view(view, step, self.names)
         return detection
 
-    def _status(self, name: str, obs: Observation, header: Header, camera_stamps: list) -> RobotStatus:
+    def _status_message(self, name: str, obs: Observation, header: Header, camera_stamps: list) -> RobotStatus:
         done = not self.env.agents
         progress, goal_items = self.progress_now
         public = replace(obs, messages=tuple(Message(m.sender, "", m.step) for m in obs.messages))
