@@ -173,8 +173,7 @@ class RobotSlot:
 class StandInRobots(Node):
     """One simulated episode standing in for a team's robots (see the module docstring). A subclass says which world
     it runs (:meth:`_world`), what each robot publishes of a step (:meth:`_status`, :meth:`_publish_pose`,
-    :meth:`_publish_senses`) and which robots the clock
-    waits for (:meth:`_waiting_robots`)."""
+    :meth:`_publish_senses`) and which robots the clock waits for (:meth:`_waiting_robots`)."""
 
     def __init__(self, node_name: str, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
