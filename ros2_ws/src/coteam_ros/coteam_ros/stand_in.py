@@ -36,6 +36,7 @@ import math
 import time
 from collections import Counter, deque
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import rclpy
@@ -268,20 +269,12 @@ class StandInRobots(Node):
                 )
             self._robot_slot(slot)
             self.robots[name] = slot
-            self.create_subscription(
-                StepTick,
-                f"{ns}/step_tick",
-                lambda m, s=slot: self._on_tick(s, m),
-                LATCHED,
-                event_callbacks=own_subscription(),
-            )
-            self.create_subscription(
-                Decision,
-                f"{ns}/decision",
-                lambda m, s=slot: self._on_decision(s, m),
-                DECISIONS,
-                event_callbacks=own_subscription(),
-            )
+            for kind, topic, qos, take in (
+                (StepTick, "step_tick", LATCHED, self._on_tick),
+                (Decision, "decision", DECISIONS, self._on_decision),
+            ):
+                listen = partial(take, slot)
+                self.create_subscription(kind, f"{ns}/{topic}", listen, qos, event_callbacks=own_subscription())
             ActionServer(
                 self,
                 self.nav_type,
