@@ -190,3 +190,44 @@ def test_semantic_markers_deletes_removed_objects_and_fades_unconfirmed(monkeypa
     assert by_key[OBJECTS_NS, 7].color.a == 1.0 and by_key[OBJECTS_NS, 9].color.a < 1.0
     assert by_key[OBJECTS_NS, 21].action == Marker.DELETE and by_key[LABELS_NS, 21].action == Marker.DELETE
     assert len(array.markers) == 6
+
+
+def test_the_map_and_its_markers_go_out_again_only_when_they_change(tmp_path: Path, monkeypatch) -> None:
+    """The markers are drawn again when an object appears, moves, goes, fades or changes hands, not at every sighting;
+    the map when it says anything new (a sighting's step and time are news). Both are latched: a late subscriber
+    still gets the current ones."""
+    monkeypatch.syspath_prepend(str(ROS_PKG))
+    from rclpy.parameter import Parameter
+
+    from coteam.domain.scene_io import load_scene
+    from coteam.senses.perception import Detection
+    from coteam_ros.nodes.perception import PerceptionNode
+    from ros_isolation import rclpy_session
+
+    isolate_ros(tmp_path, monkeypatch)
+    scene_path = task_scene(tmp_path)
+    item = load_scene(scene_path).items[0]
+    with rclpy_session() as nodes:
+        robot, scene = Parameter("robot", value="alice"), Parameter("scene_path", value=scene_path)
+        node = PerceptionNode(namespace="/alice", parameter_overrides=[robot, scene])
+        nodes.append(node)
+        maps: list = []
+        markers: list = []
+        # (as published: a map message keeps an unchanged object's message, its sighting updated)
+        sent = lambda m: maps.append([(o.object_id, o.last_seen_step, o.last_seen.sec) for o in m.objects])  # noqa: E731
+        monkeypatch.setattr(node.map_publisher, "publish", sent)
+        monkeypatch.setattr(node.marker_publisher, "publish", markers.append)
+
+        def sighting(step: int, at: tuple[float, float]) -> None:
+            seen = [Detection(item.name, item.id, "", "", "", at, 0.9, step)]
+            node._fuse(seen, step, "", [], Time(sec=10 + step))
+
+        sighting(0, (1.0, 1.0))
+        sighting(1, (1.0, 1.0))  # seen again where it was
+        assert (len(maps), len(markers)) == (2, 1)
+        assert maps == [[(item.id, 0, 10)], [(item.id, 1, 11)]]
+        node._fuse([], 2, "", [], Time(sec=12))  # nothing seen: nothing new
+        assert (len(maps), len(markers)) == (2, 1)
+        sighting(3, (2.0, 1.0))  # it has moved
+        assert (len(maps), len(markers)) == (3, 2)
+        assert markers[1].markers[0].pose.position.x == 2.0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -71,28 +71,45 @@ def pose_to_nav_goal(pose: Pose) -> NavGoal:
 
 
 # --- detections (vision_msgs) --------------------------------------------------------------------------------
-def detections_to_msg(detections: Iterable[Detection], header: Header) -> Detection3DArray:
+MADE_DETECTIONS = 4096  # detection messages a publisher keeps to send again (then it starts afresh)
+
+
+def detections_to_msg(
+    detections: Iterable[Detection], header: Header, made: dict[tuple, Detection3D] | None = None
+) -> Detection3DArray:
     """Detections as every ROS 2 detector publishes them: one ``Detection3D`` each, its hypothesis the class name
     (``class_id``) with the confidence (``score``) at the object's position in ``header``'s frame (z: its height
     above the floor, 0 when unknown), ``id`` the object's id in the task ("" for a class-only detection), and a box
-    of unknown size at the same place. Held objects are not detected (nothing sees into a gripper)."""
+    of unknown size at the same place. Held objects are not detected (nothing sees into a gripper). ``made``: the
+    messages of earlier detections, by what they say, to send again with this ``header`` (a publisher whose
+    detections repeat step after step keeps it: each message is made once)."""
     out = []
     for d in detections:
-        pose = Pose(position=point_to_msg(d.position, d.height_m or 0.0), orientation=Quaternion(w=1.0))
-        out.append(
-            Detection3D(
-                header=header,
-                results=[
-                    ObjectHypothesisWithPose(
-                        hypothesis=ObjectHypothesis(class_id=d.name, score=float(d.confidence)),
-                        pose=PoseWithCovariance(pose=pose),
-                    )
-                ],
-                bbox=BoundingBox3D(center=pose),
-                id=str(d.object_id) if d.object_id >= 0 else "",
-            )
-        )
+        key = (d.name, d.object_id, d.position, d.height_m, d.confidence)
+        message = made.get(key) if made is not None else None
+        if message is None:
+            message = _detection_msg(d)
+            if made is not None:
+                if len(made) >= MADE_DETECTIONS:
+                    made.clear()
+                made[key] = message
+        message.header = header
+        out.append(message)
     return Detection3DArray(header=header, detections=out)
+
+
+def _detection_msg(d: Detection) -> Detection3D:
+    pose = Pose(position=point_to_msg(d.position, d.height_m or 0.0), orientation=Quaternion(w=1.0))
+    return Detection3D(
+        results=[
+            ObjectHypothesisWithPose(
+                hypothesis=ObjectHypothesis(class_id=d.name, score=float(d.confidence)),
+                pose=PoseWithCovariance(pose=pose),
+            )
+        ],
+        bbox=BoundingBox3D(center=pose),
+        id=str(d.object_id) if d.object_id >= 0 else "",
+    )
 
 
 def detections_from_msg(message: Detection3DArray, step: int) -> list[tuple[str, Detection]]:
@@ -143,12 +160,15 @@ def semantic_map_to_msg(
     explored_rooms: Iterable[str],
     header: Header,
     last_seen: Mapping[int, Time] | None = None,
+    object_msg: Callable[[SemanticObject, Time | None], ci.SemanticObject] = semantic_object_to_msg,
 ) -> ci.SemanticMap:
+    """``object_msg`` converts one object (a node that keeps the messages of objects that did not change passes its
+    own)."""
     times = last_seen or {}
     return ci.SemanticMap(
         header=header,
         robot=robot,
-        objects=[semantic_object_to_msg(obj, times.get(obj.object_id)) for obj in objects],
+        objects=[object_msg(obj, times.get(obj.object_id)) for obj in objects],
         explored_rooms=list(explored_rooms),
     )
 

@@ -22,7 +22,7 @@ from std_msgs.msg import Header
 
 from coteam.home.roster import RosterChange, TeamRoster
 from coteam.home.signing import Envelope, Signer, Verifier
-from coteam_ros.qos import HEARTBEATS
+from coteam_ros.qos import HEARTBEATS, own_publisher, own_subscription
 from coteam_ros.runtime import wall_timer
 
 HEARTBEAT = "/team/heartbeat"  # the channel, and the receiver a heartbeat is signed for
@@ -48,8 +48,10 @@ class TeamHeartbeat:
         self.period_s = period_s
         self.signer, self.verifier = keys if keys is not None else (None, None)
         self.roster = TeamRoster(teammates, lease_s, time.monotonic(), startup_s=max(STARTUP_S, lease_s))
-        self.publisher = node.create_publisher(TeamMessage, HEARTBEAT, HEARTBEATS)
-        node.create_subscription(TeamMessage, HEARTBEAT, self._on_heartbeat, HEARTBEATS)
+        self.publisher = node.create_publisher(TeamMessage, HEARTBEAT, HEARTBEATS, event_callbacks=own_publisher())
+        node.create_subscription(
+            TeamMessage, HEARTBEAT, self._on_heartbeat, HEARTBEATS, event_callbacks=own_subscription()
+        )
         wall_timer(node, min(0.1, period_s), self._expire)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name=f"{robot}-heartbeat", daemon=True)

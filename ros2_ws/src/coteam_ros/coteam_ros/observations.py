@@ -25,6 +25,7 @@ from coteam_ros.convert import detections_from_msg
 from coteam_ros.tf import TransformLookup, TransformUnavailable
 
 FIXTURE_REACH_M = 0.6  # an object detected this close to a fixture stands on or in it
+PLACED_KEPT = 4096  # detections whose placing a node keeps (then it starts afresh)
 
 
 def detector_output_on_map(
@@ -34,25 +35,43 @@ def detector_output_on_map(
     transforms: TransformLookup,
     map_frame: str = "map",
     reach_m: float = FIXTURE_REACH_M,
+    placed_before: dict[tuple, Detection | None] | None = None,
 ) -> list[Detection]:
     """The message's detections in the map frame (through TF at the message's stamp when they are in another frame),
     each in its room, on the fixture within ``reach_m`` and with the task's category; one outside every room is left
-    out. A frame TF cannot
-    place raises :class:`~coteam_ros.tf.TransformUnavailable`."""
+    out. A frame TF cannot place raises :class:`~coteam_ros.tf.TransformUnavailable`. ``placed_before``: what
+    detections already in the map frame were placed as (a node whose detector sees the same things step after step
+    keeps it: each is placed once)."""
     out = []
     floorplan = assembler.floorplan
     for frame, detection in detections_from_msg(message, step):
+        in_map = not frame or frame == map_frame
+        key = None
+        if in_map and placed_before is not None:  # (what detections_from_msg reads of a detection)
+            d = detection
+            key = (d.name, d.object_id, d.position, d.height_m, d.confidence)
+        if key is not None and key in placed_before:
+            placed = placed_before[key]
+            if placed is not None:
+                out.append(replace(placed, step=step))
+            continue
         position, height = detection.position, detection.height_m
-        if frame and frame != map_frame:
+        if not in_map:
             x, y, z = transforms.lookup(map_frame, frame, message.header.stamp).apply((*position, height or 0.0))
             position, height = (float(x), float(y)), float(z)
         room = floorplan.room_at(position)
-        if room is None:
-            continue
-        container = assembler.fixture_near(position, reach_m)
-        category = assembler.category(detection.name, detection.object_id)
-        placed = replace(detection, position=position, height_m=height, room=room.name, container=container)
-        out.append(replace(placed, category=category))
+        placed = None
+        if room is not None:
+            container = assembler.fixture_near(position, reach_m)
+            category = assembler.category(detection.name, detection.object_id)
+            placed = replace(
+                detection, position=position, height_m=height, room=room.name, container=container, category=category
+            )
+            out.append(placed)
+        if key is not None:
+            if len(placed_before) >= PLACED_KEPT:
+                placed_before.clear()
+            placed_before[key] = placed
     return out
 
 

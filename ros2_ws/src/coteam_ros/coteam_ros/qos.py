@@ -24,10 +24,18 @@
   next.
 
 The TF topics use tf2_ros's own profiles (``coteam_ros.tf``).
+
+Topics between coteam's own nodes (a robot's status and step tick, decisions, a centralised team's turns, team
+messages, intents and heartbeats) take :func:`own_publisher` / :func:`own_subscription` as their event callbacks: both
+ends take their profile from this module, so their QoS cannot be incompatible, and rclpy's two default event handlers
+per publisher and per subscription (each in the executor's wait set at every wake) would only cost time -- about a
+third of a lockstep node's executor time. Topics other software reads or writes (odometry, detections, cameras, TF,
+the map, markers) keep them: a mismatch there is said.
 """
 
 from __future__ import annotations
 
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -41,3 +49,13 @@ SENSOR = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT, durabili
 CAMERA = QoSProfile(depth=30, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 CAMERA_DRIVER = QoSProfile(depth=30, reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE)
 HEARTBEATS = QoSProfile(depth=20, reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE)
+
+
+def own_publisher() -> PublisherEventCallbacks:
+    """The event callbacks of a publisher on a topic between coteam's own nodes: none (see the module docstring)."""
+    return PublisherEventCallbacks(use_default_callbacks=False)
+
+
+def own_subscription() -> SubscriptionEventCallbacks:
+    """The event callbacks of a subscription to a topic between coteam's own nodes: none."""
+    return SubscriptionEventCallbacks(use_default_callbacks=False)

@@ -32,7 +32,7 @@ from coteam.agent.skills import SkillOutcome
 from coteam.domain.actions import HighLevelAction, format_action
 from coteam.domain.world import Benchmark
 from coteam.home.safety import is_refusal
-from coteam_ros.qos import LATCHED
+from coteam_ros.qos import LATCHED, own_publisher
 from coteam_ros.runtime import RETRY_S, call_later
 from coteam_ros.task_end import EndReport
 
@@ -96,7 +96,7 @@ class SkillRunner(Node):
         self.last_position: tuple[float, float] | None = None
         self.safety_refusals = 0  # my actions the safety policy refused, or a person did not approve
         self.skill_client = ActionClient(self, ExecuteSkill, "execute_skill")
-        self.tick_publisher = self.create_publisher(StepTick, "step_tick", LATCHED)
+        self.tick_publisher = self.create_publisher(StepTick, "step_tick", LATCHED, event_callbacks=own_publisher())
 
     # --- what a subclass says ---------------------------------------------------------------------------------
     def _waiting_for_executor(self) -> bool:

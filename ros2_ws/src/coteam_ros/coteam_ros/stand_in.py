@@ -36,17 +36,18 @@ import math
 import time
 from collections import Counter, deque
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import rclpy
 from builtin_interfaces.msg import Time
 from coteam_interfaces.action import Manipulate
 from coteam_interfaces.msg import Decision, StepTick
-from geometry_msgs.msg import Point, Pose, PoseStamped, PoseWithCovariance, Quaternion
+from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion
 from nav_msgs.msg import MapMetaData, OccupancyGrid, Odometry
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
@@ -72,7 +73,7 @@ from coteam_ros.convert import (
 from coteam_ros.episode import load_episode
 from coteam_ros.faults import TwinFault
 from coteam_ros.goals import DeferredGoals, goal_key
-from coteam_ros.qos import CAMERA, DECISIONS, LATCHED, STREAM
+from coteam_ros.qos import CAMERA, DECISIONS, LATCHED, STREAM, own_subscription
 from coteam_ros.runtime import STARTUP_ERRORS, cannot_start, navigate_to_pose_action
 from coteam_ros.tf import (
     CAMERA_LINK_TO_OPTICAL,
@@ -156,6 +157,7 @@ class RobotSlot:
     localised_ns: int = -1  # a twin's whose odometry drifts: the stamp of its last map -> odom
     poses: deque[tuple[int, RigidTransform]] = field(default_factory=lambda: deque(maxlen=POSE_HISTORY))  # by stamp
     poses_unsent: deque[tuple[int, RigidTransform]] = field(default_factory=deque)  # a lagging TF's, not yet sent
+    odom_message: Odometry | None = None  # its odometry, sent again with each step's pose
 
     def running_goals(self) -> int:
         """A twin's: its Nav2 and arm goals not ended yet (when the run stops: goals its robot left running)."""
@@ -171,8 +173,8 @@ class RobotSlot:
 
 class StandInRobots(Node):
     """One simulated episode standing in for a team's robots (see the module docstring). A subclass says which world
-    it runs (:meth:`_world`), what each robot publishes of a step (:meth:`_publish_robot`) and which robots the clock
-    waits for (:meth:`_waiting_robots`)."""
+    it runs (:meth:`_world`), what each robot publishes of a step (:meth:`_status`, :meth:`_publish_pose`,
+    :meth:`_publish_senses`) and which robots the clock waits for (:meth:`_waiting_robots`)."""
 
     def __init__(self, node_name: str, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
@@ -241,7 +243,8 @@ class StandInRobots(Node):
             journal=journal_path(self.trace_path) if self.trace_path else None,
         )
         self.meter = EpisodeMeter(self.sim, self.episode_name, self.team_name)
-        self.progress_logged = self.sim.world.progress()[0]
+        self.progress_now = self.sim.world.progress()  # at the step published last
+        self.progress_logged = self.progress_now[0]
         self.created = time.monotonic()
         self.finished = False
         self.goals = DeferredGoals()
@@ -266,8 +269,12 @@ class StandInRobots(Node):
                 )
             self._robot_slot(slot)
             self.robots[name] = slot
-            self.create_subscription(StepTick, f"{ns}/step_tick", lambda m, s=slot: self._on_tick(s, m), LATCHED)
-            self.create_subscription(Decision, f"{ns}/decision", lambda m, s=slot: self._on_decision(s, m), DECISIONS)
+            for kind, topic, qos, take in (
+                (StepTick, "step_tick", LATCHED, self._on_tick),
+                (Decision, "decision", DECISIONS, self._on_decision),
+            ):
+                listen = partial(take, slot)
+                self.create_subscription(kind, f"{ns}/{topic}", listen, qos, event_callbacks=own_subscription())
             ActionServer(
                 self,
                 self.nav_type,
@@ -335,8 +342,17 @@ class StandInRobots(Node):
     def _robot_slot(self, slot: RobotSlot) -> None:
         """Set up the robot of ``slot`` beyond the stand-in's servers (a subclass's own topics)."""
 
-    def _publish_robot(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
-        """What the robot publishes of the step just done (``obs``, its pose ``base`` on the map)."""
+    def _status(self, slot: RobotSlot, obs: Observation, header: Header) -> Any:
+        """The status the robot's nodes wait for to take the step just done in, sent before anything else of the step
+        (None: none, as on a real robot, or not yet)."""
+        return None
+
+    def _publish_pose(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
+        """The robot's odometry and pose on TF after the step just done (``obs``, its pose ``base`` on the map)."""
+        raise NotImplementedError
+
+    def _publish_senses(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
+        """What the robot senses of the step just done, after every robot's pose."""
         raise NotImplementedError
 
     def _waiting_robots(self) -> list[str]:
@@ -384,17 +400,31 @@ class StandInRobots(Node):
         return bool(self.env.agents) and self.sim.is_ready(name)
 
     def _publish_step(self, obs: dict[str, Observation]) -> None:
+        """What the robots' nodes wait for goes out first: each navigation goal's step (its feedback) and the
+        statuses, so that every robot's nodes start on the step while the rest (the clock, odometry, TF in one
+        message, detections or camera images) goes out."""
         stamp = self._stamp()
-        self.clock_publisher.publish(Clock(clock=stamp))
+        self.progress_now = self.sim.world.progress()  # (goal items in place, goal items): once a step
         now = time.monotonic()
+        header = Header(stamp=stamp, frame_id="map")
+        # made first, then sent right after the navigation feedback: an executor, which needs both, mostly takes
+        # them in one wake
+        statuses = {name: self._status(slot, obs[name], header) for name, slot in self.robots.items()}
         for name, slot in self.robots.items():
             slot.tick = None
             slot.waited_since = now
             if slot.navigation is not None and self._ready(name):
                 self._plan_navigation(slot)
-            o = obs[name]
-            header = Header(stamp=stamp, frame_id="map")
-            self._publish_robot(slot, o, header, RigidTransform.of(o.position[0], o.position[1], yaw_deg=o.heading))
+        for name, slot in self.robots.items():
+            if statuses[name] is not None:
+                slot.status.publish(statuses[name])
+        self.clock_publisher.publish(Clock(clock=stamp))
+        bases = {n: RigidTransform.of(o.position[0], o.position[1], yaw_deg=o.heading) for n, o in obs.items()}
+        with self.tf.batched():  # before what the robots sense: a lookup at the step's stamp finds the poses
+            for name, slot in self.robots.items():
+                self._publish_pose(slot, obs[name], header, bases[name])
+        for name, slot in self.robots.items():
+            self._publish_senses(slot, obs[name], header, bases[name])
 
     def _send_pose(self, slot: RobotSlot, frame: str, stamp: Time) -> None:
         """The robot's pose on ``/tf`` (``odom -> base_link``, its odometry's): at once, or, on a twin whose TF lags,
@@ -426,6 +456,7 @@ class StandInRobots(Node):
                     mount.stamped(f"{self.frame_of[name]}/base_link", f"{self.frame_of[name]}/camera_link", at),
                 ]
             )
+            self.tf.flush()  # before the view's images: a lookup at the view's stamp finds them
             header = Header(stamp=at, frame_id=f"{self.frame_of[name]}/camera_optical_frame")
             publishers.info.publish(camera_info_to_msg(frame.intrinsics, header))
             publishers.depth.publish(depth_to_msg(frame.depth, header))
@@ -434,19 +465,23 @@ class StandInRobots(Node):
         return stamps
 
     def _odometry(self, slot: RobotSlot, o: Observation, header: Header) -> Odometry:
-        """The robot's odometry: its pose in its ``odom`` frame (the map's, unless its odometry drifts)."""
+        """The robot's odometry: its pose in its ``odom`` frame (the map's, unless its odometry drifts). One message
+        a robot, its stamp and pose set anew each step (made once: its covariances are arrays)."""
         frame = self.frame_of[o.agent]
+        message = slot.odom_message
+        if message is None:
+            message = slot.odom_message = Odometry(child_frame_id=f"{frame}/base_link")
         if not slot.odometry.drifts:
-            return Odometry(
-                header=header, child_frame_id=f"{frame}/base_link", pose=_pose_with_covariance(o.position, o.heading)
-            )
-        pose = slot.odometry.odom_pose(slot.poses[-1][1])
-        yaw = math.degrees(math.atan2(pose.rotation[1, 0], pose.rotation[0, 0]))
-        return Odometry(
-            header=Header(stamp=header.stamp, frame_id=f"{frame}/odom"),
-            child_frame_id=f"{frame}/base_link",
-            pose=_pose_with_covariance((pose.translation[0], pose.translation[1]), yaw),
-        )
+            message.header, position, heading = header, o.position, o.heading
+        else:
+            pose = slot.odometry.odom_pose(slot.poses[-1][1])
+            heading = math.degrees(math.atan2(pose.rotation[1, 0], pose.rotation[0, 0]))
+            message.header = Header(stamp=header.stamp, frame_id=f"{frame}/odom")
+            position = (pose.translation[0], pose.translation[1])
+        at = message.pose.pose
+        at.position.x, at.position.y = float(position[0]), float(position[1])
+        at.orientation = yaw_quaternion(heading)
+        return message
 
     def _on_tick(self, slot: RobotSlot, tick: StepTick) -> None:
         self.meter.reported(slot.name, **{key: getattr(tick, key) for key in RUNTIME_COUNTS})  # the counts so far
@@ -530,8 +565,6 @@ class StandInRobots(Node):
         obs, _, _, _, infos = self.env.step(actions)
         self._after_moves(actions, motions, obs)
         failures = {a: infos[a]["failure"] for a in actions}
-        self.meter.step(actions, failures)
-        self.recorder.step(clock_before, self.sim, actions, failures)
         for name, prim in actions.items():
             slot = self.robots[name]
             reason = failures[name]
@@ -548,14 +581,17 @@ class StandInRobots(Node):
             self._moved(slot, math.dist(positions_before[name], self.sim.world.agents[name].position), step_before)
         if not self.env.agents:
             self._end_goals()
-        self._log_progress()
         self._publish_step(obs)
+        # the robots work on the step meanwhile: nothing of the world changes until every one has answered it
+        self.meter.step(actions, failures)
+        self.recorder.step(clock_before, self.sim, actions, failures)
+        self._log_progress()
         if not self.env.agents:
             self._finish_episode()
 
     def _log_progress(self) -> None:
         """Live progress: a line whenever a goal item is put in place, and every 100 steps."""
-        done, total = self.sim.world.progress()
+        done, total = self.progress_now
         if done != self.progress_logged or self.sim.steps % 100 == 0:
             self.progress_logged = done
             self.get_logger().info(
@@ -807,12 +843,6 @@ def _time(ns: int) -> Time:
     return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
-def _pose_with_covariance(position: tuple[float, float], heading: float) -> PoseWithCovariance:
-    return PoseWithCovariance(
-        pose=Pose(position=Point(x=float(position[0]), y=float(position[1])), orientation=yaw_quaternion(heading))
-    )
-
-
 def run_stand_in(node_class: type[StandInRobots], argv: list[str] | None = None) -> None:
     """Run a stand-in node until its episode is over (then its outputs, once the last decisions and goal results
     are in) or it is stopped (then its outputs for the steps done)."""
@@ -823,12 +853,16 @@ def run_stand_in(node_class: type[StandInRobots], argv: list[str] | None = None)
             node = node_class()
         except STARTUP_ERRORS as exc:
             raise cannot_start(node_class.__name__, exc) from None
+        # one executor for the node's life: rclpy.spin_once(node) adds and removes the node on every call, and each
+        # time the executor wakes once more and builds its wait set again (in Python, every entity of the node)
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
         while rclpy.ok() and not node.finished:
-            rclpy.spin_once(node, timeout_sec=0.1)
+            executor.spin_once(timeout_sec=0.1)
         # The last decisions (published just before their robot's tick) and goal results are still in flight.
         end = time.monotonic() + RESULTS_GRACE_S
         while rclpy.ok() and time.monotonic() < end:
-            rclpy.spin_once(node, timeout_sec=0.05)
+            executor.spin_once(timeout_sec=0.05)
         node.write_outputs()
     except (KeyboardInterrupt, ExternalShutdownException):
         if node is not None and not node.finished:  # stopped mid-episode: the partial results

@@ -19,8 +19,9 @@ pip installs).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -214,10 +215,12 @@ class TransformBuffer:
 
 class TransformListener:
     """Feeds a :class:`TransformBuffer` from ``/tf`` and ``/tf_static`` (malformed transforms are logged and
-    skipped) and looks transforms up in it."""
+    skipped) and looks transforms up in it; ``on_update`` is called after each message is in."""
 
-    def __init__(self, node: Node, buffer: TransformBuffer | None = None) -> None:
-        self.node, self.buffer = node, buffer or TransformBuffer()
+    def __init__(
+        self, node: Node, buffer: TransformBuffer | None = None, on_update: Callable[[], None] | None = None
+    ) -> None:
+        self.node, self.buffer, self.on_update = node, buffer or TransformBuffer(), on_update
         node.create_subscription(TFMessage, "/tf", lambda m: self._take(m, False), TF_QOS)
         node.create_subscription(TFMessage, "/tf_static", lambda m: self._take(m, True), TF_STATIC_QOS)
 
@@ -227,6 +230,8 @@ class TransformListener:
                 self.buffer.set_transform(transform, static)
             except ValueError as exc:
                 self.node.get_logger().warning(f"transform ignored: {exc}", throttle_duration_sec=10.0)
+        if self.on_update is not None:
+            self.on_update()
 
     def lookup(self, target: str, source: str, stamp: Time | None = None) -> RigidTransform:
         return self.buffer.lookup(target, source, stamp)
@@ -262,30 +267,56 @@ class _Tf2RosLookup:
         return RigidTransform.from_msg(found.transform)
 
 
-def transform_lookup(node: Node) -> TransformLookup:
-    """Transforms for ``node``: ``tf2_ros`` where it is installed, else a :class:`TransformListener`."""
+def transform_lookup(node: Node, on_update: Callable[[], None] | None = None) -> TransformLookup:
+    """Transforms for ``node``: ``tf2_ros`` where it is installed, else a :class:`TransformListener`.
+    ``on_update``: called once transforms have come in (what waits for one need not poll)."""
     try:
         import tf2_ros
     except ImportError:
-        return TransformListener(node)
-    return _Tf2RosLookup(node, tf2_ros)
+        return TransformListener(node, on_update=on_update)
+    lookup = _Tf2RosLookup(node, tf2_ros)
+    if on_update is not None:  # after tf2_ros's own subscriptions: in a wait, the executor takes them first
+        node.create_subscription(TFMessage, "/tf", lambda _: on_update(), TF_QOS)
+        node.create_subscription(TFMessage, "/tf_static", lambda _: on_update(), TF_STATIC_QOS)
+    return lookup
 
 
 class TransformPublisher:
     """Publishes on ``/tf`` and ``/tf_static``; static transforms accumulate into one latched message, as
-    ``tf2_ros.StaticTransformBroadcaster`` sends them."""
+    ``tf2_ros.StaticTransformBroadcaster`` sends them. Within :meth:`batched` the transforms sent go out together,
+    one ``/tf`` message (every listener wakes once, not once a robot)."""
 
     def __init__(self, node: Node) -> None:
         self._dynamic = node.create_publisher(TFMessage, "/tf", TF_QOS)
         self._static_publisher = node.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
         self._static: dict[str, TransformStamped] = {}
+        self._held: list[TransformStamped] | None = None  # sent within batched(), not published yet
 
     def subscribers(self) -> int:
         """How many subscribers ``/tf`` has."""
         return self._dynamic.get_subscription_count()
 
     def send(self, transforms: Iterable[TransformStamped]) -> None:
+        if self._held is not None:
+            self._held.extend(transforms)
+            return
         self._dynamic.publish(TFMessage(transforms=list(transforms)))
+
+    @contextlib.contextmanager
+    def batched(self) -> Iterator[None]:
+        """Hold what is sent meanwhile and publish it as one message at the end (or at :meth:`flush`)."""
+        self._held = []
+        try:
+            yield
+        finally:
+            self.flush()
+            self._held = None
+
+    def flush(self) -> None:
+        """Publish what :meth:`batched` holds now (what must be there before something else is sent)."""
+        if self._held:
+            held, self._held = self._held, []
+            self._dynamic.publish(TFMessage(transforms=held))
 
     def send_static(self, transforms: Iterable[TransformStamped]) -> None:
         for t in transforms:

@@ -17,7 +17,10 @@ with, hands every observation to the brains, then plays the ready robots' turns 
 order -- :func:`coteam.agent.reasoning.agent_turn`, the running action polled through the robot's report, a new action
 started by ``START`` and polled through its answer -- and ends each turn with ``END`` (``ACT`` or ``IDLE``); a busy
 robot's turn ends at once (``OBSERVED``). So a joint decision sees what the in-process runner's sees, and the run is
-step for step the in-process one. Without ``lockstep`` (real time, real robots) each report is played as it comes.
+step for step the in-process one. A turn that decides nothing (the robot acts on, or is busy) is answered to the bridge
+by the robot's relay itself, which then goes on to the next step; its ``END`` tells the relay how far the coordinator
+has played, and a report that comes before its step is played waits its turn. Without ``lockstep`` (real time, real
+robots) each report is played as it comes.
 
 **A robot that stops answering** -- no report for ``report_timeout_s`` (``startup_timeout_s`` before its first), or
 no answer to a started action for ``answer_timeout_s``, both shorter than the bridge's ``tick_timeout_s`` so that
@@ -59,7 +62,7 @@ from coteam.domain.observation import Observation, observation_from_dict
 from coteam.registry import make_team, method_class
 from coteam_ros.convert import decision_to_msg
 from coteam_ros.episode import load_episode
-from coteam_ros.qos import DECISIONS, TURNS
+from coteam_ros.qos import DECISIONS, TURNS, own_publisher, own_subscription
 from coteam_ros.runtime import spin_node, wall_timer
 from coteam_ros.task_end import goal_met, goal_progress
 
@@ -75,7 +78,7 @@ class TeamRobot:
     brain: AgentBrain
     commands: Publisher
     decisions: Publisher
-    report: TurnReport | None = None  # its newest status report, not yet played
+    reports: deque[TurnReport] = field(default_factory=deque)  # its status reports not yet played, oldest first
     answer: TurnReport | None = None  # how its running action goes at this step (a report, or a START's answer)
     action: HighLevelAction | None = None  # the action its relay runs, as far as the coordinator knows
     turn: Generator[Any, Any, bool] | None = None
@@ -128,11 +131,17 @@ class CoordinatorNode(Node):
             robot = TeamRobot(
                 name,
                 AgentBrain(name, self.info, self.team, nav, capabilities=bodies.get(name, DEFAULT_CAPABILITIES)),
-                self.create_publisher(TurnCommand, f"{ns}/turn_command", TURNS),
-                self.create_publisher(Decision, f"{ns}/decision", DECISIONS),
+                self.create_publisher(TurnCommand, f"{ns}/turn_command", TURNS, event_callbacks=own_publisher()),
+                self.create_publisher(Decision, f"{ns}/decision", DECISIONS, event_callbacks=own_publisher()),
             )
             self.robots[name] = robot
-            self.create_subscription(TurnReport, f"{ns}/turn_report", lambda m, r=robot: self._on_report(r, m), TURNS)
+            self.create_subscription(
+                TurnReport,
+                f"{ns}/turn_report",
+                lambda m, r=robot: self._on_report(r, m),
+                TURNS,
+                event_callbacks=own_subscription(),
+            )
         self.queue: deque[TeamRobot] = deque()  # ready robots whose turns are still to play, in the team's order
         self.playing: TeamRobot | None = None  # the robot whose turn waits for its relay's answer
         self.done = False
@@ -152,14 +161,17 @@ class CoordinatorNode(Node):
                 robot.answer = report
                 self._advance(robot, PollSkill())
             return
-        if report.step <= robot.step or (robot.report is not None and report.step <= robot.report.step):
+        if report.step <= (robot.reports[-1].step if robot.reports else robot.step):
             return  # seen already (a late-matching copy)
         if robot is self.playing:  # real time: the robot has gone on with its new action before the answer came
             robot.answer = TurnReport(action_state=TurnReport.ACTING)
             self._advance(robot, PollSkill())
-        if robot.report is not None:  # real time: a newer report before this one was played; what it saw counts
-            self._take_in([robot])
-        robot.report, robot.reported = report, True
+        if robot.reports and not self.lockstep:  # real time: a newer report before this one was played; what it saw
+            self._take_in([robot])  # counts
+        # (in lockstep a relay whose robot acts on, or is busy, answers the bridge itself: its next step's report may
+        # come before this step is played, and waits its turn)
+        robot.reports.append(report)
+        robot.reported = True
         if not robot.in_team:
             robot.in_team = True
             self.team.join(robot.name, robot.brain.memory)
@@ -167,36 +179,35 @@ class CoordinatorNode(Node):
         self._take_step()
 
     def _take_step(self) -> None:
-        """Play the reports in: in lockstep one step of every robot in the team at once, else each as it comes."""
-        if self.playing is not None or self.queue or self.done:
-            return
-        members = [r for r in self.robots.values() if r.in_team]
-        reported = [r for r in members if r.report is not None]
-        if not reported or (self.lockstep and len(reported) < len(members)):
-            return
-        observations = self._take_in(reported)
-        ending = next((self.robots[n].answer for n in observations if self.robots[n].answer.episode_done), None)
-        if ending is not None:
-            self._end_episode(ending)
-            return
-        if self.ends_task and self._task_over():
-            return
-        for name in observations:
-            robot = self.robots[name]
-            if robot.answer.ready:
-                self.queue.append(robot)
-            else:
-                self._end_turn(robot, StepTick.OBSERVED)
-        self._play_next()
+        """Play the reports in: in lockstep one step of every robot in the team at once, else each as it comes (and
+        on, while the reports of later steps are in)."""
+        while self.playing is None and not self.queue and not self.done:
+            members = [r for r in self.robots.values() if r.in_team]
+            reported = [r for r in members if r.reports]
+            if not reported or (self.lockstep and len(reported) < len(members)):
+                return
+            observations = self._take_in(reported)
+            ending = next((self.robots[n].answer for n in observations if self.robots[n].answer.episode_done), None)
+            if ending is not None:
+                self._end_episode(ending)
+                return
+            if self.ends_task and self._task_over():
+                return
+            for name in observations:
+                robot = self.robots[name]
+                if robot.answer.ready:
+                    self.queue.append(robot)
+                else:
+                    self._end_turn(robot, StepTick.OBSERVED)
+            self._play_next()
 
     def _take_in(self, robots: list[TeamRobot]) -> dict[str, Observation]:
         """The observations of ``robots``' reports, handed to the brains as the in-process runner does (every robot
         its own, then each its teammates'); each robot's report becomes the answer its turn starts from."""
         observations = {}
         for robot in robots:
-            report = robot.report
-            assert report is not None
-            robot.report, robot.step = None, report.step
+            report = robot.reports.popleft()
+            robot.step = report.step
             try:
                 observations[robot.name] = observation_from_dict(json.loads(report.observation_json))
             except ValueError as exc:
@@ -345,7 +356,7 @@ class CoordinatorNode(Node):
             return
         if playing is not None or self.queue:
             return
-        waiting = [r for r in self.robots.values() if r.in_team and r.report is None]
+        waiting = [r for r in self.robots.values() if r.in_team and not r.reports]
         if len(waiting) == sum(r.in_team for r in self.robots.values()):
             return  # nobody has reported this step yet: nothing to wait for
         for robot in waiting:

@@ -95,7 +95,7 @@ from coteam_ros.approval import SERVICE as APPROVAL_SERVICE
 from coteam_ros.convert import nav_goal_to_pose, target_view_from_json
 from coteam_ros.episode import load_episode
 from coteam_ros.goals import DeferredGoals, goal_key
-from coteam_ros.qos import LATCHED, STREAM
+from coteam_ros.qos import LATCHED, STREAM, own_subscription
 from coteam_ros.runtime import (
     RETRY_S,
     Wire,
@@ -303,7 +303,9 @@ class ExecutorNode(Node):
         self.teammate_poses: dict[str, Vec2] = {}
         for topic in self.declare_parameter("teammate_poses", [""]).value:
             if topic:
-                self.create_subscription(RobotStatus, topic, self._on_teammate_pose, LATCHED)
+                self.create_subscription(
+                    RobotStatus, topic, self._on_teammate_pose, LATCHED, event_callbacks=own_subscription()
+                )
         self.arm_timeout_s: float = self.declare_parameter("arm_timeout_s", 60.0).value
         self.arm = ArmLedger()
         self.arm_publisher = self.create_publisher(ArmState, "arm_state", LATCHED)
@@ -320,7 +322,7 @@ class ExecutorNode(Node):
             handle_accepted_callback=self._on_accepted,
             cancel_callback=self._on_cancel,
         )
-        self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
+        self.create_subscription(RobotStatus, "status", self._on_status, LATCHED, event_callbacks=own_subscription())
         self.teammate_wait_s: float = self.declare_parameter("teammate_wait_s", 0.0).value
         self.pending: tuple[RobotStatus, Observation, float] | None = None  # my status, waiting for the teammates'
         self.shared: dict[str, Observation | None] = {}  # teammate -> its newest observation not taken in yet
@@ -328,7 +330,13 @@ class ExecutorNode(Node):
         for topic in self.declare_parameter("teammate_status", [""]).value:
             if topic:
                 self.shared[topic] = None
-                self.create_subscription(RobotStatus, topic, lambda m, t=topic: self._on_teammate_status(t, m), LATCHED)
+                self.create_subscription(
+                    RobotStatus,
+                    topic,
+                    lambda m, t=topic: self._on_teammate_status(t, m),
+                    LATCHED,
+                    event_callbacks=own_subscription(),
+                )
         if self.shared:
             wall_timer(self, 0.05, self._take_status)
         # the policy's top speed, for Nav2's controller (the simulator's navigator moves a cell a step: no speeds)

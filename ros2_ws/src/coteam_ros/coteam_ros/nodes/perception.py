@@ -63,6 +63,7 @@ from functools import partial
 
 from builtin_interfaces.msg import Time
 from coteam_interfaces.msg import RobotStatus, SemanticMap
+from coteam_interfaces.msg import SemanticObject as SemanticObjectMsg
 from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
@@ -97,6 +98,7 @@ from coteam_ros.convert import (
     intrinsics_from_msg,
     rgb_from_msg,
     semantic_map_to_msg,
+    semantic_object_to_msg,
 )
 from coteam_ros.episode import load_episode
 from coteam_ros.observations import (
@@ -107,7 +109,7 @@ from coteam_ros.observations import (
     DetectionsAwaitingTf,
     detector_output_on_map,
 )
-from coteam_ros.qos import CAMERA, CAMERA_DRIVER, LATCHED, SENSOR, STREAM
+from coteam_ros.qos import CAMERA, CAMERA_DRIVER, LATCHED, SENSOR, STREAM, own_publisher, own_subscription
 from coteam_ros.runtime import spin_node, wall_timer
 from coteam_ros.tf import TransformUnavailable, stamp_ns, transform_lookup
 
@@ -213,19 +215,24 @@ class PerceptionNode(Node):
         self._observations = 0
         self._last_seen: dict[int, Time] = {}
         self._drawn: set[int] = set()
+        self._map_said: tuple | None = None  # what the map sent last showed (it is not sent again unchanged)
+        self._markers_said: list | None = None  # and the markers
+        self._object_msgs: dict[int, tuple[tuple, SemanticObjectMsg]] = {}  # id -> (what it showed, its message)
         self.map_publisher = self.create_publisher(SemanticMap, "semantic_map", LATCHED)
         self.marker_publisher = self.create_publisher(MarkerArray, "semantic_markers", LATCHED)
         detector = self.declare_parameter("detector", "").value
         robots = list(self.declare_parameter("robots", [self.robot or "alice"]).value)
         scene_path = self.declare_parameter("scene_path", "").value
         self.scene = load_episode(scene_path, self.declare_parameter("seed", 0).value, robots).scene
-        self.transforms = transform_lookup(self)
+        # a camera frame waiting for its transform is detected in as soon as the transform comes in
+        self.transforms = transform_lookup(self, on_update=self._on_transforms)
         self.fixture_reach_m = float(self.declare_parameter("fixture_reach_m", FIXTURE_REACH_M).value)
         if detector:
             self._start_camera(detector)
         else:
             self.assembler = ObservationAssembler(self.robot, self.scene)
             self.awaiting_tf = DetectionsAwaitingTf(self.declare_parameter("tf_wait_s", TF_WAIT_S).value)
+            self._placed_before: dict = {}  # detections in the map frame as placed once (they repeat every step)
             self.create_subscription(Detection3DArray, "detections", self._on_detections, SENSOR)
             wall_timer(self, TF_RETRY_S, self._place_detections)
         self.get_logger().info(
@@ -260,8 +267,12 @@ class PerceptionNode(Node):
         self.sim_status: tuple[RobotStatus, float] | None = None  # a status waiting for its frames, since when
         if from_simulator:
             self.sightings = CameraSightings(self.camera)
-            self.status_publisher = self.create_publisher(RobotStatus, "status", LATCHED)
-            self.create_subscription(RobotStatus, "sim_status", self._on_sim_status, LATCHED)
+            self.status_publisher = self.create_publisher(
+                RobotStatus, "status", LATCHED, event_callbacks=own_publisher()
+            )
+            self.create_subscription(
+                RobotStatus, "sim_status", self._on_sim_status, LATCHED, event_callbacks=own_subscription()
+            )
         wall_timer(self, 0.05, self._process_pending)
 
     def _detector(self, kind: str, scene: Scene) -> Detector:
@@ -278,6 +289,17 @@ class PerceptionNode(Node):
             self.intrinsics[message.header.frame_id] = intrinsics_from_msg(message)
         except ValueError as exc:
             self.get_logger().warning(str(exc), throttle_duration_sec=10.0)
+            return
+        self._on_transforms()  # what waited for it
+
+    def _on_transforms(self) -> None:
+        """Transforms (or a camera's intrinsics) came in: the frames and detection arrays that waited for them are
+        taken now, not at the next tick of the timer (in lockstep with cameras the step waits for them)."""
+        if getattr(self, "pending", None):
+            self._process_pending()
+        awaiting = getattr(self, "awaiting_tf", None)
+        if awaiting is not None and awaiting.waiting:
+            self._place_detections()
 
     def _on_image(self, message: Image, kind: str) -> None:
         frame = self.pending.setdefault(stamp_ns(message.header.stamp), PendingFrame(time.monotonic()))
@@ -392,7 +414,13 @@ class PerceptionNode(Node):
         """Fuse every waiting detection array TF can place now, at its own stamp (robot_state does the same)."""
         arrays, causes = self.awaiting_tf.place(
             lambda m: detector_output_on_map(
-                m, self._observations, self.assembler, self.transforms, self.frame_id, self.fixture_reach_m
+                m,
+                self._observations,
+                self.assembler,
+                self.transforms,
+                self.frame_id,
+                self.fixture_reach_m,
+                self._placed_before,
             ),
             time.monotonic(),
         )
@@ -416,15 +444,39 @@ class PerceptionNode(Node):
         self.publish(Header(stamp=now, frame_id=self.frame_id))
 
     def publish(self, header: Header) -> None:
+        """The map and its markers out, each only when it differs from the one sent last (both are latched: a
+        subscriber that joins later gets the current one); an object's message is made again only when it
+        changed."""
         objects = self.fusion.objects()
         ids = {obj.object_id for obj in objects}
         removed = sorted(self._drawn - ids)
         self._last_seen = {oid: t for oid, t in self._last_seen.items() if oid in ids}
         self._drawn = ids
-        self.map_publisher.publish(
-            semantic_map_to_msg(self.robot, objects, self.fusion.explored_rooms, header, self._last_seen)
-        )
-        self.marker_publisher.publish(semantic_markers(objects, header, removed))
+        explored = list(self.fusion.explored_rooms)
+        said = (objects, explored, {oid: (t.sec, t.nanosec) for oid, t in self._last_seen.items()})
+        if said != self._map_said:
+            self._map_said = said
+            self._object_msgs = {oid: kept for oid, kept in self._object_msgs.items() if oid in ids}
+            self.map_publisher.publish(
+                semantic_map_to_msg(self.robot, objects, explored, header, self._last_seen, self._object_msg)
+            )
+        drawn = [(o.object_id, o.category, o.position, o.unconfirmed_since >= 0, object_label(o)) for o in objects]
+        if removed or drawn != self._markers_said:
+            self._markers_said = drawn
+            self.marker_publisher.publish(semantic_markers(objects, header, removed))
+
+    def _object_msg(self, obj: SemanticObject, last_seen: Time | None) -> SemanticObjectMsg:
+        """``obj``'s message in the map: the one made before, with the new sighting's step and time if only they
+        changed (an object seen again where it was)."""
+        what = (obj.name, obj.category, obj.room, obj.container, obj.position, obj.holder)
+        kept = self._object_msgs.get(obj.object_id)
+        if kept is None or kept[0] != what:
+            kept = self._object_msgs[obj.object_id] = (what, semantic_object_to_msg(obj, last_seen))
+            return kept[1]
+        message = kept[1]
+        message.last_seen = last_seen if last_seen is not None else Time()
+        message.last_seen_step = obj.last_seen_step
+        return message
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -83,7 +83,7 @@ from coteam_ros.heartbeat import TeamHeartbeat
 from coteam_ros.inbox import TeamInbox
 from coteam_ros.memory_journal import MemoryJournal
 from coteam_ros.operator import OPERATOR, parse_report
-from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES
+from coteam_ros.qos import DECISIONS, LATCHED, TEAM_MESSAGES, own_publisher, own_subscription
 from coteam_ros.runtime import call_later, spin_node, wall_timer
 from coteam_ros.skill_runner import RunningSkill, SkillRunner
 from coteam_ros.task_end import (
@@ -176,8 +176,12 @@ class PlannerNode(SkillRunner):
             scene = episode.scene  # what the team has heard of: delivered items, containers' states
             self.heard = TeamHeard(doors={c.id: c.id in scene.initially_open for c in scene.containers})
             self.intents = TeamInbox(teammates, self.get_logger().warning, verifier=intent_verifier)
-            self.intent_publisher = self.create_publisher(TeamMessage, INTENTS, TEAM_MESSAGES)
-            self.create_subscription(TeamMessage, INTENTS, self._on_intent, TEAM_MESSAGES)
+            self.intent_publisher = self.create_publisher(
+                TeamMessage, INTENTS, TEAM_MESSAGES, event_callbacks=own_publisher()
+            )
+            self.create_subscription(
+                TeamMessage, INTENTS, self._on_intent, TEAM_MESSAGES, event_callbacks=own_subscription()
+            )
         if self.serve:
             self.progress_publisher = self.create_publisher(TaskProgress, "/team/task_progress", TEAM_MESSAGES)
             self.create_subscription(TaskAssignment, "/team/task_assignment", self._on_assignment, LATCHED)
@@ -193,10 +197,16 @@ class PlannerNode(SkillRunner):
                 keys=robot_keys(self.robot, signing_key, team_keys, max_age_s) if signing_key else None,
                 step=lambda: self.step,
             )
-        self.decision_publisher = self.create_publisher(Decision, "decision", DECISIONS)
-        self.team_publisher = self.create_publisher(TeamMessage, "/team/messages", TEAM_MESSAGES)
-        self.create_subscription(TeamMessage, "/team/messages", self._on_team_message, TEAM_MESSAGES)
-        self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
+        self.decision_publisher = self.create_publisher(
+            Decision, "decision", DECISIONS, event_callbacks=own_publisher()
+        )
+        self.team_publisher = self.create_publisher(
+            TeamMessage, "/team/messages", TEAM_MESSAGES, event_callbacks=own_publisher()
+        )
+        self.create_subscription(
+            TeamMessage, "/team/messages", self._on_team_message, TEAM_MESSAGES, event_callbacks=own_subscription()
+        )
+        self.create_subscription(RobotStatus, "status", self._on_status, LATCHED, event_callbacks=own_subscription())
         how = f"{self.backend}, {'signed' if self.signer else 'unsigned'} messages"
         wall_timer(self, 0.1, self._on_timer)
         up = f"planner for {self.robot}: {self.method} ({how}), team {', '.join(robots)}"

@@ -8,7 +8,11 @@ Topics and actions, relative to the robot's namespace:
 * takes the actions the coordinator sends on ``turn_command`` (``coteam_interfaces/TurnCommand``: only its own
   robot's, for the step it is at, each once; a garbled one is answered as failed) and runs them as ``execute_skill``
   goals on the robot's executor (:class:`coteam_ros.skill_runner.SkillRunner`), reporting how each goes;
-* answers the bridge with the step tick the coordinator says (``step_tick``).
+* answers the bridge with the step tick the coordinator says (``step_tick``); when the coordinator's word is
+  known already -- the robot's action acts at this step (``ACT``) or the robot is busy (``OBSERVED``): that robot's turn
+  decides nothing -- it answers at once, once the report is out, and the coordinator's ``END`` then only says how far
+  it has played. It stays at most :data:`AHEAD_STEPS` steps ahead of the coordinator's ``END`` (whose reports wait in
+  ``turn_report``'s history meanwhile): a step with a decision waits for the coordinator as before.
 
 It builds no team and sends no team messages. On real robots (``ends_task``) the coordinator ends the task
 (``END_TASK``, with the goal items its team's map shows); the relay writes its end report and stops, as a planner
@@ -24,16 +28,17 @@ import json
 import time
 from typing import Any
 
-from coteam_interfaces.msg import RobotStatus, TurnCommand, TurnReport
+from coteam_interfaces.msg import RobotStatus, StepTick, TurnCommand, TurnReport
 
 from coteam.domain.actions import format_action, parse_action
 from coteam.domain.observation import observation_from_dict
 from coteam.domain.scene_io import load_scene
-from coteam_ros.qos import LATCHED, TURNS
+from coteam_ros.qos import LATCHED, TURNS, own_publisher, own_subscription
 from coteam_ros.runtime import call_later, spin_node, wall_timer
 from coteam_ros.skill_runner import SkillRunner
 
 NODE_NAME = "relay"
+AHEAD_STEPS = 3  # at most this many steps answered before the coordinator has played them (TURNS keeps 10 reports)
 
 
 class RelayNode(SkillRunner):
@@ -47,9 +52,13 @@ class RelayNode(SkillRunner):
         self.benchmark = load_scene(scene_path).benchmark
         self.report: TurnReport | None = None  # the report due once the running action's state is known
         self.last_command = (0, 0)  # the (epoch, seq) of the last command taken
-        self.report_publisher = self.create_publisher(TurnReport, "turn_report", TURNS)
-        self.create_subscription(TurnCommand, "turn_command", self._on_command, TURNS)
-        self.create_subscription(RobotStatus, "status", self._on_status, LATCHED)
+        self.played = -1  # the last step the coordinator has played for this robot (its END)
+        self.answered: tuple[int, int] | None = None  # (step, tick) this relay answered the bridge with by itself
+        self.report_publisher = self.create_publisher(TurnReport, "turn_report", TURNS, event_callbacks=own_publisher())
+        self.create_subscription(
+            TurnCommand, "turn_command", self._on_command, TURNS, event_callbacks=own_subscription()
+        )
+        self.create_subscription(RobotStatus, "status", self._on_status, LATCHED, event_callbacks=own_subscription())
         wall_timer(self, 0.1, self._on_timer)
         up = f"relay for {self.robot}: decided by the team's coordinator"
         call_later(self, 0.0, lambda: self.get_logger().info(up))  # said once it spins: stopped now, it reports
@@ -94,6 +103,8 @@ class RelayNode(SkillRunner):
             done, wanted = [*command.goal_items, 0, 0][:2]
             self._end_task(command.action or "the coordinator ended the task", (done, wanted))
             return
+        if command.robot == self.robot and command.kind == TurnCommand.END:
+            self.played = max(self.played, command.step)
         if command.robot != self.robot or command.step != self.step:
             return  # another robot's, or for a step that is over
         epoch, seq = self.last_command
@@ -103,7 +114,8 @@ class RelayNode(SkillRunner):
             self.get_logger().info("a new coordinator decides for the team")
         self.last_command = (command.epoch, command.seq)
         if command.kind == TurnCommand.END:
-            self._tick(command.tick)
+            if self.answered != (self.step, command.tick):  # (not the same answer again)
+                self._tick(command.tick)
             return
         self.report = TurnReport(robot=self.robot, step=self.step, clock=self.clock, command_seq=command.seq)
         try:
@@ -148,6 +160,17 @@ class RelayNode(SkillRunner):
         assert report is not None
         report.header = self._header()
         self.report_publisher.publish(report)
+        if report.command_seq == 0 and self.played >= report.step - AHEAD_STEPS:
+            # the coordinator's END is known already: the robot acts on, or is busy (it sees, and its turn ends)
+            if report.action_state == TurnReport.ACTING:
+                self._answer(StepTick.ACT)
+            elif report.action_state == TurnReport.BUSY and not report.episode_done:
+                self._answer(StepTick.OBSERVED)
+
+    def _answer(self, tick: int) -> None:
+        """Answer the bridge for this step without waiting for the coordinator."""
+        self.answered = (self.step, tick)
+        self._tick(tick)
 
     def _end_task(self, why: str, told: tuple[int, int] = (0, 0)) -> None:
         """The task is over (the coordinator says so, with the goal items ``told`` its team's map shows; or the time

@@ -51,7 +51,7 @@ from coteam.domain.observation import observation_to_dict
 from coteam.senses.perception import CameraPerception, ObservationAssembler
 from coteam_ros.episode import load_episode
 from coteam_ros.observations import TF_RETRY_S, TF_WAIT_S, DetectionsAwaitingTf, detector_output_on_map
-from coteam_ros.qos import LATCHED, SENSOR
+from coteam_ros.qos import LATCHED, SENSOR, own_publisher
 from coteam_ros.runtime import Wire, require_wiring, spin_node, wall_timer
 from coteam_ros.tf import TransformUnavailable, transform_lookup
 
@@ -81,7 +81,7 @@ class RobotStateNode(Node):
         self.ever_detected = False
         self.step = 0
         self.room = ""  # the robot's room at its last status (where class-only detections are seen)
-        self.publisher = self.create_publisher(RobotStatus, "status", LATCHED)
+        self.publisher = self.create_publisher(RobotStatus, "status", LATCHED, event_callbacks=own_publisher())
         self.create_subscription(Detection3DArray, "detections", self._on_detections, SENSOR)
         self.create_subscription(ArmState, "arm_state", self._on_arm_state, LATCHED)
         # stale sensors: a detector that went quiet, odometry that stopped (watched once it has been heard)

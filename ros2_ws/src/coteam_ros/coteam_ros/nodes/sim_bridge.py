@@ -57,10 +57,10 @@ from typing import Any
 from coteam_interfaces.msg import RobotStatus
 from std_msgs.msg import Header
 
-from coteam.domain.observation import Message, Observation, observation_to_dict
-from coteam.senses.perception import detection_from_view
-from coteam_ros.convert import detections_to_msg
-from coteam_ros.qos import LATCHED
+from coteam.domain.observation import Message, ObjectView, Observation, observation_to_dict
+from coteam.senses.perception import Detection, detection_from_view
+from coteam_ros.convert import MADE_DETECTIONS, detections_to_msg
+from coteam_ros.qos import LATCHED, own_publisher
 from coteam_ros.stand_in import RobotSlot, StandInRobots, run_stand_in
 from coteam_ros.tf import RigidTransform, stamp_ns
 from coteam_sim.bridges import ENGINES, Bridge, bridge_for
@@ -74,6 +74,9 @@ class SimBridgeNode(StandInRobots):
     """Hosts one simulated episode for a team of robots (see the module docstring)."""
 
     def __init__(self, **kwargs: Any) -> None:
+        # the oracle's detections and their messages, made once (a robot sees the same things step after step)
+        self.view_detections: dict[ObjectView, Detection] = {}
+        self.detection_msgs: dict = {}
         super().__init__(NODE_NAME, **kwargs)
         session, theirs = replace(self.scene, agent_starts=()), replace(self.robots_scene, agent_starts=())
         if self.bridge is not None and session != theirs:
@@ -111,42 +114,63 @@ class SimBridgeNode(StandInRobots):
     def _status_publisher(self, namespace: str, cameras: bool) -> Any:
         """The robot's status: its observation, or with cameras what its hand camera sees (its perception node adds
         what it detects in the head camera's images and publishes the status)."""
-        return self.create_publisher(RobotStatus, f"{namespace}/{'sim_status' if cameras else 'status'}", LATCHED)
+        topic = f"{namespace}/{'sim_status' if cameras else 'status'}"
+        return self.create_publisher(RobotStatus, topic, LATCHED, event_callbacks=own_publisher())
 
     def _waiting_robots(self) -> list[str]:
         return [s.name for s in self.robots.values() if not s.ever_ticked]
 
-    def _publish_robot(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
-        """The robot's odometry and pose, what it sees (an oracle detector, or its head camera's images) and its
-        status."""
-        name, stamp = slot.name, header.stamp
-        slot.poses.append((stamp_ns(stamp), base))
+    def _on_camera(self, slot: RobotSlot) -> bool:
+        return self.cameras is not None and slot.camera is not None
+
+    def _status(self, slot: RobotSlot, obs: Observation, header: Header) -> RobotStatus | None:
+        """Without cameras the robot's status goes out before anything else of the step (its planner and executor
+        wait for it); with them, after the images (:meth:`_publish_senses`)."""
+        return None if self._on_camera(slot) else self._status_message(slot.name, obs, header, [])
+
+    def _publish_pose(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
+        slot.poses.append((stamp_ns(header.stamp), base))
         slot.odom.publish(self._odometry(slot, obs, header))
-        self._send_pose(slot, self.frame_of[name], stamp)
-        camera_stamps = []
-        if self.cameras is not None and slot.camera is not None:
-            camera_stamps = self._publish_camera(name, slot.camera, base, stamp)
-            obs = self.cameras.observe(name, obs)
-        else:
-            views = [detection_from_view(v, obs.step, self.names) for v in obs.visible if not v.held_by]
-            slot.detections.publish(detections_to_msg(views, header))
-        done = not self.env.agents
-        progress, goal_items = self.sim.world.progress()
-        public = replace(obs, messages=tuple(Message(m.sender, "", m.step) for m in obs.messages))
-        slot.status.publish(
-            RobotStatus(
-                header=header,
-                robot=name,
-                step=self.sim.steps,
-                clock=self.sim.clock,
-                ready=self._ready(name),
-                episode_done=done,
-                success=done and progress == goal_items,
-                transport_rate=progress / goal_items if done else 0.0,
-                last_failure=obs.last_failure,
-                observation_json=json.dumps(observation_to_dict(public)),
-                camera_stamps=camera_stamps,
+        self._send_pose(slot, self.frame_of[slot.name], header.stamp)
+
+    def _publish_senses(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
+        """What the robot sees: an oracle detector, or its head camera's images and then its status."""
+        if self._on_camera(slot):
+            assert slot.camera is not None and self.cameras is not None
+            camera_stamps = self._publish_camera(slot.name, slot.camera, base, header.stamp)
+            slot.status.publish(
+                self._status_message(slot.name, self.cameras.observe(slot.name, obs), header, camera_stamps)
             )
+        else:
+            seen = [self._detection(v, obs.step) for v in obs.visible if not v.held_by]
+            slot.detections.publish(detections_to_msg(seen, header, self.detection_msgs))
+
+    def _detection(self, view: ObjectView, step: int) -> Detection:
+        """What the oracle detector makes of ``view``, once per view (its step is the first sighting's, which the
+        message does not carry)."""
+        detection = self.view_detections.get(view)
+        if detection is None:
+            if len(self.view_detections) >= MADE_DETECTIONS:
+                self.view_detections.clear()
+            detection = self.view_detections[view] = detection_from_view(view, step, self.names)
+        return detection
+
+    def _status_message(self, name: str, obs: Observation, header: Header, camera_stamps: list) -> RobotStatus:
+        done = not self.env.agents
+        progress, goal_items = self.progress_now
+        public = replace(obs, messages=tuple(Message(m.sender, "", m.step) for m in obs.messages))
+        return RobotStatus(
+            header=header,
+            robot=name,
+            step=self.sim.steps,
+            clock=self.sim.clock,
+            ready=self._ready(name),
+            episode_done=done,
+            success=done and progress == goal_items,
+            transport_rate=progress / goal_items if done else 0.0,
+            last_failure=obs.last_failure,
+            observation_json=json.dumps(observation_to_dict(public)),
+            camera_stamps=camera_stamps,
         )
 
 

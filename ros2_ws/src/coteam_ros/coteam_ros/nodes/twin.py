@@ -127,9 +127,9 @@ class TwinNode(StandInRobots):
     def _stopped(self) -> str | None:
         return None  # a twin has no end of its own but the time limit: stopped when the team is done, it is complete
 
-    def _publish_robot(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
-        """What a real robot's drivers publish: odometry (drifting, with its localisation), its pose on TF (late, if
-        it lags), and what its detector sees (or its camera's images)."""
+    def _publish_pose(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
+        """What a real robot's drivers publish of where it is: odometry (drifting, with its localisation) and its pose
+        on TF (late, if it lags)."""
         name, stamp, frame = slot.name, header.stamp, self.frame_of[slot.name]
         if slot.odometry.drifts and slot.poses:
             driven = math.dist(base.translation[:2], slot.poses[-1][1].translation[:2])
@@ -141,6 +141,10 @@ class TwinNode(StandInRobots):
         if not self._silenced(slot, "odom_stop"):
             slot.odom.publish(self._odometry(slot, obs, header))
             self._send_pose(slot, frame, stamp)
+
+    def _publish_senses(self, slot: RobotSlot, obs: Observation, header: Header, base: RigidTransform) -> None:
+        """What its detector sees (or its camera's images)."""
+        name, stamp, frame = slot.name, header.stamp, self.frame_of[slot.name]
         if self.cameras is not None and slot.camera is not None:  # its camera: its own rate, no oracle
             if self.sim.steps % self.camera_every == 0 and not self._silenced(slot, "detections_stop"):
                 self._publish_camera(name, slot.camera, base, stamp, not self._silenced(slot, "odom_stop"))
