@@ -13,8 +13,11 @@ Measures, over real DDS on loopback (own ROS domain, localhost discovery, ROS_HO
    planner, executor), from ``os.wait4`` of the children this process started, split at the first step with
    ``/proc/<pid>/stat`` and ``/proc/<pid>/status`` samples;
 3. wall time of the lockstep episode against the in-process runner (``coteam_harness.runner.run_episode``, in its own
-   process) on the same episodes;
-4. the same episodes with 2 and 4 robots, and C-WAH's with 8.
+   process) on the same episodes, with 2, 4 and 8 robots (pce) and 2 and 4 (the oracle), *before* and *after*: the
+   nodes of commit :data:`BEFORE` (its files by ``git archive``, run with ``PYTHONPATH`` pointing there, launched as
+   its own ``plan()`` says) and this checkout's, interleaved row by row;
+4. where a step's wall time goes, before and after: one run each of :data:`TRACED` with every node traced
+   (``bench/steptrace``), its steps' critical paths split by ``bench/lockstep_trace.py``.
 
 Re-running replaces the section of the same title (everything up to the next ``## `` heading), leaving the rest of
 the file as it is. ``run_benchmarks.py`` calls :func:`ros_section` unless given ``--skip-ros``.
@@ -38,21 +41,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lockstep_trace import PARTS, Breakdown, breakdown
 from sections import emit_section, machine
 
 TITLE = "## ROS 2 team stack"
 DEFAULT_DOMAIN = 77
 EPISODES = (("cwah-test", 0), ("tdwmat-test", 0))
 # (robots, method) per episode: symbolic PCE (a planner per robot), and the oracle (centralised: one coordinator)
-TEAMS = ((2, "pce"), (4, "pce"), (2, "oracle"))
-# eight robots (25 processes) on the short C-WAH episode only: TDW-MAT's thousands of frames would take many minutes
-EIGHT = {"cwah-test": ((8, "pce"),)}
+TEAMS = ((2, "pce"), (4, "pce"), (8, "pce"), (2, "oracle"), (4, "oracle"))
+TARGET = 3.0  # issue 53: a lockstep episode over ROS within this many times the in-process one, with 2 and 4 robots
+BEFORE = "002d111"  # the commit before the lockstep work: "before" runs its nodes (the same plan, its own code)
+TRACED = ("tdwmat-test", 0, 2)  # the episode and team size whose steps are traced, before and after, pce and oracle
 ROBOTS = ("alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi")
 LATENCY_COUNT = 1000
 LATENCY_WARMUP = 50  # sent first at the same rate, not measured
 LATENCY_HZ = 100.0
 LATENCY_SIZES = (200, 500)
-EPISODE_TIMEOUT_S = 180.0
+EPISODE_TIMEOUT_S = 180.0  # a run of 2 or 4 robots; 8 robots get three times as long (25 processes on the machine)
+REPO = Path(__file__).resolve().parents[1]
+CODE_PARTS = ("src", "sim", "harness", "ros2_ws/src/coteam_ros", "testkit")  # what a checkout's PYTHONPATH names
+TRACER = Path(__file__).resolve().parent / "steptrace"  # its sitecustomize records a node's callbacks
 POLL_S = 0.02
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 NODE_ORDER = ("sim_bridge", "coordinator", "perception", "planner", "executor")
@@ -333,18 +341,72 @@ def in_process_episode(suite: str, episode: int, robots: int, tmp: Path, method:
     return {**data, "process_wall_s": reaped.at - start, "cpu_s": reaped.cpu_s, "peak_mb": data["hwm_mb"]}
 
 
-def ros_episode(suite: str, episode: int, robots: int, tmp: Path, context: object, method: str) -> RosRun:
-    """Start the lockstep team as ``coteam launch`` does (``plan`` + ``child_env``), watch ``/clock`` from this
-    process, reap every node with ``os.wait4``."""
+@dataclass
+class PlannedChild:
+    """One process of a launch plan, as the checkout that runs it planned it."""
+
+    label: str
+    argv: list[str]
+    bridge: bool
+    namespace: str
+    executable: str
+
+
+_PLAN = (
+    "import json, sys\n"
+    "from pathlib import Path\n"
+    "from coteam_ros.launcher import child_env, plan\n"
+    "from coteam_ros.team_config import load_config\n"
+    "config, work, results, domain = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])\n"
+    "children = plan(load_config(config), work, results_path=Path(results))\n"
+    "print(json.dumps({'env': child_env(domain), 'children': [{'label': c.label, 'argv': c.argv, 'bridge': c.bridge,"
+    " 'namespace': c.spec.namespace if c.spec else '', 'executable': c.spec.executable if c.spec else ''}"
+    " for c in children]}))\n"
+)
+
+
+def code_path(root: Path) -> str:
+    """``PYTHONPATH`` that runs the code of the checkout at ``root`` (the venv's editable installs point elsewhere)."""
+    return os.pathsep.join(str(root / part) for part in CODE_PARTS)
+
+
+def checkout(commit: str, into: Path) -> Path:
+    """The files of ``commit`` of this repository in ``into`` (``git archive``: no worktree left behind)."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def planned(config: Path, work: Path, results: Path, code: Path) -> tuple[list[PlannedChild], dict[str, str]]:
+    """What ``coteam launch`` of the checkout at ``code`` starts (``plan`` + ``child_env``), asked of that code."""
+    env = {**os.environ, "PYTHONPATH": code_path(code)}
+    argv = [sys.executable, "-c", _PLAN, str(config), str(work), str(results), os.environ["ROS_DOMAIN_ID"]]
+    out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
+    data = json.loads(out.strip().splitlines()[-1])
+    return [PlannedChild(**c) for c in data["children"]], data["env"]
+
+
+def ros_episode(
+    suite: str,
+    episode: int,
+    robots: int,
+    tmp: Path,
+    context: object,
+    method: str,
+    code: Path | None = None,
+    trace: Path | None = None,
+    timeout_s: float = EPISODE_TIMEOUT_S,
+) -> RosRun:
+    """Start the lockstep team as ``coteam launch`` of the checkout at ``code`` (default: this one) does, watch
+    ``/clock`` from this process, reap every node with ``os.wait4``. ``trace``: every node records its callbacks and
+    publications there (``bench/steptrace``, read by :mod:`lockstep_trace`)."""
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
 
-    from coteam_ros.launcher import child_env, plan
-    from coteam_ros.team_config import load_config
-
-    work = tmp / f"ros-{suite}-{episode}-{robots}-{method}"
+    work = Path(tempfile.mkdtemp(prefix=f"ros-{suite}-{episode}-{robots}-{method}-", dir=tmp))
     out = work / "out"
     out.mkdir(parents=True)
     config = work / "team.yaml"
@@ -353,8 +415,9 @@ def ros_episode(suite: str, episode: int, robots: int, tmp: Path, context: objec
         f"world: {{suite: {suite}, episode: {episode}, seed: 0, mode: lockstep}}\n"
         f"team: {{method: {method}, backend: symbolic}}\nnavigation: sim\nrobots: [{names}]\n"
     )
-    children = plan(load_config(config), work, results_path=out / "results.json")
-    env = child_env(int(os.environ["ROS_DOMAIN_ID"]))
+    children, env = planned(config, work, out / "results.json", code or REPO)
+    if trace is not None:
+        env.update(PYTHONPATH=os.pathsep.join([str(TRACER), env["PYTHONPATH"]]), COTEAM_STEP_TRACE=str(trace))
 
     node = Node("ros_team_bench", context=context)
     executor = SingleThreadedExecutor(context=context)
@@ -384,7 +447,7 @@ def ros_episode(suite: str, episode: int, robots: int, tmp: Path, context: objec
             child.bridge
             and clock.get_publisher_count() == 0
             and procs[child.label].poll() is None
-            and time.monotonic() < start + EPISODE_TIMEOUT_S
+            and time.monotonic() < start + timeout_s
         ):
             executor.spin_once(timeout_sec=POLL_S)
     bridge_label = next(c.label for c in children if c.bridge)
@@ -394,7 +457,7 @@ def ros_episode(suite: str, episode: int, robots: int, tmp: Path, context: objec
     # benchmark process, which the child shares between fork and exec.
     peak: dict[str, float] = {}
     try:
-        deadline = start + EPISODE_TIMEOUT_S
+        deadline = start + timeout_s
         while bridge_label not in reaped:
             executor.spin_once(timeout_sec=POLL_S)
             if clock_times and not startup_cpu:
@@ -407,7 +470,7 @@ def ros_episode(suite: str, episode: int, robots: int, tmp: Path, context: objec
                 if label not in reaped and (r := _reap(proc)) is not None:
                     reaped[label] = r
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{suite}/{episode} with {robots} robots: no end after {EPISODE_TIMEOUT_S:g} s")
+                raise NoEnd(f"no end within {timeout_s:g} s ({len(clock_times)} steps)")
         end = reaped[bridge_label].at
         end_samples = {label: s for label, proc in procs.items() if (s := _proc_sample(proc.pid)) is not None}
         end_cpu = {label: s[0] for label, s in end_samples.items()}
@@ -443,14 +506,17 @@ def ros_episode(suite: str, episode: int, robots: int, tmp: Path, context: objec
         process_wall_s=end - start,
     )
     for child in children:
-        assert child.spec is not None
         r = reaped[child.label]
-        robot = child.spec.namespace.strip("/")  # "" for the bridge and a coordinator
+        robot = child.namespace.strip("/")  # "" for the bridge and a coordinator
         startup = startup_cpu.get(child.label, 0.0)
         episode_cpu = end_cpu.get(child.label, r.cpu_s) - startup
         peak_mb = peak.get(child.label, 0.0)
-        run.nodes.append(NodeUsage(child.label, child.spec.executable, robot, r.cpu_s, startup, episode_cpu, peak_mb))
+        run.nodes.append(NodeUsage(child.label, child.executable, robot, r.cpu_s, startup, episode_cpu, peak_mb))
     return run
+
+
+class NoEnd(RuntimeError):
+    """A lockstep episode that did not end within its time."""
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -479,8 +545,6 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
     """Run the ROS 2 team benchmarks and return their markdown section (starting with :data:`TITLE`)."""
     import rclpy
 
-    from coteam_ros.nodes.sim_bridge import RESULTS_GRACE_S
-
     def say(*parts: object) -> None:
         if log:
             print(*parts, flush=True)
@@ -496,36 +560,65 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
             for keystore in (None, tmp / "keys"):
                 latency.append(message_latency(size, keystore))
                 say("latency", latency[-1])
+        code = {"before": checkout(BEFORE, tmp / "before"), "after": REPO}
         context = rclpy.Context()
         rclpy.init(context=context)
         rmw = rclpy.get_rmw_implementation_identifier()
-        runs: dict[tuple[str, int, str], RosRun] = {}
+        runs: dict[tuple[str, int, str, str], RosRun | str] = {}  # (suite, robots, method, variant): run, or why none
         refs: dict[tuple[str, int, str], dict] = {}
+        traces: dict[tuple[str, str], Breakdown] = {}  # (method, variant)
         try:
+            row = 0
             for suite, episode in EPISODES:
-                for robots, method in (*TEAMS, *EIGHT.get(suite, ())):
-                    key = (suite, robots, method)
-                    refs[key] = ref = in_process_episode(suite, episode, robots, tmp, method)
-                    runs[key] = run = ros_episode(suite, episode, robots, tmp, context, method)
-                    say(
-                        f"{suite}/{episode} x{robots} {method}: in-process {ref['result']['wall_s']:.2f} s, "
-                        f"ROS episode {run.episode_s:.2f} s (bridge {run.result['wall_s']:.2f} s, "
-                        f"process {run.process_wall_s:.2f} s), {run.sim_steps} steps, "
-                        f"CPU {run.cpu_s:.1f} s vs {ref['cpu_s']:.1f} s"
-                    )
+                for robots, method in TEAMS:
+                    refs[suite, robots, method] = ref = in_process_episode(suite, episode, robots, tmp, method)
+                    say(f"{suite}/{episode} x{robots} {method}: in-process {ref['result']['wall_s']:.2f} s")
+                    row += 1
+                    for variant in ("before", "after") if row % 2 else ("after", "before"):  # interleaved
+                        timeout = EPISODE_TIMEOUT_S * (3 if robots > 4 else 1)
+                        try:
+                            run = ros_episode(
+                                suite, episode, robots, tmp, context, method, code[variant], None, timeout
+                            )
+                        except NoEnd as exc:
+                            runs[suite, robots, method, variant] = str(exc)
+                            say(f"  {variant}: {exc}")
+                            continue
+                        runs[suite, robots, method, variant] = run
+                        say(f"  {variant}: ROS episode {run.episode_s:.2f} s, {run.sim_steps} steps, {_same(run, ref)}")
+            suite, episode, robots = TRACED
+            for method in ("pce", "oracle"):
+                for variant in ("before", "after"):
+                    folder = tmp / f"trace-{method}-{variant}"
+                    ros_episode(suite, episode, robots, tmp, context, method, code[variant], folder)
+                    traces[method, variant] = breakdown(folder)
+                    say(f"traced {method} {variant}: {traces[method, variant]}")
         finally:
             rclpy.try_shutdown(context=context)
-
+    after = {key[:3]: run for key, run in runs.items() if key[3] == "after" and isinstance(run, RosRun)}
+    intro = (
+        f"Produced by `{command}` on {machine()}, {ros_version()} with `{rmw}`, every node its own process on loopback "
+        f"DDS (ROS domain {domain}, `ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`). Symbolic methods, lockstep mode, seed "
+        f"0. Numbers from one run on a noisy shared machine (1-minute load average {load_before:.1f} before the run; "
+        "13 busy processes with 4 robots, 25 with 8, load it further): compare ratios, not absolute times. *oracle*: "
+        "the centralised oracle, whose `coordinator` node decides for every robot (each robot runs a relay, "
+        "docs/ros2.md)."
+    )
     lines = [
         TITLE,
         "",
-        f"Produced by `{command}` on {machine()}, {ros_version()} with `{rmw}`, every node its own "
-        f"process on loopback DDS (ROS domain {domain}, `ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`). Symbolic PCE, "
-        "lockstep mode, seed 0. Numbers from one run on a noisy shared machine (1-minute load average "
-        f"{load_before:.1f} before the run; 13 busy processes with 4 robots, 25 with 8, load it further): compare "
-        "ratios, not absolute times. *oracle*: the centralised oracle, whose `coordinator` node decides for both "
-        "robots (each robot runs a relay, docs/ros2.md).",
+        intro,
         "",
+        *_latency_lines(latency),
+        *_lockstep_lines(runs, refs),
+        *_breakdown_lines(traces),
+        *_whole_run_lines(after, refs),
+    ]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _latency_lines(latency: list[dict]) -> list[str]:
+    return [
         "### Team-message latency",
         "",
         "One publisher and one subscriber process, `TeamMessage` on `/team/messages` with the planner's QoS "
@@ -543,64 +636,166 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
             for x in latency
         ],
         "",
-        "### Lockstep episodes against the in-process runner",
+    ]
+
+
+def _ratio(run: RosRun | str | None, wall: float) -> float | None:
+    return run.episode_s / wall if isinstance(run, RosRun) else None
+
+
+def _both(before: RosRun | str | None, after: RosRun | str | None) -> bool:
+    return isinstance(before, RosRun) and isinstance(after, RosRun)
+
+
+def _time_cells(run: RosRun | str | None, wall: float) -> str:
+    """ROS s and × in-process, or why there is no run."""
+    return f"{run.episode_s:.2f} | {run.episode_s / wall:.1f}" if isinstance(run, RosRun) else f"{run or '–'} | –"
+
+
+def _same_cell(run: RosRun | str | None, ref: dict) -> str:
+    return _same(run, ref) if isinstance(run, RosRun) else "–"
+
+
+def _cpu_cell(run: RosRun | str | None) -> str:
+    return f"{run.episode_cpu_ms_per_step:.1f}" if isinstance(run, RosRun) else "–"
+
+
+def _step_cell(run: RosRun | str | None) -> str:
+    return f"{1000 * run.episode_s / max(1, run.clock_msgs - 1):.1f}" if isinstance(run, RosRun) else "–"
+
+
+def _lockstep_lines(runs: dict, refs: dict) -> list[str]:
+    from coteam_ros.stand_in import RESULTS_GRACE_S
+
+    lines = [
+        "### Lockstep episodes against the in-process runner, before and after",
         "",
-        'In-process: `run_episode(scene, "pce", seed=0, n_agents=N)` in a fresh process (its `wall_s`; the process '
-        "adds interpreter start-up and imports). ROS: the processes `coteam launch` starts (`plan()` + "
-        "`child_env()`): `sim_bridge`, and perception, planner and executor per robot. *ROS episode s*: first to last "
-        "simulator step, timed on `/clock` from the benchmark process (startup excluded). *same result*: steps, "
-        "success, transport rate, messages, decisions and the number of simulator steps equal the in-process run's. "
-        "*decide s*: the method's own time, summed over every decision of every robot (`decision_ms_mean` × "
-        "`decisions`); in ROS the robots decide in parallel processes. *CPU ms/step ROS*: CPU time of all nodes "
-        "between the first step and the bridge's exit (`/proc/<pid>/stat`) per simulator step; it includes the "
-        f"bridge's last {RESULTS_GRACE_S:g} s (waiting for decisions in flight) and its writing of results and trace, "
-        "which weigh on the short C-WAH episodes.",
+        "In-process: `run_episode(scene, method, seed=0, n_agents=N)` in a fresh process (its `wall_s`). ROS: the "
+        "processes `coteam launch` starts (`plan()` + `child_env()`): `sim_bridge`, per robot perception, planner (a "
+        "relay in a centralised team) and executor, and a centralised team's coordinator. *before*: the nodes of "
+        f"commit {BEFORE} (its files by `git archive`, its own `plan()`, `PYTHONPATH` pointing there), *after*: this "
+        "checkout's; each row's in-process, before and after runs one after the other (before first in every other "
+        "row), sharing the machine's state. *ROS s*: first to last simulator step, timed on `/clock` from the "
+        "benchmark process (startup excluded). *same result*: steps, success, transport rate, messages, decisions and "
+        "the number of simulator steps equal the in-process run's. *ms/step*: per simulator step (TDW-MAT's steps are "
+        "many frames). *CPU ms/step*: CPU time of all nodes between the first step and the bridge's exit per "
+        f"simulator step (it includes the bridge's last {RESULTS_GRACE_S:g} s and its writing of results, which weigh "
+        "on the short C-WAH episodes).",
         "",
-        "| episode | method | robots | steps (TDW-MAT: frames) | transport rate | sim steps | same result | "
-        "in-process s | ROS episode s | × in-process | ms/step in-process | ms/step ROS | CPU ms/step ROS | decide s "
-        "in-process | decide s ROS |",
+        "| episode | method | robots | sim steps | in-process s | before: ROS s | × | after: ROS s | × | after / "
+        "before | same result before / after | ms/step in-process | ms/step after | CPU ms/step before | CPU ms/step "
+        "after |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for key, run in runs.items():
-        ref = refs[key]
+    for (suite, robots, method), ref in refs.items():
         wall = ref["result"]["wall_s"]
+        before, after = runs.get((suite, robots, method, "before")), runs.get((suite, robots, method, "after"))
+        speed = f"{after.episode_s / before.episode_s:.2f}" if _both(before, after) else "–"  # type: ignore[union-attr]
         lines.append(
-            f"| {run.suite}/{run.episode} | {run.method} | {run.robots} | {run.result['steps']} | "
-            f"{run.result['transport_rate']:.2f} | "
-            f"{run.sim_steps} | {_same(run, ref)} | {wall:.2f} | {run.episode_s:.2f} | {run.episode_s / wall:.1f} | "
-            f"{1000 * wall / ref['sim_steps']:.1f} | {1000 * run.episode_s / max(1, run.clock_msgs - 1):.1f} | "
-            f"{run.episode_cpu_ms_per_step:.1f} | {_decide_s(ref['result']):.2f} | {_decide_s(run.result):.2f} |"
+            f"| {suite}/0 | {method} | {robots} | {ref['sim_steps']} | {wall:.2f} | {_time_cells(before, wall)} "
+            f"| {_time_cells(after, wall)} | {speed} | {_same_cell(before, ref)} / {_same_cell(after, ref)} "
+            f"| {1000 * wall / ref['sim_steps']:.1f} | {_step_cell(after)} | {_cpu_cell(before)} | {_cpu_cell(after)} |"
         )
-    pce_pairs = [run for (_, robots, method), run in runs.items() if (robots, method) == (2, "pce")]
-    longest = max(pce_pairs, key=lambda r: r.sim_steps)
-    by_kind = {
-        kind: 1000 * sum(n.episode_cpu_s for n in longest.nodes if n.kind == kind) / longest.sim_steps
-        for kind in NODE_ORDER
-        if any(n.kind == kind for n in longest.nodes)
-    }
-    ref = refs[longest.suite, 2, "pce"]
-    lines += [
-        "",
-        f"Where a step's time goes ({longest.suite}/{longest.episode}, 2 robots, {longest.sim_steps} steps): "
-        f"{longest.episode_cpu_ms_per_step:.1f} ms CPU per step over all nodes ("
-        + ", ".join(f"{kind} {ms:.1f}" for kind, ms in by_kind.items())
-        + f"; robot nodes summed over both robots) against {1000 * ref['result']['wall_s'] / ref['sim_steps']:.1f} "
-        f"ms for the whole in-process step, for {1000 * longest.episode_s / max(1, longest.clock_msgs - 1):.1f} ms "
-        f"of wall time per step on {os.cpu_count()} CPUs.",
+    small = [key for key in refs if key[1] <= 4]
+
+    def within(variant: str) -> list[tuple[str, int, str]]:
+        ratios = {k: _ratio(runs.get((*k, variant)), refs[k]["result"]["wall_s"]) for k in small}
+        return [k for k, r in ratios.items() if r is not None and r <= TARGET]
+
+    pairs = [
+        (runs[(*k, "before")], runs[(*k, "after")])
+        for k in refs
+        if _both(runs.get((*k, "before")), runs.get((*k, "after")))
     ]
-    central = runs.get((longest.suite, 2, "oracle"))
-    if central is not None:
-        per_step = {r.method: 1000 * r.episode_s / max(1, r.clock_msgs - 1) for r in (longest, central)}
-        lines += [
-            "",
-            f"A centralised team's step over ROS ({longest.suite}/{longest.episode}, oracle: "
-            f"{per_step['oracle']:.1f} ms of wall time, pce {per_step['pce']:.1f} ms) waits for every robot's report, "
-            "then plays the robots' turns one after the other, each new action a round trip to the robot's planner "
-            "and executor and back before the next robot's turn; a decentralised team's robots decide in parallel.",
-        ]
+    speedups = sorted(after.episode_s / before.episode_s for before, after in pairs)
+    missing = [f"{k[0]} {k[2]} {k[1]}" for k in small if k not in within("after")]
     lines += [
         "",
-        "Whole runs: *ROS startup s* from spawning the bridge to the first step (the robots' nodes start once this "
+        f"Within {TARGET:g}× the in-process time with 2 and 4 robots: after {len(within('after'))} of {len(small)} "
+        f"runs, before {len(within('before'))}" + (f"; not after: {', '.join(missing)}." if missing else "."),
+    ]
+    if speedups:
+        lines.append(
+            f"After / before over the {len(speedups)} rows both ran: median {statistics.median(speedups):.2f}, from "
+            f"{speedups[0]:.2f} to {speedups[-1]:.2f}."
+        )
+    for k in refs:
+        if k[1] > 4:
+            said = [
+                f"{v} {r.episode_s:.1f} s ({r.episode_s / refs[k]['result']['wall_s']:.1f}×)"
+                if isinstance(r := runs.get((*k, v)), RosRun)
+                else f"{v}: {r}"
+                for v in ("before", "after")
+            ]
+            lines.append(f"{k[0]} with {k[1]} robots ({k[2]}): {', '.join(said)}.")
+    return [*lines, ""]
+
+
+PART_NAMES = {
+    "bridge": "bridge: its step callback until it sent what the path goes on from",
+    "nodes": "robots' nodes (and coordinator): in their callbacks until they sent the next hop",
+    "delivery": "delivery: publication to the receiving callback (DDS, waking the process, rclpy's wait set)",
+    "queued": "queued: the receiver finishing other callbacks first",
+    "other": "other: an action's goal answer or result, a timer (not followed)",
+}
+NODE_KINDS = ("sim_bridge", "coordinator", "perception", "planner", "relay", "executor")
+
+
+def _breakdown_lines(traces: dict[tuple[str, str], Breakdown]) -> list[str]:
+    suite, episode, robots = TRACED
+    cols = [(m, v) for m in ("pce", "oracle") for v in ("before", "after") if (m, v) in traces]
+    head = "| " + " | ".join(f"{m} {v}" for m, v in cols) + " |"
+    lines = [
+        "### Where a lockstep step's time goes, before and after",
+        "",
+        f"One more run each of {suite}/{episode} with {robots} robots, pce and oracle, before and after, every node "
+        "traced from outside its code (`bench/steptrace/sitecustomize.py` patches rclpy: each callback its executor "
+        "ran, each publication, on the machine's one monotonic clock; the tracing itself slows the runs). A step runs "
+        "from the bridge's callback that steps the simulator to the next one, which the last robot's `step_tick` "
+        "started; `bench/lockstep_trace.py` follows that message back, hop by hop, to the step before (the step's "
+        "critical path) and splits its time, ms per step:",
+        "",
+        "| part of a step | " + head[2:],
+        "|---|" + "---|" * len(cols),
+        "| step (traced run) | " + " | ".join(f"{traces[c].step_ms:.2f}" for c in cols) + " |",
+        *[f"| {PART_NAMES[p]} | " + " | ".join(f"{traces[c].parts[p]:.2f}" for c in cols) + " |" for p in PARTS],
+        "| messages on the path per step | " + " | ".join(f"{traces[c].hops:.1f}" for c in cols) + " |",
+        "",
+        "CPU per step of each kind of node (robots' nodes summed), ms: in its callbacks / in rclpy's executor between "
+        "them (building the wait set at every wake):",
+        "",
+        "| node | " + head[2:],
+        "|---|" + "---|" * len(cols),
+    ]
+    for kind in NODE_KINDS:
+        if any(kind in traces[c].cpu for c in cols):
+            cells = [
+                f"{traces[c].cpu[kind][0]:.2f} / {traces[c].cpu[kind][1]:.2f}" if kind in traces[c].cpu else "–"
+                for c in cols
+            ]
+            lines.append(f"| {kind} | " + " | ".join(cells) + " |")
+    totals = {c: tuple(sum(v[i] for v in traces[c].cpu.values()) for i in (0, 1)) for c in cols}
+    lines += ["| all | " + " | ".join(f"{totals[c][0]:.2f} / {totals[c][1]:.2f}" for c in cols) + " |", ""]
+    for method in ("pce", "oracle"):
+        if (method, "before") not in traces or (method, "after") not in traces:
+            continue
+        b, a = traces[method, "before"], traces[method, "after"]
+        (cb, eb), (ca, ea) = totals[method, "before"], totals[method, "after"]
+        lines.append(
+            f"{method}: a traced step {b.step_ms:.1f} → {a.step_ms:.1f} ms ({a.step_ms / b.step_ms:.2f}); the bridge's "
+            f"part {b.parts['bridge']:.1f} → {a.parts['bridge']:.1f} ms, {b.hops:.1f} → {a.hops:.1f} messages on the "
+            f"path; CPU of all nodes {cb + eb:.1f} → {ca + ea:.1f} ms a step, of it rclpy's executor {eb:.1f} → "
+            f"{ea:.1f}."
+        )
+    return [*lines, ""]
+
+
+def _whole_run_lines(runs: dict[tuple[str, int, str], RosRun], refs: dict) -> list[str]:
+    """The after runs as whole processes: start-up, CPU and memory."""
+    lines = [
+        "### Whole runs (after)",
+        "",
+        "*ROS startup s* from spawning the bridge to the first step (the robots' nodes start once this "
         "benchmark hears the bridge's `/clock`; interpreters, imports, loading the episode, DDS discovery); "
         "*bridge s* the bridge's `wall_s` (from its own start, so including the wait for "
         "the other nodes); *process s* from spawning to the exit of the process (ROS: of the bridge, after it wrote "
@@ -621,7 +816,7 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
         )
     lines += [
         "",
-        "### CPU and memory per node (2 robots)",
+        "### CPU and memory per node (after, 2 robots)",
         "",
         "CPU seconds over the process's life (`os.wait4`: `ru_utime + ru_stime`); of them, before the team's first "
         "step (*startup*: interpreter, imports, loading the episode, DDS discovery) and from the first step to the "
@@ -658,7 +853,7 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
             f"{' / '.join(f'{m:.0f}' for _, m in per)} | {bridge.cpu_s:.2f} | {bridge.peak_mb:.0f} | "
             f"{ref['cpu_s']:.2f} | {ref['peak_mb']:.0f} |"
         )
-    return "\n".join(lines) + "\n"
+    return [*lines, ""]
 
 
 def main(argv: list[str] | None = None) -> int:

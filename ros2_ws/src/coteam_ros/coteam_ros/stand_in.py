@@ -565,6 +565,7 @@ class StandInRobots(Node):
         obs, _, _, _, infos = self.env.step(actions)
         self._after_moves(actions, motions, obs)
         failures = {a: infos[a]["failure"] for a in actions}
+        self.recorder.step(clock_before, self.sim, actions, failures)  # in the journal before a robot sees the step
         for name, prim in actions.items():
             slot = self.robots[name]
             reason = failures[name]
@@ -582,9 +583,7 @@ class StandInRobots(Node):
         if not self.env.agents:
             self._end_goals()
         self._publish_step(obs)
-        # the robots work on the step meanwhile: nothing of the world changes until every one has answered it
-        self.meter.step(actions, failures)
-        self.recorder.step(clock_before, self.sim, actions, failures)
+        self.meter.step(actions, failures)  # (the robots work on the step meanwhile)
         self._log_progress()
         if not self.env.agents:
             self._finish_episode()
