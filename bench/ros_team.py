@@ -63,7 +63,7 @@ CODE_PARTS = ("src", "sim", "harness", "ros2_ws/src/coteam_ros", "testkit")  # w
 TRACER = Path(__file__).resolve().parent / "steptrace"  # its sitecustomize records a node's callbacks
 POLL_S = 0.02
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-NODE_ORDER = ("sim_bridge", "coordinator", "perception", "planner", "executor")
+NODE_ORDER = ("sim_bridge", "coordinator", "perception", "planner", "relay", "executor")  # a node kind unknown: last
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -738,7 +738,6 @@ PART_NAMES = {
     "queued": "queued: the receiver finishing other callbacks first",
     "other": "other: an action's goal answer or result, a timer (not followed)",
 }
-NODE_KINDS = ("sim_bridge", "coordinator", "perception", "planner", "relay", "executor")
 
 
 def _breakdown_lines(traces: dict[tuple[str, str], Breakdown]) -> list[str]:
@@ -767,7 +766,7 @@ def _breakdown_lines(traces: dict[tuple[str, str], Breakdown]) -> list[str]:
         "| node | " + head[2:],
         "|---|" + "---|" * len(cols),
     ]
-    for kind in NODE_KINDS:
+    for kind in NODE_ORDER:
         if any(kind in traces[c].cpu for c in cols):
             cells = [
                 f"{traces[c].cpu[kind][0]:.2f} / {traces[c].cpu[kind][1]:.2f}" if kind in traces[c].cpu else "–"
@@ -788,6 +787,10 @@ def _breakdown_lines(traces: dict[tuple[str, str], Breakdown]) -> list[str]:
             f"{ea:.1f}."
         )
     return [*lines, ""]
+
+
+def _kind_order(kind: str) -> int:
+    return NODE_ORDER.index(kind) if kind in NODE_ORDER else len(NODE_ORDER)
 
 
 def _whole_run_lines(runs: dict[tuple[str, int, str], RosRun], refs: dict) -> list[str]:
@@ -831,7 +834,7 @@ def _whole_run_lines(runs: dict[tuple[str, int, str], RosRun], refs: dict) -> li
     for run in runs.values():
         if run.robots != 2:
             continue
-        for n in sorted(run.nodes, key=lambda n: (n.robot, NODE_ORDER.index(n.kind))):
+        for n in sorted(run.nodes, key=lambda n: (n.robot, _kind_order(n.kind))):
             if run.method != "pce" and n.kind != "coordinator":
                 continue  # the centralised team's other nodes do what pce's do; its coordinator is what it adds
             lines.append(
