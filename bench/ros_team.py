@@ -611,7 +611,7 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
         "",
         *_latency_lines(latency),
         *_lockstep_lines(runs, refs),
-        *_breakdown_lines(traces),
+        *_breakdown_lines(traces, refs),
         *_whole_run_lines(after, refs),
     ]
     return "\n".join(lines).rstrip("\n") + "\n"
@@ -740,7 +740,7 @@ PART_NAMES = {
 }
 
 
-def _breakdown_lines(traces: dict[tuple[str, str], Breakdown]) -> list[str]:
+def _breakdown_lines(traces: dict[tuple[str, str], Breakdown], refs: dict | None = None) -> list[str]:
     suite, episode, robots = TRACED
     cols = [(m, v) for m in ("pce", "oracle") for v in ("before", "after") if (m, v) in traces]
     head = "| " + " | ".join(f"{m} {v}" for m, v in cols) + " |"
@@ -786,6 +786,14 @@ def _breakdown_lines(traces: dict[tuple[str, str], Breakdown]) -> list[str]:
             f"path; CPU of all nodes {cb + eb:.1f} → {ca + ea:.1f} ms a step, of it rclpy's executor {eb:.1f} → "
             f"{ea:.1f}."
         )
+        ref = (refs or {}).get((suite, robots, method))
+        if ref is not None:
+            target = TARGET * 1000 * ref["result"]["wall_s"] / ref["sim_steps"]
+            moving = a.parts["delivery"] + a.parts["queued"]
+            lines[-1] += (
+                f" After, the messages alone (delivery and queued) take {moving:.1f} ms of the step, "
+                f"{'more' if moving > target else 'less'} than {TARGET:g}× the in-process step ({target:.1f} ms)."
+            )
     return [*lines, ""]
 
 

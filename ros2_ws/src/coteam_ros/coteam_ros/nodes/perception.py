@@ -33,11 +33,12 @@ detector). Either way, topics relative to the robot's namespace:
 * subscribes ``detections`` (``vision_msgs/Detection3DArray``, best effort) when it has no detector: positions in
   any frame TF takes to the map, put in their rooms and on the fixture within ``fixture_reach_m``
   (``coteam_ros.observations.detector_output_on_map``);
-* publishes ``semantic_map`` (``coteam_interfaces/SemanticMap``) after every detections message, and
-  ``semantic_markers`` (``visualization_msgs/MarkerArray``) for RViz/Foxglove: per object a cube (containers,
-  surfaces) or sphere coloured by category in namespace ``objects`` and a text label in ``labels``, both with
-  marker id = object id so displays update in place. Objects not re-seen in their room are drawn translucent.
-  Both are transient-local with depth 1: a late subscriber gets the current map.
+* publishes ``semantic_map`` (``coteam_interfaces/SemanticMap``) after a detections message that changed it (a
+  sighting's step and time are a change), and ``semantic_markers`` (``visualization_msgs/MarkerArray``) for
+  RViz/Foxglove when what they draw changed: per object a cube (containers, surfaces) or sphere coloured by category in
+  namespace ``objects`` and a text label in ``labels``, both with marker id = object id so displays update in place.
+  Objects not re-seen in their room are drawn translucent. Both are transient-local with depth 1: a late subscriber
+  gets the current map.
 
 Parameters: ``robot``, ``robots``, ``scene_path`` / ``seed`` (the task: its floor plan, fixtures and objects, see
 ``coteam_ros.episode``), ``min_confidence``
