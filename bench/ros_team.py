@@ -51,6 +51,8 @@ EPISODES = (("cwah-test", 0), ("tdwmat-test", 0))
 TEAMS = ((2, "pce"), (4, "pce"), (8, "pce"), (2, "oracle"), (4, "oracle"))
 TARGET = 3.0  # issue 53: a lockstep episode over ROS within this many times the in-process one, with 2 and 4 robots
 BEFORE = "002d111"  # the commit before the lockstep work: "before" runs its nodes (the same plan, its own code)
+# before: that commit's nodes; after: this checkout's, a process per node; composed: this checkout's, one per robot
+VARIANTS = ("before", "after", "composed")
 TRACED = ("tdwmat-test", 0, 2)  # the episode and team size whose steps are traced, before and after, pce and oracle
 ROBOTS = ("alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi")
 LATENCY_COUNT = 1000
@@ -397,10 +399,12 @@ def ros_episode(
     code: Path | None = None,
     trace: Path | None = None,
     timeout_s: float = EPISODE_TIMEOUT_S,
+    composed: bool = False,
 ) -> RosRun:
     """Start the lockstep team as ``coteam launch`` of the checkout at ``code`` (default: this one) does, watch
     ``/clock`` from this process, reap every node with ``os.wait4``. ``trace``: every node records its callbacks and
-    publications there (``bench/steptrace``, read by :mod:`lockstep_trace`)."""
+    publications there (``bench/steptrace``, read by :mod:`lockstep_trace`). ``composed``: each robot's nodes in one
+    process (the team file's ``composed: true``)."""
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -414,6 +418,7 @@ def ros_episode(
     config.write_text(
         f"world: {{suite: {suite}, episode: {episode}, seed: 0, mode: lockstep}}\n"
         f"team: {{method: {method}, backend: symbolic}}\nnavigation: sim\nrobots: [{names}]\n"
+        + ("composed: true\n" if composed else "")
     )
     children, env = planned(config, work, out / "results.json", code or REPO)
     if trace is not None:
@@ -560,7 +565,7 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
             for keystore in (None, tmp / "keys"):
                 latency.append(message_latency(size, keystore))
                 say("latency", latency[-1])
-        code = {"before": checkout(BEFORE, tmp / "before"), "after": REPO}
+        code = {"before": checkout(BEFORE, tmp / "before"), "after": REPO, "composed": REPO}
         context = rclpy.Context()
         rclpy.init(context=context)
         rmw = rclpy.get_rmw_implementation_identifier()
@@ -574,11 +579,20 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
                     refs[suite, robots, method] = ref = in_process_episode(suite, episode, robots, tmp, method)
                     say(f"{suite}/{episode} x{robots} {method}: in-process {ref['result']['wall_s']:.2f} s")
                     row += 1
-                    for variant in ("before", "after") if row % 2 else ("after", "before"):  # interleaved
+                    for variant in VARIANTS[row % 3 :] + VARIANTS[: row % 3]:  # interleaved: each first in turn
                         timeout = EPISODE_TIMEOUT_S * (3 if robots > 4 else 1)
                         try:
                             run = ros_episode(
-                                suite, episode, robots, tmp, context, method, code[variant], None, timeout
+                                suite,
+                                episode,
+                                robots,
+                                tmp,
+                                context,
+                                method,
+                                code[variant],
+                                None,
+                                timeout,
+                                composed=variant == "composed",
                             )
                         except NoEnd as exc:
                             runs[suite, robots, method, variant] = str(exc)
@@ -674,27 +688,29 @@ def _lockstep_lines(runs: dict, refs: dict) -> list[str]:
         "processes `coteam launch` starts (`plan()` + `child_env()`): `sim_bridge`, per robot perception, planner (a "
         "relay in a centralised team) and executor, and a centralised team's coordinator. *before*: the nodes of "
         f"commit {BEFORE} (its files by `git archive`, its own `plan()`, `PYTHONPATH` pointing there), *after*: this "
-        "checkout's; each row's in-process, before and after runs one after the other (before first in every other "
-        "row), sharing the machine's state. *ROS s*: first to last simulator step, timed on `/clock` from the "
+        "checkout's, a process per node; *composed*: this checkout's with `composed: true`, a process per robot "
+        "(docs/ros2.md). Each row's in-process run and its three ROS runs go one after the other (each variant first "
+        "in turn), sharing the machine's state. *ROS s*: first to last simulator step, timed on `/clock` from the "
         "benchmark process (startup excluded). *same result*: steps, success, transport rate, messages, decisions and "
         "the number of simulator steps equal the in-process run's. *ms/step*: per simulator step (TDW-MAT's steps are "
         "many frames). *CPU ms/step*: CPU time of all nodes between the first step and the bridge's exit per "
         f"simulator step (it includes the bridge's last {RESULTS_GRACE_S:g} s and its writing of results, which weigh "
         "on the short C-WAH episodes).",
         "",
-        "| episode | method | robots | sim steps | in-process s | before: ROS s | × | after: ROS s | × | after / "
-        "before | same result before / after | ms/step in-process | ms/step after | CPU ms/step before | CPU ms/step "
-        "after |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| episode | method | robots | sim steps | in-process s | before: ROS s | × | after: ROS s | × | composed: ROS "
+        "s | × | after / before | same result before / after / composed | ms/step in-process | ms/step after | CPU "
+        "ms/step before | CPU ms/step after | CPU ms/step composed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (suite, robots, method), ref in refs.items():
         wall = ref["result"]["wall_s"]
-        before, after = runs.get((suite, robots, method, "before")), runs.get((suite, robots, method, "after"))
+        before, after, composed = (runs.get((suite, robots, method, v)) for v in VARIANTS)
         speed = f"{after.episode_s / before.episode_s:.2f}" if _both(before, after) else "–"  # type: ignore[union-attr]
         lines.append(
             f"| {suite}/0 | {method} | {robots} | {ref['sim_steps']} | {wall:.2f} | {_time_cells(before, wall)} "
-            f"| {_time_cells(after, wall)} | {speed} | {_same_cell(before, ref)} / {_same_cell(after, ref)} "
-            f"| {1000 * wall / ref['sim_steps']:.1f} | {_step_cell(after)} | {_cpu_cell(before)} | {_cpu_cell(after)} |"
+            f"| {_time_cells(after, wall)} | {_time_cells(composed, wall)} | {speed} | {_same_cell(before, ref)} / "
+            f"{_same_cell(after, ref)} / {_same_cell(composed, ref)} | {1000 * wall / ref['sim_steps']:.1f} "
+            f"| {_step_cell(after)} | {_cpu_cell(before)} | {_cpu_cell(after)} | {_cpu_cell(composed)} |"
         )
     small = [key for key in refs if key[1] <= 4]
 
@@ -702,30 +718,35 @@ def _lockstep_lines(runs: dict, refs: dict) -> list[str]:
         ratios = {k: _ratio(runs.get((*k, variant)), refs[k]["result"]["wall_s"]) for k in small}
         return [k for k, r in ratios.items() if r is not None and r <= TARGET]
 
-    pairs = [
-        (runs[(*k, "before")], runs[(*k, "after")])
-        for k in refs
-        if _both(runs.get((*k, "before")), runs.get((*k, "after")))
-    ]
-    speedups = sorted(after.episode_s / before.episode_s for before, after in pairs)
-    missing = [f"{k[0]} {k[2]} {k[1]}" for k in small if k not in within("after")]
+    def paired(first: str, second: str) -> list[float]:
+        """second's ROS time over first's, over the rows where both ran"""
+        both = [(runs.get((*k, first)), runs.get((*k, second))) for k in refs]
+        return sorted(b.episode_s / a.episode_s for a, b in both if _both(a, b))  # type: ignore[union-attr]
+
     lines += [
         "",
-        f"Within {TARGET:g}× the in-process time with 2 and 4 robots: after {len(within('after'))} of {len(small)} "
-        f"runs, before {len(within('before'))}" + (f"; not after: {', '.join(missing)}." if missing else "."),
-    ]
-    if speedups:
-        lines.append(
-            f"After / before over the {len(speedups)} rows both ran: median {statistics.median(speedups):.2f}, from "
-            f"{speedups[0]:.2f} to {speedups[-1]:.2f}."
+        f"Within {TARGET:g}× the in-process time with 2 and 4 robots (of {len(small)} runs): "
+        + ", ".join(f"{v} {len(within(v))}" for v in VARIANTS)
+        + "; "
+        + "; ".join(
+            f"not {v}: {', '.join(f'{k[0]} {k[2]} {k[1]}' for k in small if k not in within(v)) or 'none'}"
+            for v in VARIANTS[1:]
         )
+        + ".",
+    ]
+    for first, second in (("before", "after"), ("after", "composed")):
+        if ratios := paired(first, second):
+            lines.append(
+                f"{second.capitalize()} / {first} over the {len(ratios)} rows both ran: median "
+                f"{statistics.median(ratios):.2f}, from {ratios[0]:.2f} to {ratios[-1]:.2f}."
+            )
     for k in refs:
         if k[1] > 4:
             said = [
                 f"{v} {r.episode_s:.1f} s ({r.episode_s / refs[k]['result']['wall_s']:.1f}×)"
                 if isinstance(r := runs.get((*k, v)), RosRun)
                 else f"{v}: {r}"
-                for v in ("before", "after")
+                for v in VARIANTS
             ]
             lines.append(f"{k[0]} with {k[1]} robots ({k[2]}): {', '.join(said)}.")
     return [*lines, ""]
