@@ -611,12 +611,12 @@ def ros_section(command: str, domain: int = DEFAULT_DOMAIN, log: bool = True) ->
             rclpy.try_shutdown(context=context)
     after = {key[:3]: run for key, run in runs.items() if key[3] == "after" and isinstance(run, RosRun)}
     intro = (
-        f"Produced by `{command}` on {machine()}, {ros_version()} with `{rmw}`, every node its own process on loopback "
-        f"DDS (ROS domain {domain}, `ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`). Symbolic methods, lockstep mode, seed "
-        f"0. Numbers from one run on a noisy shared machine (1-minute load average {load_before:.1f} before the run; "
-        "13 busy processes with 4 robots, 25 with 8, load it further): compare ratios, not absolute times. *oracle*: "
-        "the centralised oracle, whose `coordinator` node decides for every robot (each robot runs a relay, "
-        "docs/ros2.md)."
+        f"Produced by `{command}` on {machine()}, {ros_version()} with `{rmw}`, a process per node (per robot in the "
+        f"*composed* runs) on loopback DDS (ROS domain {domain}, `ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`). "
+        "Symbolic methods, lockstep mode, seed 0. Numbers from one run on a noisy shared machine (1-minute load "
+        f"average {load_before:.1f} before the run; 13 busy processes with 4 robots, 25 with 8, load it further): "
+        "compare ratios, not absolute times. *oracle*: the centralised oracle, whose `coordinator` node decides for "
+        "every robot (each robot runs a relay, docs/ros2.md)."
     )
     lines = [
         TITLE,
