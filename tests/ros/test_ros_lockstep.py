@@ -64,6 +64,40 @@ def test_the_bridge_steps_only_once_a_busy_robot_has_taken_in_its_status(
         assert bridge.sim.steps == 2 and not bob.responsive
 
 
+def test_a_robot_that_talks_first_is_waited_for_as_at_start_up_until_its_first_action(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A robot whose first answers were a message and an idle step has not yet had an action go through its executor
+    and the bridge's action servers, which it meets only once DDS discovery is done (on a loaded machine, seconds):
+    the bridge waits for it up to ``startup_timeout_s``, not ``tick_timeout_s``, so the run stays the in-process one.
+    After its first action the short timeout applies."""
+    from coteam_interfaces.msg import StepTick
+
+    from coteam_ros.nodes.sim_bridge import SimBridgeNode
+
+    isolate_ros(tmp_path, monkeypatch)
+    episode = _episode(tmp_path)
+    with rclpy_session() as nodes:
+        bridge = SimBridgeNode(parameter_overrides=[*episode, Parameter("mode", value="lockstep")])
+        nodes.append(bridge)
+        alice, bob = bridge.robots["alice"], bridge.robots["bob"]
+        bridge._on_tick(alice, StepTick(robot="alice", step=0, kind=StepTick.MESSAGE, text="I take the kitchen"))
+        bridge._on_tick(bob, _tick("bob", 0, StepTick.IDLE))
+        assert bridge.sim.steps == 1
+
+        bridge._on_tick(bob, _tick("bob", 1, StepTick.IDLE))
+        alice.waited_since = time.monotonic() - bridge.tick_timeout_s - 1  # its executor still discovering
+        bridge._on_timer()
+        assert bridge.sim.steps == 1 and alice.responsive, "waited for as at start-up"
+
+        bridge._on_tick(alice, _tick("alice", 1, StepTick.OBSERVED))  # its action under way
+        assert bridge.sim.steps == 2
+        bridge._on_tick(bob, _tick("bob", 2, StepTick.IDLE))
+        alice.waited_since = time.monotonic() - bridge.tick_timeout_s - 1
+        bridge._on_timer()
+        assert bridge.sim.steps == 3 and not alice.responsive, "then no longer than tick_timeout_s"
+
+
 def test_a_busy_planner_answers_observed_once_the_status_is_in_its_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

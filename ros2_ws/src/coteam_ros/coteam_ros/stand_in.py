@@ -148,6 +148,9 @@ class RobotSlot:
     waited_since: float = 0.0
     responsive: bool = True
     ever_ticked: bool = False
+    # its first ACT or OBSERVED tick came: an action of its has gone through its executor and this node's action
+    # servers, which a robot meets after DDS discovery; before that, a step waits up to startup_timeout_s for it
+    ever_acted: bool = False
     counts: Counter[str] = field(default_factory=Counter)  # navigation and manipulation goals, by how they ended
     speed_limit: float = 0.0  # a twin's: m/s from the robot's speed_limit (Nav2's controller keeps to it); 0: none
     still_until: int = 0  # a twin's: under a speed limit, the step before which the robot does not move again
@@ -493,6 +496,7 @@ class StandInRobots(Node):
         if not slot.responsive:
             self.get_logger().info(f"{slot.name} answers again")
         slot.responsive = slot.ever_ticked = True
+        slot.ever_acted = slot.ever_acted or tick.kind in (StepTick.ACT, StepTick.OBSERVED)
         if self.mode == "lockstep":
             self._step_if_all_ticked()
 
@@ -524,7 +528,7 @@ class StandInRobots(Node):
             self._step()
             return
         for name, slot in self.robots.items():
-            limit = self.tick_timeout_s if slot.ever_ticked else self.startup_timeout_s
+            limit = self.tick_timeout_s if slot.ever_acted else self.startup_timeout_s
             if slot.tick is None and slot.responsive and now - slot.waited_since > limit:
                 slot.responsive = False
                 self.get_logger().warning(

@@ -32,8 +32,9 @@ Modes (parameter ``mode``):
   (``coteam_interfaces/StepTick``: a robot ready at ``t`` acts through its accepted goal, sends a message, or
   idles; a robot in the middle of an action answers ``OBSERVED`` once its planner has taken the status in, so no
   planner misses a step's observation) -- deterministic, step for step the in-process runner. A robot silent for
-  ``tick_timeout_s`` (``startup_timeout_s`` before its first tick) idles that step if it is ready and is not waited
-  for again until it ticks: a dead teammate never hangs the team.
+  ``tick_timeout_s`` (``startup_timeout_s`` until its first action: a robot that talks or idles first may still be
+  discovering the action servers) idles that step if it is ready and is not waited for again until it ticks: a dead
+  teammate never hangs the team.
 * ``realtime``: a step every ``1 / tick_hz`` s with whatever the robots have ready (a navigation goal drives
   on by itself); a robot without anything waits. The clock starts once every robot has answered step 0 (or after
   ``startup_timeout_s``).
