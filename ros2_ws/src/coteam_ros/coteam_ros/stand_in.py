@@ -191,9 +191,7 @@ class StandInRobots(Node):
         params = json.loads(self.declare_parameter("params_json", "{}").value or "{}")
         self.results_path: str = self.declare_parameter("results_path", "").value
         self.trace_path: str = self.declare_parameter("trace_path", "").value
-        # longer than a planner holds its tick for a teammate's message text (its message_wait_s, 5 s), so that a
-        # planner waiting for a slow message is not taken for a dead one
-        self.tick_timeout_s: float = self.declare_parameter("tick_timeout_s", 10.0).value
+        self.tick_timeout_s: float = self.declare_parameter("tick_timeout_s", 5.0).value
         self.startup_timeout_s: float = self.declare_parameter("startup_timeout_s", 60.0).value
         cameras: bool = self.declare_parameter("cameras", False).value
         camera_hz: float = self.declare_parameter("camera_hz", 1.0).value

@@ -102,7 +102,7 @@ class CoordinatorNode(Node):
         scene_path = self.declare_parameter("scene_path", "").value
         seed = self.declare_parameter("seed", 0).value
         self.lockstep: bool = self.declare_parameter("lockstep", True).value
-        # both shorter than the bridge's tick_timeout_s (10 s): the others' turns are played before the bridge gives up
+        # both shorter than the bridge's tick_timeout_s (5 s): the others' turns are played before the bridge gives up
         self.report_timeout_s: float = self.declare_parameter("report_timeout_s", 3.0).value
         self.answer_timeout_s: float = self.declare_parameter("answer_timeout_s", 3.0).value
         self.startup_timeout_s: float = self.declare_parameter("startup_timeout_s", 60.0).value
